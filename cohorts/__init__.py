@@ -1,0 +1,1 @@
+"""Cohort lifecycle, burn, binding, audit and import."""

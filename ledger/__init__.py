@@ -1,0 +1,1 @@
+"""provledger ledger core."""

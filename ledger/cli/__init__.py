@@ -1,0 +1,26 @@
+"""The ``provledger`` command: the composition root.
+
+This is the only module of ``ledger`` that may import ``verifiers`` and ``cohorts``;
+it mounts their typer sub-apps.
+"""
+
+from __future__ import annotations
+
+from ledger.cli.common import new_app
+
+app = new_app("provledger: a content-addressed, verifiable provenance ledger for IDKMesh evidence.")
+
+
+def _mount() -> None:
+    from ledger.cli import core, logcmds
+
+    core.register(app)
+    logcmds.register(app)
+
+
+_mount()
+
+
+def main() -> None:
+    """Console-script entry point."""
+    app(prog_name="provledger")

@@ -1,0 +1,132 @@
+"""Shared CLI plumbing: the one place errors become exit codes, options, output.
+
+Exit codes: 0 ok; 1 a check found a problem; 2 usage; 3 bad input or not found;
+4 refused by ledger rules. Errors print one line ``error: ...`` on stderr.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Annotated, Any
+
+import click
+import typer
+from typer.core import TyperGroup
+
+from ledger.errors import LedgerError
+
+DEFAULT_DB = "ledger.db"
+
+
+def fail_line(message: str) -> str:
+    """One-line error text: newlines folded so stderr stays one line per error."""
+    return "error: " + " ".join(message.split())
+
+
+class ProvGroup(TyperGroup):
+    """Root command group mapping every ``LedgerError`` to its exit code."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except LedgerError as exc:
+            click.echo(fail_line(str(exc)), err=True)
+            ctx.exit(exc.exit_code)
+        except sqlite3.Error as exc:
+            click.echo(fail_line(f"database error, got '{exc}', expected a usable ledger"), err=True)
+            ctx.exit(3)
+        except OSError as exc:
+            click.echo(fail_line(f"{exc.strerror or exc}: {exc.filename or ''}".strip()), err=True)
+            ctx.exit(3)
+        return None
+
+
+def new_app(help_text: str) -> typer.Typer:
+    """A typer app with the project's settings (no completion, no locals in tracebacks)."""
+    return typer.Typer(
+        help=help_text,
+        cls=ProvGroup,
+        add_completion=False,
+        no_args_is_help=True,
+        pretty_exceptions_enable=False,
+        context_settings={"help_option_names": ["-h", "--help"]},
+    )
+
+
+DbOption = Annotated[
+    Path,
+    typer.Option(
+        "--db",
+        envvar="PROVLEDGER_DB",
+        help="Ledger file (default ./ledger.db, or $PROVLEDGER_DB).",
+        show_default=False,
+    ),
+]
+JsonOption = Annotated[bool, typer.Option("--json", help="Machine-readable JSON on stdout.")]
+
+
+def emit_json(value: Any) -> None:
+    """Print JSON with sorted keys: the documented, stable output form."""
+    sys.stdout.write(json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
+
+
+def interactive() -> bool:
+    """True when progress may be drawn (stderr is a terminal)."""
+    return sys.stderr.isatty() and os.environ.get("PROVLEDGER_NO_PROGRESS") is None
+
+
+@contextmanager
+def progress(total: int | None, label: str, enabled: bool = True) -> Iterator[Callable[[int], None]]:
+    """Yield ``advance(n)``; draws a rich bar only on a terminal and when enabled."""
+    if not (enabled and interactive()):
+        yield lambda _n: None
+        return
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeRemainingColumn,
+    )
+
+    with Progress(
+        TextColumn(label),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeRemainingColumn(),
+        transient=True,
+        console=_stderr_console(),
+    ) as bar:
+        task = bar.add_task(label, total=total)
+        yield lambda n: bar.advance(task, n)
+
+
+def _stderr_console() -> Any:
+    from rich.console import Console
+
+    return Console(stderr=True)
+
+
+def console() -> Any:
+    """A rich console on stdout for human output."""
+    from rich.console import Console
+
+    return Console(highlight=False, soft_wrap=True)
+
+
+def read_input(name: str) -> bytes:
+    """Bytes of a file argument; ``-`` is standard input. Missing files are NotFound."""
+    from ledger.errors import NotFound
+
+    if name == "-":
+        return sys.stdin.buffer.read()
+    path = Path(name)
+    if not path.is_file():
+        raise NotFound(f"input file not found, got {name}, expected a readable file")
+    return path.read_bytes()

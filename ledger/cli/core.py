@@ -1,0 +1,202 @@
+"""Core commands: init, append, show, log, stats."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from ledger.cli.common import DbOption, JsonOption, console, emit_json, progress, read_input
+
+
+def log_key_path(db: Path, given: Path | None = None) -> Path:
+    """The log's private key file: --log-key, else next to the database."""
+    return given if given is not None else db.with_name(db.name + ".log.key")
+
+
+def authority_key_path(db: Path, given: Path | None = None) -> Path:
+    """The authority's private key file: --authority-key, else next to the database."""
+    return given if given is not None else db.with_name(db.name + ".authority.key")
+
+
+def init(
+    db: DbOption = Path("ledger.db"),
+    origin: Annotated[
+        str | None, typer.Option(help="Log origin line for checkpoints (default: derived).")
+    ] = None,
+    log_key: Annotated[
+        Path | None, typer.Option("--log-key", help="Where to write the log's private key.")
+    ] = None,
+    authority_key: Annotated[
+        Path | None,
+        typer.Option("--authority-key", help="Where to write the authority's private key."),
+    ] = None,
+    json_out: JsonOption = False,
+) -> None:
+    """Create a ledger, its log key and its authority key; print the log verifier key."""
+    from ledger.setup import initialise
+
+    info = initialise(db, origin, log_key_path(db, log_key), authority_key_path(db, authority_key))
+    if json_out:
+        emit_json(info)
+        return
+    out = console()
+    out.print(f"created ledger {info['db']}")
+    out.print(f"origin          {info['origin']}")
+    out.print(f"log key         {info['log_key_file']} (key id {info['log_key_id']})")
+    out.print(f"authority key   {info['authority_key_file']} (key id {info['authority_key_id']})")
+    out.print("log verifier key (give this to auditors):")
+    sys.stdout.write(info["log_verifier_key"] + "\n")
+
+
+def append(
+    files: Annotated[list[str], typer.Argument(help="JSON files to append; - reads stdin.")],
+    db: DbOption = Path("ledger.db"),
+    kind: Annotated[
+        str | None,
+        typer.Option(help="Kind of every input (else inferred); 'blob' stores raw bytes."),
+    ] = None,
+    json_out: JsonOption = False,
+) -> None:
+    """Validate every input fully, then append all of them in one transaction."""
+    from ledger.errors import LedgerError
+    from ledger.objects import prepare_json
+    from ledger.sqlite_store import open_store
+
+    store = open_store(db)
+    prepared = []
+    with progress(len(files), "validating", enabled=not json_out and len(files) > 1) as advance:
+        for name in files:
+            try:
+                prepared.append(prepare_json(read_input(name), kind))
+            except LedgerError as exc:
+                raise type(exc)(f"{name}: {exc}") from None
+            advance(1)
+    results = store.append_many(prepared)
+    rows = [
+        {
+            "file": name,
+            "digest": r.entry.digest,
+            "seq": r.entry.seq,
+            "kind": r.entry.kind,
+            "status": "new" if r.new else "present",
+        }
+        for name, r in zip(files, results, strict=True)
+    ]
+    if json_out:
+        emit_json(rows)
+        return
+    for row in rows:
+        status = "new" if row["status"] == "new" else "already present"
+        sys.stdout.write(f"{row['digest']} seq={row['seq']} {row['kind']} {status} {row['file']}\n")
+
+
+def show(
+    ref: Annotated[str, typer.Argument(help="Digest, legacy digest, ID or ID@VERSION.")],
+    db: DbOption = Path("ledger.db"),
+    raw: Annotated[bool, typer.Option("--raw", help="Write the exact stored bytes.")] = False,
+    json_out: JsonOption = False,
+) -> None:
+    """Show one object by digest, legacy digest or id."""
+    from ledger.resolve import resolve
+    from ledger.sqlite_store import open_store
+
+    store = open_store(db, readonly=True)
+    obj = resolve(store, ref)
+    if raw:
+        sys.stdout.buffer.write(obj.data)
+        sys.stdout.buffer.flush()
+        return
+    entry = next(store.entries(since=obj.seq, limit=1))
+    info: dict[str, Any] = {
+        "digest": obj.digest,
+        "seq": obj.seq,
+        "kind": obj.kind,
+        "schema_version": obj.schema_version,
+        "object_id": obj.object_id,
+        "object_version": obj.object_version,
+        "legacy_digest": obj.legacy_digest,
+        "appended_at": entry.appended_at,
+        "size": len(obj.data),
+        "object": None if obj.kind == "blob" else json.loads(obj.data),
+    }
+    if json_out:
+        emit_json(info)
+        return
+    out = console()
+    for key in ("digest", "seq", "kind", "schema_version", "object_id", "object_version",
+                "legacy_digest", "appended_at", "size"):
+        if info[key] is not None:
+            out.print(f"{key:15} {info[key]}")
+    if info["object"] is not None:
+        out.print_json(data=info["object"])
+
+
+def log(
+    db: DbOption = Path("ledger.db"),
+    kind: Annotated[str | None, typer.Option(help="Only entries of this kind.")] = None,
+    since: Annotated[int, typer.Option(min=0, help="First sequence number.")] = 0,
+    limit: Annotated[int | None, typer.Option(min=1, help="At most N entries.")] = None,
+    json_out: JsonOption = False,
+) -> None:
+    """List log entries in sequence order."""
+    from ledger.sqlite_store import open_store
+
+    store = open_store(db, readonly=True)
+    entries = store.entries(since=since, limit=limit, kind=kind)
+    if json_out:
+        emit_json(
+            [
+                {"seq": e.seq, "digest": e.digest, "kind": e.kind, "appended_at": e.appended_at}
+                for e in entries
+            ]
+        )
+        return
+    from rich.table import Table
+
+    table = Table("seq", "kind", "digest", "appended at")
+    for e in entries:
+        table.add_row(str(e.seq), e.kind, e.digest, e.appended_at)
+    console().print(table)
+
+
+def stats(db: DbOption = Path("ledger.db"), json_out: JsonOption = False) -> None:
+    """Entry counts by kind, sizes and the latest checkpoint."""
+    from ledger.sqlite_store import open_store
+
+    store = open_store(db, readonly=True)
+    counts = store.counts()
+    row = store.connection.execute(
+        "SELECT count(*), coalesce(sum(length(data)), 0) FROM objects"
+    ).fetchone()
+    checkpoints = store.checkpoints()
+    info = {
+        "db": str(db),
+        "entries": store.size(),
+        "by_kind": counts,
+        "object_bytes": int(row[1]),
+        "file_bytes": db.stat().st_size,
+        "origin": store.get_meta("origin"),
+        "latest_checkpoint_size": checkpoints[-1].size if checkpoints else None,
+    }
+    if json_out:
+        emit_json(info)
+        return
+    out = console()
+    out.print(f"ledger          {info['db']}")
+    out.print(f"origin          {info['origin']}")
+    out.print(f"entries         {info['entries']}")
+    for k, n in counts.items():
+        out.print(f"  {k:22} {n}")
+    out.print(f"object bytes    {info['object_bytes']}")
+    out.print(f"file bytes      {info['file_bytes']}")
+    out.print(f"checkpoint      {info['latest_checkpoint_size']}")
+
+
+def register(app: typer.Typer) -> None:
+    """Mount the core commands on the root app."""
+    for fn in (init, append, show, log, stats):
+        app.command(fn.__name__)(fn)

@@ -1,0 +1,107 @@
+"""Log commands: checkpoint, proof inclusion, proof consistency."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from ledger.cli.common import DbOption, JsonOption, console, emit_json, new_app
+
+proof_app = new_app("Inclusion and consistency proofs (RFC 9162).")
+
+
+def checkpoint(
+    db: DbOption = Path("ledger.db"),
+    log_key: Annotated[
+        Path | None, typer.Option("--log-key", help="Log private key (default: next to the db).")
+    ] = None,
+    json_out: JsonOption = False,
+) -> None:
+    """Sign the current tree head as a C2SP checkpoint and store it."""
+    from ledger.cli.core import log_key_path
+    from ledger.keys import load_private_key
+    from ledger.log import make_checkpoint
+    from ledger.sqlite_store import open_store
+
+    key = load_private_key(log_key_path(db, log_key))
+    with open_store(db) as store:
+        row = make_checkpoint(store, key)
+        origin = store.get_meta("origin")
+    if json_out:
+        emit_json(
+            {
+                "origin": origin,
+                "size": row.size,
+                "root": row.root.hex(),
+                "note": row.note.decode("utf-8"),
+                "created_at": row.created_at,
+            }
+        )
+        return
+    sys.stdout.write(row.note.decode("utf-8"))
+
+
+@proof_app.command("inclusion")
+def inclusion(
+    digest: Annotated[str, typer.Argument(help="Object digest (or legacy digest / id).")],
+    db: DbOption = Path("ledger.db"),
+    size: Annotated[
+        int | None, typer.Option("--size", min=1, help="Tree size (default: newest checkpoint).")
+    ] = None,
+    json_out: JsonOption = False,
+) -> None:
+    """Prove that an object's entry is in the log."""
+    from ledger.log import prove_inclusion
+    from ledger.resolve import resolve
+    from ledger.sqlite_store import open_store
+
+    with open_store(db, readonly=True) as store:
+        obj = resolve(store, digest)
+        proof = prove_inclusion(store, obj.digest, size)
+    data = proof.to_json()
+    if json_out:
+        emit_json(data)
+        return
+    out = console()
+    out.print(f"entry      seq {data['index']} {data['kind']} {data['digest']}")
+    out.print(f"tree size  {data['tree_size']}")
+    out.print(f"root       {data['root']}")
+    out.print(f"leaf hash  {data['leaf_hash']}")
+    for i, h in enumerate(data["proof"]):
+        out.print(f"proof[{i}]  {h}")
+    out.print("checkpoint " + ("none at this size" if data["checkpoint"] is None else "signed"))
+
+
+@proof_app.command("consistency")
+def consistency(
+    old_size: Annotated[int, typer.Argument(min=1, help="Older tree size.")],
+    new_size: Annotated[
+        int | None, typer.Argument(help="Newer tree size (default: newest checkpoint).")
+    ] = None,
+    db: DbOption = Path("ledger.db"),
+    json_out: JsonOption = False,
+) -> None:
+    """Prove that the log at OLD_SIZE is a prefix of the log at NEW_SIZE."""
+    from ledger.log import prove_consistency
+    from ledger.sqlite_store import open_store
+
+    with open_store(db, readonly=True) as store:
+        proof = prove_consistency(store, old_size, new_size)
+    data = proof.to_json()
+    if json_out:
+        emit_json(data)
+        return
+    out = console()
+    out.print(f"old size {data['old_size']} root {data['old_root']}")
+    out.print(f"new size {data['new_size']} root {data['new_root']}")
+    for i, h in enumerate(data["proof"]):
+        out.print(f"proof[{i}] {h}")
+
+
+def register(app: typer.Typer) -> None:
+    """Mount the log commands."""
+    app.command("checkpoint")(checkpoint)
+    app.add_typer(proof_app, name="proof")

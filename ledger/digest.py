@@ -1,0 +1,60 @@
+"""Digest strings.
+
+``sha256:`` + 64 lowercase hex of SHA-256. The ledger digest of a JSON object is over
+its RFC 8785 bytes. The *legacy* digest is upstream IDKMesh's: SHA-256 over
+``json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False)``.
+
+The two differ exactly when (a) the document holds a non-integer-valued or
+exponent-form number whose Python ``repr`` differs from the ECMAScript form
+(``1.0`` vs ``1``, ``1e+21`` vs ``1e21``, ``-0.0`` vs ``0``, ``1e-07`` vs ``1e-7``), or
+(b) two member names of one object order differently by code point (Python) than
+by UTF-16 code unit (RFC 8785), which needs a name with a character above U+FFFF
+next to one in U+E000..U+FFFF. Escaping is the same in both.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from typing import Any
+
+from ledger.canonical import canonicalize
+from ledger.errors import InputError
+
+DIGEST_RE = re.compile(r"sha256:[0-9a-f]{64}\Z")
+
+
+def sha256_digest(data: bytes) -> str:
+    """Digest string of raw bytes."""
+    return "sha256:" + hashlib.sha256(data).hexdigest()
+
+
+def canonical_digest(value: Any) -> str:
+    """Digest of a JSON value's RFC 8785 bytes."""
+    return sha256_digest(canonicalize(value))
+
+
+def legacy_bytes(value: Any) -> bytes:
+    """Upstream IDKMesh's serialization (sorted keys, compact, UTF-8)."""
+    return json.dumps(
+        value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+    ).encode("utf-8")
+
+
+def legacy_digest(value: Any) -> str:
+    """Upstream IDKMesh's "canonical digest" of a JSON value."""
+    return sha256_digest(legacy_bytes(value))
+
+
+def is_digest(text: str) -> bool:
+    """True for a well-formed ``sha256:<64 lowercase hex>`` string."""
+    return DIGEST_RE.match(text) is not None
+
+
+def check_digest(text: str, what: str = "digest") -> str:
+    """Return ``text`` when well formed, else raise ``InputError``."""
+    if not is_digest(text):
+        shown = text if len(text) <= 80 else text[:77] + "..."
+        raise InputError(f"malformed {what}, got {shown!r}, expected sha256:<64 lowercase hex>")
+    return text

@@ -1,0 +1,72 @@
+"""Turning input bytes into validated, canonical records ready to append.
+
+A ``Prepared`` value is the whole truth about one object before it is written: its
+canonical bytes (exactly what will be stored, hashed and signed), the digest of
+those bytes, and the index fields derived from the parsed value.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ledger import schema
+from ledger.canonical import DEFAULT_LIMITS, Limits, canonicalize, parse_strict
+from ledger.digest import legacy_digest, sha256_digest
+from ledger.errors import KindError
+from ledger.kinds import BLOB, KindSpec, detect_kind, get_kind, schema_version_of
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """A validated object. ``data`` is canonical JSON, or raw bytes for a blob."""
+
+    digest: str
+    kind: str
+    data: bytes
+    schema_version: str | None = None
+    object_id: str | None = None
+    object_version: int | None = None
+    legacy_digest: str | None = None
+    refs: tuple[tuple[str, str], ...] = ()
+
+
+def prepare_value(value: Any, kind: str | None = None) -> Prepared:
+    """Validate an already strictly-parsed JSON value and canonicalize it once."""
+    spec = _resolve_kind(value, kind)
+    version = schema_version_of(spec, value)
+    schema.validate(spec.name, version, value)
+    data = canonicalize(value)
+    return Prepared(
+        digest=sha256_digest(data),
+        kind=spec.name,
+        data=data,
+        schema_version=version,
+        object_id=spec.object_id(value),
+        object_version=spec.object_version(value),
+        legacy_digest=None if spec.native else legacy_digest(value),
+        refs=tuple(spec.refs(value)),
+    )
+
+
+def prepare_json(raw: bytes, kind: str | None = None, limits: Limits = DEFAULT_LIMITS) -> Prepared:
+    """Parse strictly, detect or check the kind, validate, canonicalize, digest."""
+    if kind == BLOB:
+        return prepare_blob(raw)
+    return prepare_value(parse_strict(raw, limits), kind)
+
+
+def prepare_blob(raw: bytes) -> Prepared:
+    """A content-addressed artifact (patch, log): digest over the raw bytes."""
+    return Prepared(digest=sha256_digest(raw), kind=BLOB, data=bytes(raw))
+
+
+def _resolve_kind(value: Any, kind: str | None) -> KindSpec:
+    # An explicit kind skips detection; the kind's schema then decides.
+    if kind is None:
+        return detect_kind(value)
+    if not isinstance(value, dict):
+        raise KindError(
+            f"document is not a JSON object, got {type(value).__name__}, expected an object"
+        )
+    return get_kind(kind)

@@ -1,0 +1,57 @@
+"""Creating a ledger: database, log key (signs checkpoints), authority key (attests).
+
+Two keys, on purpose: the log key signs tree heads and nothing else, the authority key
+signs governance objects (identities, revocations, burn notices). A leaked log key lets
+someone sign a forged tree head, which auditors catch with consistency proofs; it does
+not let them register verifiers. Neither private key ever enters the database; the
+database records both public keys in ``meta``.
+"""
+
+from __future__ import annotations
+
+import base64
+import secrets
+from pathlib import Path
+from typing import Any
+
+from ledger.errors import RuleViolation
+from ledger.keys import generate_key_file, key_id, public_key_raw
+from ledger.note import verifier_key
+from ledger.sqlite_store import create_store
+
+
+def default_origin() -> str:
+    """A unique log origin (C2SP: schema-less, URL-like)."""
+    return f"provledger.local/log/{secrets.token_hex(8)}"
+
+
+def initialise(db: Path, origin: str | None, log_key: Path, authority_key: Path) -> dict[str, Any]:
+    """Create the ledger and both key pairs; refuse to touch an existing ledger."""
+    if db.exists() and db.stat().st_size > 0:
+        raise RuleViolation(f"ledger already exists, got {db}, expected a new path")
+    origin = origin or default_origin()
+    if not origin or any(c.isspace() for c in origin) or "+" in origin:
+        raise RuleViolation(
+            f"log origin, got {origin!r}, expected a non-empty name without spaces or '+'"
+        )
+    log_private, log_id = generate_key_file(log_key)
+    auth_private, auth_id = generate_key_file(authority_key)
+    vkey = verifier_key(origin, log_private.public_key())
+    with create_store(db) as store:
+        store.set_meta("origin", origin)
+        store.set_meta("log_verifier_key", vkey)
+        store.set_meta("log_key_id", log_id)
+        store.set_meta(
+            "authority_public_key",
+            base64.b64encode(public_key_raw(auth_private.public_key())).decode("ascii"),
+        )
+        store.set_meta("authority_key_id", key_id(auth_private.public_key()))
+    return {
+        "db": str(db),
+        "origin": origin,
+        "log_key_file": str(log_key),
+        "log_key_id": log_id,
+        "log_verifier_key": vkey,
+        "authority_key_file": str(authority_key),
+        "authority_key_id": auth_id,
+    }

@@ -1,0 +1,410 @@
+"""SQLite implementation of the ``Store`` protocol.
+
+One file, WAL mode. Every append runs inside ``BEGIN IMMEDIATE`` (one writer at a
+time, readers never blocked) with a busy timeout, so several processes may append at
+once. Triggers make every ledger table append-only inside the database itself.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from ledger.errors import AppendOnlyError, NotFound, StorageError
+from ledger.leaf import entry_record, utc_now
+from ledger.merkle import leaf_hash, node_hash
+from ledger.objects import Prepared
+from ledger.store import AppendResult, CheckpointRow, Entry, Precheck, StoredObject
+
+SCHEMA_VERSION = "1"
+LEDGER_TABLES = ("meta", "objects", "entries", "refs", "tree_nodes", "checkpoints")
+BUSY_TIMEOUT_S = 60.0
+
+_DDL = """
+CREATE TABLE IF NOT EXISTS meta (
+  key TEXT PRIMARY KEY,
+  value TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS entries (
+  seq INTEGER PRIMARY KEY,
+  digest TEXT NOT NULL,
+  kind TEXT NOT NULL,
+  appended_at TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS objects (
+  digest TEXT PRIMARY KEY,
+  seq INTEGER NOT NULL UNIQUE,
+  kind TEXT NOT NULL,
+  schema_version TEXT,
+  object_id TEXT,
+  object_version INTEGER,
+  legacy_digest TEXT,
+  data BLOB NOT NULL
+);
+CREATE INDEX IF NOT EXISTS objects_by_id ON objects(object_id, object_version)
+  WHERE object_id IS NOT NULL;
+CREATE INDEX IF NOT EXISTS objects_by_legacy ON objects(legacy_digest)
+  WHERE legacy_digest IS NOT NULL;
+CREATE INDEX IF NOT EXISTS objects_by_kind ON objects(kind);
+CREATE TABLE IF NOT EXISTS refs (
+  from_digest TEXT NOT NULL,
+  rel TEXT NOT NULL,
+  to_digest TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS refs_to ON refs(to_digest, rel);
+CREATE TABLE IF NOT EXISTS tree_nodes (
+  level INTEGER NOT NULL,
+  idx INTEGER NOT NULL,
+  hash BLOB NOT NULL,
+  PRIMARY KEY (level, idx)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS checkpoints (
+  size INTEGER PRIMARY KEY,
+  root BLOB NOT NULL,
+  note BLOB NOT NULL,
+  created_at TEXT NOT NULL
+);
+"""
+
+
+def _trigger_ddl() -> str:
+    parts = []
+    for table in LEDGER_TABLES:
+        for op in ("UPDATE", "DELETE"):
+            parts.append(
+                f"CREATE TRIGGER IF NOT EXISTS {table}_no_{op.lower()} BEFORE {op} ON {table}"
+                f" BEGIN SELECT RAISE(ABORT, 'provledger: the ledger is append-only,"
+                f" {op} on {table} refused'); END;"
+            )
+    return "\n".join(parts)
+
+
+def trigger_names() -> list[str]:
+    """Names of the append-only triggers every ledger must have."""
+    return [f"{t}_no_{op}" for t in LEDGER_TABLES for op in ("update", "delete")]
+
+
+def _storage_error(exc: sqlite3.Error, path: Path) -> Exception:
+    text = str(exc)
+    if "append-only" in text:
+        return AppendOnlyError(text.removeprefix("provledger: "))
+    if "readonly" in text or "read-only" in text:
+        return StorageError(f"cannot write ledger {path}, got a read-only database, expected write access")
+    if "full" in text:
+        return StorageError(f"cannot write ledger {path}, got '{text}', expected free space")
+    if "locked" in text or "busy" in text:
+        return StorageError(
+            f"ledger {path} stayed locked, got no lock in {BUSY_TIMEOUT_S:.0f}s,"
+            " expected another writer to finish"
+        )
+    if "not a database" in text or "malformed" in text:
+        return StorageError(f"cannot read ledger {path}, got '{text}', expected a provledger SQLite file")
+    return StorageError(f"database error on {path}, got '{text}', expected success")
+
+
+class SQLiteStore:
+    """A ledger in one SQLite file. Use ``open_store`` or ``create_store``."""
+
+    def __init__(self, path: Path, conn: sqlite3.Connection) -> None:
+        self.path = path
+        self._conn = conn
+
+    # -- lifecycle -------------------------------------------------------------------
+    def close(self) -> None:
+        self._conn.close()
+
+    def __enter__(self) -> SQLiteStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @property
+    def connection(self) -> sqlite3.Connection:
+        """The raw connection, for read-only audits (``verify``) and tests."""
+        return self._conn
+
+    # -- writing ---------------------------------------------------------------------
+    def _begin_immediate(self) -> None:
+        # busy_timeout covers most waits; the loop also covers BUSY returned at once
+        # (e.g. a WAL checkpoint in progress), so no "database is locked" escapes early.
+        deadline = time.monotonic() + BUSY_TIMEOUT_S
+        delay = 0.005
+        while True:
+            try:
+                self._conn.execute("BEGIN IMMEDIATE")
+                return
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) and "busy" not in str(exc):
+                    raise
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(delay)
+                delay = min(delay * 2, 0.1)
+
+    def append_many(
+        self, items: Sequence[Prepared], precheck: Precheck | None = None
+    ) -> list[AppendResult]:
+        """Append all items in one transaction; ``precheck`` runs inside the lock."""
+        try:
+            self._begin_immediate()
+            try:
+                if precheck is not None:
+                    precheck(self)
+                results = [self._append_one(item) for item in items]
+                self._conn.execute("COMMIT")
+            except BaseException:
+                if self._conn.in_transaction:
+                    self._conn.execute("ROLLBACK")
+                raise
+        except sqlite3.Error as exc:
+            raise _storage_error(exc, self.path) from None
+        return results
+
+    def _append_one(self, item: Prepared) -> AppendResult:
+        conn = self._conn
+        row = conn.execute(
+            "SELECT e.seq, e.digest, e.kind, e.appended_at FROM objects o"
+            " JOIN entries e ON e.seq = o.seq WHERE o.digest = ?",
+            (item.digest,),
+        ).fetchone()
+        if row is not None:
+            return AppendResult(Entry(*row), new=False)
+        seq = self.size()
+        appended_at = utc_now()
+        conn.execute(
+            "INSERT INTO entries(seq, digest, kind, appended_at) VALUES (?,?,?,?)",
+            (seq, item.digest, item.kind, appended_at),
+        )
+        conn.execute(
+            "INSERT INTO objects(digest, seq, kind, schema_version, object_id, object_version,"
+            " legacy_digest, data) VALUES (?,?,?,?,?,?,?,?)",
+            (
+                item.digest,
+                seq,
+                item.kind,
+                item.schema_version,
+                item.object_id,
+                item.object_version,
+                item.legacy_digest,
+                item.data,
+            ),
+        )
+        if item.refs:
+            conn.executemany(
+                "INSERT INTO refs(from_digest, rel, to_digest) VALUES (?,?,?)",
+                [(item.digest, rel, target) for rel, target in item.refs],
+            )
+        self._add_leaf(seq, leaf_hash(entry_record(seq, item.kind, item.digest, appended_at)))
+        return AppendResult(Entry(seq, item.digest, item.kind, appended_at), new=True)
+
+    def _add_leaf(self, index: int, digest: bytes) -> None:
+        # Store the leaf, then every complete subtree it closes: O(log n) hashing.
+        level, idx, value = 0, index, digest
+        rows = [(0, index, digest)]
+        while idx & 1:
+            value = node_hash(self.node(level, idx - 1), value)
+            level, idx = level + 1, idx >> 1
+            rows.append((level, idx, value))
+        self._conn.executemany("INSERT INTO tree_nodes(level, idx, hash) VALUES (?,?,?)", rows)
+
+    def add_checkpoint(self, row: CheckpointRow) -> None:
+        """Store a signed tree head; a second, different root for a size is refused."""
+        try:
+            self._begin_immediate()
+            try:
+                existing = self.checkpoint_at(row.size)
+                if existing is not None:
+                    if existing.root != row.root:
+                        raise AppendOnlyError(
+                            f"checkpoint for size {row.size} exists, got root"
+                            f" {row.root.hex()}, expected {existing.root.hex()}"
+                        )
+                else:
+                    self._conn.execute(
+                        "INSERT INTO checkpoints(size, root, note, created_at) VALUES (?,?,?,?)",
+                        (row.size, row.root, row.note, row.created_at),
+                    )
+                self._conn.execute("COMMIT")
+            except BaseException:
+                if self._conn.in_transaction:
+                    self._conn.execute("ROLLBACK")
+                raise
+        except sqlite3.Error as exc:
+            raise _storage_error(exc, self.path) from None
+
+    def set_meta(self, key: str, value: str) -> None:
+        """Record a meta value once; a different value for a set key is refused."""
+        current = self.get_meta(key)
+        if current == value:
+            return
+        if current is not None:
+            raise AppendOnlyError(f"meta {key} already set, got {value!r}, expected {current!r}")
+        try:
+            with self._conn:
+                self._conn.execute("INSERT INTO meta(key, value) VALUES (?,?)", (key, value))
+        except sqlite3.Error as exc:
+            raise _storage_error(exc, self.path) from None
+
+    # -- reading ---------------------------------------------------------------------
+    def _q(self, sql: str, args: tuple[Any, ...] = ()) -> list[Any]:
+        try:
+            return self._conn.execute(sql, args).fetchall()
+        except sqlite3.Error as exc:
+            raise _storage_error(exc, self.path) from None
+
+    def size(self) -> int:
+        row = self._q("SELECT max(seq) FROM entries")[0]
+        return 0 if row[0] is None else int(row[0]) + 1
+
+    _OBJ = (
+        "SELECT digest, seq, kind, schema_version, object_id, object_version, legacy_digest,"
+        " data FROM objects"
+    )
+
+    def get(self, digest: str) -> StoredObject | None:
+        rows = self._q(f"{self._OBJ} WHERE digest = ?", (digest,))
+        return StoredObject(*rows[0]) if rows else None
+
+    def get_by_seq(self, seq: int) -> StoredObject | None:
+        rows = self._q(f"{self._OBJ} WHERE seq = ?", (seq,))
+        return StoredObject(*rows[0]) if rows else None
+
+    def by_legacy(self, legacy: str) -> list[StoredObject]:
+        return [
+            StoredObject(*r)
+            for r in self._q(f"{self._OBJ} WHERE legacy_digest = ? ORDER BY seq", (legacy,))
+        ]
+
+    def by_id(
+        self, object_id: str, version: int | None = None, kind: str | None = None
+    ) -> list[StoredObject]:
+        sql = f"{self._OBJ} WHERE object_id = ?"
+        args: list[Any] = [object_id]
+        if version is not None:
+            sql += " AND object_version = ?"
+            args.append(version)
+        if kind is not None:
+            sql += " AND kind = ?"
+            args.append(kind)
+        return [StoredObject(*r) for r in self._q(sql + " ORDER BY seq", tuple(args))]
+
+    def by_kind(self, kind: str) -> Iterator[StoredObject]:
+        cur = self._conn.execute(f"{self._OBJ} WHERE kind = ? ORDER BY seq", (kind,))
+        for row in cur:
+            yield StoredObject(*row)
+
+    def entries(
+        self, since: int = 0, limit: int | None = None, kind: str | None = None
+    ) -> Iterator[Entry]:
+        sql = "SELECT seq, digest, kind, appended_at FROM entries WHERE seq >= ?"
+        args: list[Any] = [since]
+        if kind is not None:
+            sql += " AND kind = ?"
+            args.append(kind)
+        sql += " ORDER BY seq"
+        if limit is not None:
+            sql += " LIMIT ?"
+            args.append(limit)
+        try:
+            cur = self._conn.execute(sql, tuple(args))
+            for row in cur:
+                yield Entry(*row)
+        except sqlite3.Error as exc:
+            raise _storage_error(exc, self.path) from None
+
+    def refs_to(self, digest: str, rel: str | None = None) -> list[tuple[str, str]]:
+        if rel is None:
+            rows = self._q("SELECT from_digest, rel FROM refs WHERE to_digest = ?", (digest,))
+        else:
+            rows = self._q(
+                "SELECT from_digest, rel FROM refs WHERE to_digest = ? AND rel = ?", (digest, rel)
+            )
+        return [(str(a), str(b)) for a, b in rows]
+
+    def counts(self) -> dict[str, int]:
+        return {
+            str(k): int(n)
+            for k, n in self._q("SELECT kind, count(*) FROM entries GROUP BY kind ORDER BY kind")
+        }
+
+    def node(self, level: int, index: int) -> bytes:
+        rows = self._q("SELECT hash FROM tree_nodes WHERE level = ? AND idx = ?", (level, index))
+        if not rows:
+            raise NotFound(
+                f"tree node missing, got no node at level {level} index {index},"
+                " expected a complete subtree hash"
+            )
+        return bytes(rows[0][0])
+
+    def get_meta(self, key: str) -> str | None:
+        rows = self._q("SELECT value FROM meta WHERE key = ?", (key,))
+        return str(rows[0][0]) if rows else None
+
+    def checkpoints(self) -> list[CheckpointRow]:
+        return [
+            CheckpointRow(int(s), bytes(r), bytes(n), str(c))
+            for s, r, n, c in self._q(
+                "SELECT size, root, note, created_at FROM checkpoints ORDER BY size"
+            )
+        ]
+
+    def checkpoint_at(self, size: int) -> CheckpointRow | None:
+        rows = self._q(
+            "SELECT size, root, note, created_at FROM checkpoints WHERE size = ?", (size,)
+        )
+        if not rows:
+            return None
+        s, r, n, c = rows[0]
+        return CheckpointRow(int(s), bytes(r), bytes(n), str(c))
+
+
+def _connect(path: Path) -> sqlite3.Connection:
+    conn = sqlite3.connect(
+        str(path), timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False
+    )
+    conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
+    return conn
+
+
+def create_store(path: Path) -> SQLiteStore:
+    """Create (or open and upgrade nothing in) a ledger file with tables and triggers."""
+    try:
+        conn = _connect(path)
+        conn.execute("PRAGMA journal_mode = WAL")
+        conn.execute("PRAGMA synchronous = FULL")
+        conn.executescript("BEGIN IMMEDIATE;" + _DDL + _trigger_ddl() + "COMMIT;")
+        store = SQLiteStore(path, conn)
+        store.set_meta("format", f"provledger-sqlite/{SCHEMA_VERSION}")
+        return store
+    except sqlite3.Error as exc:
+        raise _storage_error(exc, path) from None
+
+
+def open_store(path: Path, *, readonly: bool = False) -> SQLiteStore:
+    """Open an existing ledger; a missing file or a non-ledger file is an error."""
+    if not path.exists():
+        raise NotFound(
+            f"ledger not found, got no file at {path}, expected one made by `provledger init`"
+        )
+    try:
+        if readonly:
+            conn = sqlite3.connect(
+                f"file:{path}?mode=ro", uri=True, isolation_level=None, check_same_thread=False
+            )
+            conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
+        else:
+            conn = _connect(path)
+            conn.execute("PRAGMA synchronous = FULL")
+        store = SQLiteStore(path, conn)
+        if store.get_meta("format") is None:
+            raise StorageError(
+                f"not a provledger ledger, got no format record in {path},"
+                " expected a file made by `provledger init`"
+            )
+        return store
+    except sqlite3.Error as exc:
+        raise _storage_error(exc, path) from None

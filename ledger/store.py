@@ -1,0 +1,98 @@
+"""The storage interface: what every backend (SQLite now, PostgreSQL later) provides.
+
+Invariants every backend keeps:
+- Entries have contiguous sequence numbers from 0; ``seq`` is the Merkle leaf index.
+- An object is stored once, under the digest of its stored bytes; appending it again
+  returns the existing entry with ``new=False``.
+- Nothing is updated or deleted. ``append_many`` is one transaction: all or nothing.
+- The tree holds the hash of every complete subtree (``node(level, index)``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+from ledger.objects import Prepared
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One log entry. ``leaf`` is the RFC 8785 entry record hashed into the tree."""
+
+    seq: int
+    digest: str
+    kind: str
+    appended_at: str
+
+
+@dataclass(frozen=True)
+class StoredObject:
+    """An object as stored: exactly the bytes that were hashed."""
+
+    digest: str
+    seq: int
+    kind: str
+    schema_version: str | None
+    object_id: str | None
+    object_version: int | None
+    legacy_digest: str | None
+    data: bytes
+
+
+@dataclass(frozen=True)
+class AppendResult:
+    """Outcome of appending one prepared object."""
+
+    entry: Entry
+    new: bool
+
+
+@dataclass(frozen=True)
+class CheckpointRow:
+    """A signed tree head as stored: the C2SP signed note bytes."""
+
+    size: int
+    root: bytes
+    note: bytes
+    created_at: str
+
+
+class LedgerReader(Protocol):
+    """Read side of a ledger; prechecks run against this inside the write lock."""
+
+    def size(self) -> int: ...
+    def get(self, digest: str) -> StoredObject | None: ...
+    def get_by_seq(self, seq: int) -> StoredObject | None: ...
+    def by_legacy(self, legacy: str) -> list[StoredObject]: ...
+    def by_id(
+        self, object_id: str, version: int | None = None, kind: str | None = None
+    ) -> list[StoredObject]: ...
+    def by_kind(self, kind: str) -> Iterator[StoredObject]: ...
+    def entries(
+        self, since: int = 0, limit: int | None = None, kind: str | None = None
+    ) -> Iterator[Entry]: ...
+    def refs_to(self, digest: str, rel: str | None = None) -> list[tuple[str, str]]: ...
+    def counts(self) -> dict[str, int]: ...
+    def node(self, level: int, index: int) -> bytes: ...
+    def get_meta(self, key: str) -> str | None: ...
+    def checkpoints(self) -> list[CheckpointRow]: ...
+    def checkpoint_at(self, size: int) -> CheckpointRow | None: ...
+
+
+Precheck = Callable[[LedgerReader], None]
+
+
+class Store(LedgerReader, Protocol):
+    """Read and append. Implementations must keep the module invariants."""
+
+    path: Path
+
+    def append_many(
+        self, items: Sequence[Prepared], precheck: Precheck | None = None
+    ) -> list[AppendResult]: ...
+    def add_checkpoint(self, row: CheckpointRow) -> None: ...
+    def set_meta(self, key: str, value: str) -> None: ...
+    def close(self) -> None: ...
