@@ -193,7 +193,7 @@ def parse_strict(data: bytes, limits: Limits = DEFAULT_LIMITS) -> Any:
     if rest != len(text):
         line = text.count("\n", 0, rest) + 1
         raise TrailingDataError(
-            f"trailing data at line {line} (char {rest}), got {text[rest:rest + 10]!r},"
+            f"trailing data at line {line} (char {rest}), got {text[rest : rest + 10]!r},"
             " expected end of document"
         )
     _walk(value, "$", 0, limits)

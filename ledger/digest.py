@@ -47,6 +47,42 @@ def legacy_digest(value: Any) -> str:
     return sha256_digest(legacy_bytes(value))
 
 
+def float_hints(value: Any) -> list[list[Any]]:
+    """Paths of integral doubles (``1.0``, ``-0.0``) that RFC 8785 spells as integers.
+
+    Each hint is the list of path segments followed by the Python ``repr`` of the number.
+    Canonical bytes alone cannot tell ``1`` from ``1.0``; these hints let anyone
+    recompute the legacy digest from the stored canonical bytes.
+    """
+    hints: list[list[Any]] = []
+
+    def walk(node: Any, path: list[Any]) -> None:
+        if isinstance(node, dict):
+            for key, item in node.items():
+                walk(item, [*path, key])
+        elif isinstance(node, list):
+            for index, item in enumerate(node):
+                walk(item, [*path, index])
+        elif isinstance(node, float) and node.is_integer() and abs(node) < 1e21:
+            hints.append([*path, repr(node)])
+
+    walk(value, [])
+    return hints
+
+
+def apply_float_hints(value: Any, hints: list[list[Any]]) -> Any:
+    """Turn the hinted integers of a canonical value back into doubles (in place)."""
+    for hint in hints:
+        *path, text = hint
+        if not path:
+            return float(text)
+        parent = value
+        for segment in path[:-1]:
+            parent = parent[segment]
+        parent[path[-1]] = float(text)
+    return value
+
+
 def is_digest(text: str) -> bool:
     """True for a well-formed ``sha256:<64 lowercase hex>`` string."""
     return DIGEST_RE.match(text) is not None

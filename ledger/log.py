@@ -119,12 +119,18 @@ class ConsistencyProof:
             "old_root": self.old_root.hex(),
             "new_root": self.new_root.hex(),
             "proof": [h.hex() for h in self.hashes],
-            "old_checkpoint": None if self.old_checkpoint is None else self.old_checkpoint.note.decode(),
-            "new_checkpoint": None if self.new_checkpoint is None else self.new_checkpoint.note.decode(),
+            "old_checkpoint": None
+            if self.old_checkpoint is None
+            else self.old_checkpoint.note.decode(),
+            "new_checkpoint": None
+            if self.new_checkpoint is None
+            else self.new_checkpoint.note.decode(),
         }
 
 
-def _proof_size(store: LedgerReader, needed: int, size: int | None) -> tuple[int, CheckpointRow | None]:
+def _proof_size(
+    store: LedgerReader, needed: int, size: int | None
+) -> tuple[int, CheckpointRow | None]:
     """Tree size for a proof: given, else the newest checkpoint covering it, else current."""
     current = store.size()
     if size is not None:

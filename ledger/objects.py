@@ -12,7 +12,8 @@ from typing import Any
 
 from ledger import schema
 from ledger.canonical import DEFAULT_LIMITS, Limits, canonicalize, parse_strict
-from ledger.digest import legacy_digest, sha256_digest
+from ledger.canonical import canonicalize as _canon
+from ledger.digest import float_hints, legacy_digest, sha256_digest
 from ledger.errors import KindError
 from ledger.kinds import BLOB, KindSpec, detect_kind, get_kind, schema_version_of
 
@@ -28,6 +29,7 @@ class Prepared:
     object_id: str | None = None
     object_version: int | None = None
     legacy_digest: str | None = None
+    legacy_hints: str | None = None
     refs: tuple[tuple[str, str], ...] = ()
 
 
@@ -45,6 +47,7 @@ def prepare_value(value: Any, kind: str | None = None) -> Prepared:
         object_id=spec.object_id(value),
         object_version=spec.object_version(value),
         legacy_digest=None if spec.native else legacy_digest(value),
+        legacy_hints=_hints_text(value) if not spec.native else None,
         refs=tuple(spec.refs(value)),
     )
 
@@ -70,3 +73,8 @@ def _resolve_kind(value: Any, kind: str | None) -> KindSpec:
             f"document is not a JSON object, got {type(value).__name__}, expected an object"
         )
     return get_kind(kind)
+
+
+def _hints_text(value: Any) -> str | None:
+    hints = float_hints(value)
+    return _canon(hints).decode("utf-8") if hints else None

@@ -42,6 +42,7 @@ CREATE TABLE IF NOT EXISTS objects (
   object_id TEXT,
   object_version INTEGER,
   legacy_digest TEXT,
+  legacy_hints TEXT,
   data BLOB NOT NULL
 );
 CREATE INDEX IF NOT EXISTS objects_by_id ON objects(object_id, object_version)
@@ -92,7 +93,9 @@ def _storage_error(exc: sqlite3.Error, path: Path) -> Exception:
     if "append-only" in text:
         return AppendOnlyError(text.removeprefix("provledger: "))
     if "readonly" in text or "read-only" in text:
-        return StorageError(f"cannot write ledger {path}, got a read-only database, expected write access")
+        return StorageError(
+            f"cannot write ledger {path}, got a read-only database, expected write access"
+        )
     if "full" in text:
         return StorageError(f"cannot write ledger {path}, got '{text}', expected free space")
     if "locked" in text or "busy" in text:
@@ -101,7 +104,9 @@ def _storage_error(exc: sqlite3.Error, path: Path) -> Exception:
             " expected another writer to finish"
         )
     if "not a database" in text or "malformed" in text:
-        return StorageError(f"cannot read ledger {path}, got '{text}', expected a provledger SQLite file")
+        return StorageError(
+            f"cannot read ledger {path}, got '{text}', expected a provledger SQLite file"
+        )
     return StorageError(f"database error on {path}, got '{text}', expected success")
 
 
@@ -181,7 +186,7 @@ class SQLiteStore:
         )
         conn.execute(
             "INSERT INTO objects(digest, seq, kind, schema_version, object_id, object_version,"
-            " legacy_digest, data) VALUES (?,?,?,?,?,?,?,?)",
+            " legacy_digest, legacy_hints, data) VALUES (?,?,?,?,?,?,?,?,?)",
             (
                 item.digest,
                 seq,
@@ -190,6 +195,7 @@ class SQLiteStore:
                 item.object_id,
                 item.object_version,
                 item.legacy_digest,
+                item.legacy_hints,
                 item.data,
             ),
         )
@@ -262,7 +268,7 @@ class SQLiteStore:
 
     _OBJ = (
         "SELECT digest, seq, kind, schema_version, object_id, object_version, legacy_digest,"
-        " data FROM objects"
+        " legacy_hints, data FROM objects"
     )
 
     def get(self, digest: str) -> StoredObject | None:

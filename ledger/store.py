@@ -39,6 +39,7 @@ class StoredObject:
     object_id: str | None
     object_version: int | None
     legacy_digest: str | None
+    legacy_hints: str | None
     data: bytes
 
 

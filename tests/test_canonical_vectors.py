@@ -68,8 +68,9 @@ json_values = st.recursive(
         lambda f: not (f.is_integer() and 2**53 <= abs(f) < 1e21)
     )
     | st.text(),
-    lambda children: st.lists(children, max_size=4)
-    | st.dictionaries(st.text(max_size=8), children, max_size=4),
+    lambda children: (
+        st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=8), children, max_size=4)
+    ),
     max_leaves=20,
 )
 
@@ -77,7 +78,9 @@ json_values = st.recursive(
 def _same(a: Any, b: Any) -> bool:
     # -0.0 canonicalizes to 0; integral floats come back as ints: compare numerically.
     if isinstance(a, float) or isinstance(b, float):
-        return isinstance(a, int | float) and isinstance(b, int | float) and math.isclose(a, b) or a == b
+        return (
+            isinstance(a, int | float) and isinstance(b, int | float) and math.isclose(a, b)
+        ) or a == b
     if isinstance(a, list):
         return isinstance(b, list) and len(a) == len(b) and all(map(_same, a, b))
     if isinstance(a, dict):
@@ -118,7 +121,9 @@ def test_legacy_digest_differs_on_floats() -> None:
 def test_legacy_digest_differs_on_astral_key_order() -> None:
     # U+1F600 sorts after U+FB01 by code point but before it by UTF-16 code unit.
     doc = {"\U0001f600": 1, "\ufb01": 2}
-    assert canonicalize(doc).decode().index("\U0001f600") < canonicalize(doc).decode().index("\ufb01")
+    assert canonicalize(doc).decode().index("\U0001f600") < canonicalize(doc).decode().index(
+        "\ufb01"
+    )
     assert legacy_digest(doc) != canonical_digest(doc)
 
 

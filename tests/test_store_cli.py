@@ -140,17 +140,24 @@ def test_stdin_and_kind_option(corpus: Path, ledger_path: Path, runner: CliRunne
     blob = runner.invoke(
         app, ["append", "--db", str(ledger_path), "--kind", "blob", "--json", "-"], input=b"\x00raw"
     )
-    assert json.loads(blob.stdout)[0]["digest"] == "sha256:" + hashlib.sha256(b"\x00raw").hexdigest()
+    assert (
+        json.loads(blob.stdout)[0]["digest"] == "sha256:" + hashlib.sha256(b"\x00raw").hexdigest()
+    )
 
 
 def test_raw_sql_update_and_delete_fail_on_every_table(
     corpus: Path, ledger_path: Path, runner: CliRunner
 ) -> None:
-    doc = corpus / "examples" / "work-units" / "phase0-smoke.work-unit.json"
-    runner.invoke(app, ["append", "--db", str(ledger_path), str(doc)])
+    plan = corpus / "benchmarks" / "phase-b2-first-five" / "evaluators"
+    docs = [str(p) for p in sorted(plan.glob("*.json"))]
+    assert runner.invoke(app, ["append", "--db", str(ledger_path), *docs]).exit_code == 0
+    assert runner.invoke(app, ["checkpoint", "--db", str(ledger_path)]).exit_code == 0
     conn = sqlite3.connect(ledger_path)
     for table in LEDGER_TABLES:
-        for sql in (f"UPDATE {table} SET rowid = rowid", f"DELETE FROM {table}"):
+        (rows,) = conn.execute(f"SELECT count(*) FROM {table}").fetchone()
+        assert rows > 0, f"{table} must hold a row for this test to mean anything"
+        column = conn.execute(f"SELECT name FROM pragma_table_info('{table}')").fetchone()[0]
+        for sql in (f"UPDATE {table} SET {column} = {column}", f"DELETE FROM {table}"):
             with pytest.raises(sqlite3.IntegrityError, match="append-only"):
                 conn.execute(sql)
     conn.close()
@@ -165,7 +172,9 @@ def test_log_stats_show_json_shapes(corpus: Path, ledger_path: Path, runner: Cli
     log = json.loads(runner.invoke(app, ["log", "--db", str(ledger_path), "--json"]).stdout)
     assert [e["seq"] for e in log] == [0, 1]
     assert set(log[0]) == {"seq", "digest", "kind", "appended_at"}
-    only = runner.invoke(app, ["log", "--db", str(ledger_path), "--json", "--kind", "result-manifest"])
+    only = runner.invoke(
+        app, ["log", "--db", str(ledger_path), "--json", "--kind", "result-manifest"]
+    )
     assert [e["kind"] for e in json.loads(only.stdout)] == ["result-manifest"]
     limited = runner.invoke(app, ["log", "--db", str(ledger_path), "--json", "--since", "1"])
     assert [e["seq"] for e in json.loads(limited.stdout)] == [1]

@@ -15,7 +15,6 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any
 
-import click
 import typer
 from typer.core import TyperGroup
 
@@ -32,17 +31,19 @@ def fail_line(message: str) -> str:
 class ProvGroup(TyperGroup):
     """Root command group mapping every ``LedgerError`` to its exit code."""
 
-    def invoke(self, ctx: click.Context) -> Any:
+    def invoke(self, ctx: Any) -> Any:
         try:
             return super().invoke(ctx)
         except LedgerError as exc:
-            click.echo(fail_line(str(exc)), err=True)
+            typer.echo(fail_line(str(exc)), err=True)
             ctx.exit(exc.exit_code)
         except sqlite3.Error as exc:
-            click.echo(fail_line(f"database error, got '{exc}', expected a usable ledger"), err=True)
+            typer.echo(
+                fail_line(f"database error, got '{exc}', expected a usable ledger"), err=True
+            )
             ctx.exit(3)
         except OSError as exc:
-            click.echo(fail_line(f"{exc.strerror or exc}: {exc.filename or ''}".strip()), err=True)
+            typer.echo(fail_line(f"{exc.strerror or exc}: {exc.filename or ''}".strip()), err=True)
             ctx.exit(3)
         return None
 
@@ -82,7 +83,9 @@ def interactive() -> bool:
 
 
 @contextmanager
-def progress(total: int | None, label: str, enabled: bool = True) -> Iterator[Callable[[int], None]]:
+def progress(
+    total: int | None, label: str, enabled: bool = True
+) -> Iterator[Callable[[int], None]]:
     """Yield ``advance(n)``; draws a rich bar only on a terminal and when enabled."""
     if not (enabled and interactive()):
         yield lambda _n: None

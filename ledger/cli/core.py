@@ -127,8 +127,17 @@ def show(
         emit_json(info)
         return
     out = console()
-    for key in ("digest", "seq", "kind", "schema_version", "object_id", "object_version",
-                "legacy_digest", "appended_at", "size"):
+    for key in (
+        "digest",
+        "seq",
+        "kind",
+        "schema_version",
+        "object_id",
+        "object_version",
+        "legacy_digest",
+        "appended_at",
+        "size",
+    ):
         if info[key] is not None:
             out.print(f"{key:15} {info[key]}")
     if info["object"] is not None:

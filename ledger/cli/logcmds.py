@@ -104,4 +104,67 @@ def consistency(
 def register(app: typer.Typer) -> None:
     """Mount the log commands."""
     app.command("checkpoint")(checkpoint)
+    app.command("verify")(verify)
     app.add_typer(proof_app, name="proof")
+
+
+def verify(
+    db: DbOption = Path("ledger.db"),
+    log_key: Annotated[
+        str | None,
+        typer.Option(
+            "--log-key",
+            help="Trusted log verifier key (signed-note form, or a file holding it).",
+        ),
+    ] = None,
+    from_checkpoint: Annotated[
+        Path | None,
+        typer.Option("--from-checkpoint", help="A checkpoint note saved earlier by an auditor."),
+    ] = None,
+    json_out: JsonOption = False,
+) -> None:
+    """Audit the whole ledger: digests, canonical form, schemas, sequence, tree, checkpoints."""
+    from ledger.audit import audit, default_object_checks
+    from ledger.cli.common import progress
+    from ledger.errors import CheckFailed
+    from ledger.sqlite_store import open_store
+
+    trusted = _read_verifier_key(log_key) if log_key else None
+    saved = None
+    if from_checkpoint is not None:
+        from ledger.cli.common import read_input
+
+        saved = read_input(str(from_checkpoint))
+    with open_store(db, readonly=True) as store:
+        total = store.size()
+        with progress(total, "verifying", enabled=not json_out) as advance:
+            report = audit(
+                store,
+                trusted_key=trusted,
+                from_checkpoint=saved,
+                object_checks=default_object_checks(),
+                advance=advance,
+            )
+    if json_out:
+        emit_json(report.to_json())
+    else:
+        out = console()
+        for f in report.findings:
+            where = f" seq {f.seq}" if f.seq is not None else ""
+            what = f" {f.digest}" if f.digest else ""
+            out.print(f"FAIL {f.code}{where}{what}: {f.message}", markup=False)
+        status = "clean" if report.ok else f"{len(report.findings)} problem(s)"
+        out.print(
+            f"verified {report.entries} entries, {report.checkpoints_checked} checkpoints,"
+            f" root {report.root}: {status}"
+        )
+    if not report.ok:
+        raise typer.Exit(CheckFailed.exit_code)
+
+
+def _read_verifier_key(value: str) -> str:
+    """A verifier key given inline or as a file path."""
+    path = Path(value)
+    if path.is_file():
+        return path.read_text("utf-8").strip()
+    return value.strip()
