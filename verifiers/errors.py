@@ -1,0 +1,65 @@
+"""Exception hierarchy of the verifiers package.
+
+``VerifierError`` is the package root. Subclasses mix in the ledger base whose exit
+code they share, so ``ledger.cli.common.run`` maps them without knowing this package.
+Messages are one line: "what, got X, expected Y".
+"""
+
+from __future__ import annotations
+
+from ledger.errors import CheckFailed, InputError, LedgerError, RuleViolation
+
+
+class VerifierError(LedgerError):
+    """Root of every error raised by ``verifiers``."""
+
+
+class DiffError(VerifierError, InputError):
+    """The candidate patch is not a structurally valid unified diff (exit 3).
+
+    ``patch_line`` is the 1-based line of the patch where parsing stopped (one past
+    the last line when the patch ended early; 0 when the bytes are unreadable).
+    """
+
+    exit_code = 3
+
+    def __init__(self, patch_line: int, found: str, expected: str, what: str = "") -> None:
+        self.patch_line = patch_line
+        self.found = found
+        self.expected = expected
+        self.what = what or "malformed unified diff"
+        super().__init__(
+            f"{self.what} at patch line {patch_line}, got {found}, expected {expected}"
+        )
+
+
+class PatchApplyError(VerifierError, CheckFailed):
+    """A parsed patch does not apply to the given tree (exit 1)."""
+
+    exit_code = 1
+
+
+class SovereigntyError(VerifierError, RuleViolation):
+    """An Evaluator Sovereignty rule refused the evaluation (exit 4).
+
+    ``code`` is stable (e.g. ``SOV-BINDING-DIGEST``); the message shows both values.
+    """
+
+    exit_code = 4
+
+    def __init__(self, code: str, what: str, got: object, expected: object) -> None:
+        self.code = code
+        self.got = got
+        self.expected = expected
+        super().__init__(f"{code}: {what}, got {_show(got)}, expected {_show(expected)}")
+
+
+class ProbeError(VerifierError, InputError):
+    """A behavioural probe specification is unusable (exit 3)."""
+
+    exit_code = 3
+
+
+def _show(value: object) -> str:
+    text = value if isinstance(value, str) else repr(value)
+    return text if len(text) <= 200 else text[:197] + "..."

@@ -1,0 +1,139 @@
+"""A strict, pure-Python applier for a parsed unified diff (no fuzz, no offsets).
+
+Invariants:
+- hunks apply at exactly their header positions, in order, without overlap; every
+  context and removed line must equal the file's line; otherwise ``PatchApplyError``;
+- files are UTF-8 text; ``\\ No newline at end of file`` markers are honoured;
+- writes stay inside ``root``: no path through a symlink, nothing outside the real root;
+- a section with ``/dev/null`` as new path deletes the file (its result must be empty);
+  a rename writes the new path and removes the old one; mode lines are ignored.
+Used only by the behavioural channel, on a throw-away copy of an evaluator-owned tree.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+from verifiers.diff import FileDiff, ParsedDiff
+from verifiers.errors import PatchApplyError
+
+Line = tuple[str, bool]  # text, followed by a newline
+
+
+def _fail(patch_line: int, found: str, expected: str) -> PatchApplyError:
+    return PatchApplyError(
+        f"patch does not apply at patch line {patch_line}, got {found}, expected {expected}"
+    )
+
+
+def _target(root: Path, rel: str, patch_line: int) -> Path:
+    """``root/rel`` after checking no existing component is a symlink or escapes."""
+    current = root
+    for part in rel.split("/"):
+        current = current / part
+        try:
+            info = os.lstat(current)
+        except FileNotFoundError:
+            break
+        if stat.S_ISLNK(info.st_mode):
+            raise _fail(patch_line, f"symlink at {rel!r}", "plain files and directories")
+    real = Path(os.path.realpath(current))
+    if not real.is_relative_to(root):
+        raise _fail(patch_line, f"path {rel!r} outside the tree", "a path inside the tree")
+    return root / rel
+
+
+def _read_lines(path: Path, rel: str, patch_line: int) -> list[Line]:
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise _fail(patch_line, f"no file {rel!r}", "the file the patch modifies") from None
+    except OSError as exc:
+        raise _fail(patch_line, f"unreadable {rel!r} ({exc.strerror})", "a readable file") from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise _fail(patch_line, f"non-UTF-8 bytes in {rel!r}", "a UTF-8 text file") from None
+    parts = text.split("\n")
+    if parts[-1] == "":
+        parts.pop()
+        return [(p, True) for p in parts]
+    return [(p, True) for p in parts[:-1]] + [(parts[-1], False)]
+
+
+def apply_file(old: list[Line], section: FileDiff) -> list[Line]:
+    """The new content of one file section, applied to its old lines."""
+    out: list[Line] = []
+    pos = 0
+    for hunk in section.hunks:
+        start = hunk.old_start - 1 if hunk.old_count > 0 else hunk.old_start
+        if start < pos or start > len(old):
+            raise _fail(
+                hunk.patch_line,
+                f"hunk at old line {hunk.old_start} ({len(old)} lines, next free {pos + 1})",
+                "ordered hunks inside the file",
+            )
+        out.extend(old[pos:start])
+        index = start
+        for offset, line in enumerate(hunk.lines, start=1):
+            where = hunk.patch_line + offset
+            if line.op in (" ", "-"):
+                if index >= len(old) or old[index][0] != line.text:
+                    found = repr(old[index][0][:60]) if index < len(old) else "end of file"
+                    raise _fail(where, f"{found} at old line {index + 1}", repr(line.text[:60]))
+                index += 1
+            if line.op in (" ", "+"):
+                out.append((line.text, not line.no_newline))
+        pos = index
+    out.extend(old[pos:])
+    return out
+
+
+def _render(lines: list[Line]) -> bytes:
+    return "".join(text + ("\n" if newline else "") for text, newline in lines).encode("utf-8")
+
+
+def _write(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0)
+    fd = os.open(path, flags, 0o644)
+    try:
+        os.write(fd, data)
+    finally:
+        os.close(fd)
+
+
+def apply_patch(root: Path, diff: ParsedDiff) -> tuple[str, ...]:
+    """Apply every section of ``diff`` to the tree at ``root``; return touched paths.
+
+    Sections apply one after another (a later section sees earlier results). On
+    ``PatchApplyError`` the tree may be partly modified: use a throw-away copy.
+    """
+    real_root = Path(os.path.realpath(root))
+    touched: list[str] = []
+    for section in diff.files:
+        no = section.patch_line
+        if section.old_path is None:
+            target = _target(real_root, section.header_new, no)
+            if os.path.lexists(target):
+                raise _fail(no, f"existing file {section.header_new!r}", "a new file")
+            old: list[Line] = []
+        else:
+            source = _target(real_root, section.old_path, no)
+            old = _read_lines(source, section.old_path, no)
+        new = apply_file(old, section)
+        if section.new_path is None:
+            if new:
+                raise _fail(no, f"{len(new)} lines left in a deleted file", "an empty result")
+            os.unlink(_target(real_root, section.header_old, no))
+            touched.append(section.header_old)
+            continue
+        _write(_target(real_root, section.new_path, no), _render(new))
+        touched.append(section.new_path)
+        is_copy = any(h.startswith("copy from ") for h in section.extended_headers)
+        if section.old_path is not None and section.old_path != section.new_path and not is_copy:
+            os.unlink(_target(real_root, section.old_path, no))
+            touched.append(section.old_path)
+    return tuple(touched)
