@@ -95,3 +95,11 @@ class CheckFailed(LedgerError):
     """A verification or audit found a problem (exit 1)."""
 
     exit_code = 1
+
+
+class IdentityError(RuleViolation):
+    """A verifier identity or revocation is refused: wrong authority key, key bound elsewhere."""
+
+
+class AttestationError(InputError):
+    """An attestation object or DSSE envelope cannot be read or rebuilt (exit 3)."""

@@ -110,7 +110,13 @@ KINDS: dict[str, KindSpec] = {
             version_field=None,
             refs=_refs_at(("subject", ("subject", "digest"))),
         ),
-        KindSpec("verifier-identity", ("0.1",), native=True, id_field="verifier_id"),
+        KindSpec(
+            "verifier-identity",
+            ("0.1",),
+            native=True,
+            id_field="verifier_id",
+            version_field=None,
+        ),
         KindSpec("revocation", ("0.1",), native=True, id_field="key_id", version_field=None),
         KindSpec(
             "burn-notice",

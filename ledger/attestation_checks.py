@@ -1,0 +1,568 @@
+"""Checking attestations against the ledger: pure functions over a ``LedgerReader``.
+
+An attestation is judged at its own log position S (its seq; an envelope from outside is
+judged as if appended now). The payload is always the subject's STORED bytes and the
+PAE is rebuilt from them. Failure codes (stable; documented in docs/IDENTITIES.md):
+
+* ``malformed``: the attestation object cannot be read.
+* ``subject-missing``: no stored object has the subject digest (or envelope payload).
+* ``subject-kind-mismatch``: ``subject.kind`` is not the stored object's kind.
+* ``payload-type-mismatch``: payloadType is not ``payload_type_for(stored kind)``.
+* ``bad-signature``: the signature does not verify over PAE(payloadType, stored bytes).
+* ``unregistered-key``: no identity with this key id was appended before S (the
+  authority key counts as registered, except on verification results and evaluator
+  plans, which only a verifier identity may sign).
+* ``not-authority-key``: a verifier identity or revocation signed by another key.
+* ``identity-not-authorized``: identities exist before S but none had a valid authority
+  attestation before S.
+* ``wrong-verifier-id`` / ``wrong-adapter-version``: the subject (VerificationResult or
+  EvaluatorPlan) names a ``verifier.id`` / ``verifier.adapter`` + ``adapter_version``
+  the identity does not hold. A missing ``adapter_version`` never matches.
+* ``self-verification``: the identity's verifier id is the worker of the ResultManifest
+  the VerificationResult names (``provenance.result_manifest_digest``, as ledger or
+  legacy digest, else ``result_manifest_id``), or its ``independence.worker_id_observed``.
+* ``revoked-retired``: a ``retired`` revocation of the key was in force before S.
+* ``revoked-compromised``: a ``compromised`` revocation of the key exists (any position).
+
+When several identities carry the key, the one with the fewest binding failures (newest
+on ties) is reported. An attestation is valid iff it has no failure.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Final, Literal
+
+from ledger.attestation import (
+    ATTESTATION_KIND,
+    DetachedAttestation,
+    attestations_of,
+    parse_attestation,
+)
+from ledger.digest import is_digest, sha256_digest
+from ledger.dsse import Envelope, Signature, kind_of_payload_type, pae, payload_type_for
+from ledger.errors import InputError, NotFound
+from ledger.identity import (
+    GOVERNANCE_KINDS,
+    IDENTITY_KIND,
+    REVOCATION_KIND,
+    IdentityRecord,
+    TrustIndex,
+    trust_index,
+)
+from ledger.keys import SIGNATURE_SIZE, verify
+from ledger.store import LedgerReader, StoredObject
+
+FailureCode = Literal[
+    "malformed",
+    "subject-missing",
+    "subject-kind-mismatch",
+    "payload-type-mismatch",
+    "bad-signature",
+    "unregistered-key",
+    "not-authority-key",
+    "identity-not-authorized",
+    "wrong-verifier-id",
+    "wrong-adapter-version",
+    "self-verification",
+    "revoked-retired",
+    "revoked-compromised",
+]
+
+VERIFIER_SUBJECT_KINDS: Final = ("verification-result", "evaluator-plan")
+SignerRole = Literal["authority", "verifier", "unknown"]
+
+
+@dataclass(frozen=True)
+class Failure:
+    """One named reason an attestation is invalid."""
+
+    code: FailureCode
+    message: str
+
+    def to_json(self) -> dict[str, str]:
+        return {"code": self.code, "message": self.message}
+
+
+@dataclass(frozen=True)
+class AttestationVerdict:
+    """The verdict on one attestation (one signature). Valid iff ``failures`` is empty.
+
+    ``seq``/``attestation_digest`` are None for an envelope checked from outside the ledger.
+    """
+
+    attestation_digest: str | None
+    seq: int | None
+    subject_digest: str
+    subject_kind: str | None
+    key_id: str
+    signer: SignerRole
+    verifier_id: str | None
+    identity_digest: str | None
+    failures: tuple[Failure, ...]
+
+    @property
+    def ok(self) -> bool:
+        return not self.failures
+
+    @property
+    def codes(self) -> tuple[FailureCode, ...]:
+        return tuple(f.code for f in self.failures)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "attestation": self.attestation_digest,
+            "seq": self.seq,
+            "subject": self.subject_digest,
+            "subject_kind": self.subject_kind,
+            "key_id": self.key_id,
+            "signer": self.signer,
+            "verifier_id": self.verifier_id,
+            "identity": self.identity_digest,
+            "ok": self.ok,
+            "failures": [f.to_json() for f in self.failures],
+        }
+
+
+# --- subject facts -------------------------------------------------------------------
+
+
+def _json_value(obj: StoredObject) -> Any:
+    try:
+        return json.loads(obj.data)
+    except (ValueError, UnicodeDecodeError):
+        return None
+
+
+def _worker_ids(reader: LedgerReader, result: dict[str, Any]) -> dict[str, str]:
+    """Worker ids the VerificationResult's manifest names -> where each came from."""
+    found: dict[str, str] = {}
+    provenance = result.get("provenance")
+    digest = provenance.get("result_manifest_digest") if isinstance(provenance, dict) else None
+    manifests: list[StoredObject] = []
+    if isinstance(digest, str) and is_digest(digest):
+        direct = reader.get(digest)
+        if direct is not None and direct.kind == "result-manifest":
+            manifests = [direct]
+        else:
+            manifests = [m for m in reader.by_legacy(digest) if m.kind == "result-manifest"]
+    manifest_id = result.get("result_manifest_id")
+    if not manifests and isinstance(manifest_id, str):
+        manifests = reader.by_id(manifest_id, kind="result-manifest")
+    for manifest in manifests:
+        value = _json_value(manifest)
+        worker = value.get("worker") if isinstance(value, dict) else None
+        if isinstance(worker, dict) and isinstance(worker.get("id"), str):
+            found.setdefault(worker["id"], f"ResultManifest {manifest.digest} worker.id")
+    independence = result.get("independence")
+    observed = independence.get("worker_id_observed") if isinstance(independence, dict) else None
+    if isinstance(observed, str):
+        found.setdefault(observed, "independence.worker_id_observed")
+    return found
+
+
+def _binding_failures(
+    reader: LedgerReader, identity: IdentityRecord, subject: StoredObject
+) -> list[Failure]:
+    """What the identity may not sign about this subject (verifier kinds only)."""
+    if subject.kind not in VERIFIER_SUBJECT_KINDS:
+        return []
+    value = _json_value(subject)
+    verifier = value.get("verifier") if isinstance(value, dict) else None
+    if not isinstance(verifier, dict):
+        verifier = {}
+    failures: list[Failure] = []
+    named_id = verifier.get("id")
+    if named_id != identity.verifier_id:
+        failures.append(
+            Failure(
+                "wrong-verifier-id",
+                f"{subject.kind} verifier.id, got {named_id!r}, expected the signing identity's"
+                f" {identity.verifier_id!r}",
+            )
+        )
+    adapter, version = verifier.get("adapter"), verifier.get("adapter_version")
+    if adapter != identity.adapter or version not in identity.adapter_versions:
+        failures.append(
+            Failure(
+                "wrong-adapter-version",
+                f"{subject.kind} verifier adapter, got {adapter!r} {version!r}, expected"
+                f" {identity.adapter!r} at one of {list(identity.adapter_versions)}",
+            )
+        )
+    if subject.kind == "verification-result" and isinstance(value, dict):
+        source = _worker_ids(reader, value).get(identity.verifier_id)
+        if source is not None:
+            failures.append(
+                Failure(
+                    "self-verification",
+                    f"signing verifier {identity.verifier_id!r} is the worker ({source}),"
+                    " expected an independent verifier",
+                )
+            )
+    return failures
+
+
+# --- the judgement -------------------------------------------------------------------
+
+
+def _signature_ok(
+    index: TrustIndex, keyid: str, payload_type: str, data: bytes, sig: bytes
+) -> bool | None:
+    """True/False when a key for ``keyid`` is known, None when none is."""
+    if len(sig) != SIGNATURE_SIZE:
+        return False
+    message = pae(payload_type, data)
+    if index.authority_key is not None and keyid == index.authority_key_id:
+        return verify(index.authority_key, message, sig)
+    identities = index.identities_for(keyid)
+    if not identities:
+        return None
+    return verify(identities[0].public_key_raw, message, sig)
+
+
+def _judge(
+    reader: LedgerReader,
+    index: TrustIndex,
+    detached: DetachedAttestation,
+    seq: int,
+    digest: str | None,
+) -> AttestationVerdict:
+    failures: list[Failure] = []
+    keyid = detached.signature.keyid
+    subject = reader.get(detached.subject_digest)
+    if subject is None:
+        failures.append(
+            Failure(
+                "subject-missing",
+                f"subject, got {detached.subject_digest} not in the ledger,"
+                " expected the attested object's stored bytes",
+            )
+        )
+    else:
+        if detached.subject_kind != subject.kind:
+            failures.append(
+                Failure(
+                    "subject-kind-mismatch",
+                    f"subject.kind, got {detached.subject_kind!r}, expected the stored"
+                    f" kind {subject.kind!r}",
+                )
+            )
+        expected_type = payload_type_for(subject.kind)
+        if detached.payload_type != expected_type:
+            failures.append(
+                Failure(
+                    "payload-type-mismatch",
+                    f"payloadType, got {detached.payload_type!r}, expected {expected_type!r}",
+                )
+            )
+        signed = _signature_ok(
+            index, keyid, detached.payload_type, subject.data, detached.signature.sig
+        )
+        if signed is False:
+            failures.append(
+                Failure(
+                    "bad-signature",
+                    f"signature by {keyid}, got one that does not verify over the stored"
+                    " subject bytes, expected a valid Ed25519 signature of the DSSE PAE",
+                )
+            )
+
+    role: SignerRole = "unknown"
+    chosen: IdentityRecord | None = None
+    subject_kind = subject.kind if subject is not None else detached.subject_kind
+    is_authority = index.authority_key_id is not None and keyid == index.authority_key_id
+    if subject_kind in GOVERNANCE_KINDS:
+        if is_authority:
+            role = "authority"
+        else:
+            failures.append(
+                Failure(
+                    "not-authority-key",
+                    f"{subject_kind} signed by {keyid}, expected the ledger's authority key"
+                    f" {index.authority_key_id}",
+                )
+            )
+    elif is_authority and subject_kind not in VERIFIER_SUBJECT_KINDS:
+        role = "authority"
+    else:
+        role, chosen, found = _judge_verifier(reader, index, keyid, seq, subject, subject_kind)
+        failures.extend(found)
+    if not is_authority:
+        failures.extend(_revocation_failures(index, keyid, seq))
+    return AttestationVerdict(
+        attestation_digest=digest,
+        seq=None if digest is None else seq,
+        subject_digest=detached.subject_digest,
+        subject_kind=subject_kind,
+        key_id=keyid,
+        signer=role,
+        verifier_id=None if chosen is None else chosen.verifier_id,
+        identity_digest=None if chosen is None else chosen.digest,
+        failures=tuple(failures),
+    )
+
+
+def _judge_verifier(
+    reader: LedgerReader,
+    index: TrustIndex,
+    keyid: str,
+    seq: int,
+    subject: StoredObject | None,
+    subject_kind: str,
+) -> tuple[SignerRole, IdentityRecord | None, list[Failure]]:
+    known = index.identities_for(keyid)
+    before = [rec for rec in known if rec.seq < seq]
+    if not before:
+        if keyid == index.authority_key_id:
+            message = (
+                f"key {keyid} is the ledger authority key, not a verifier identity,"
+                f" expected a registered verifier key to sign a {subject_kind}"
+            )
+        else:
+            later = f" (first registered at seq {known[0].seq})" if known else ""
+            message = (
+                f"no verifier identity with key {keyid} was appended before seq {seq}{later},"
+                " expected a registered verifier key"
+            )
+        return "unknown", None, [Failure("unregistered-key", message)]
+    authorized = [rec for rec in before if rec.in_force_before(seq)]
+    if not authorized:
+        return (
+            "verifier",
+            before[-1],
+            [
+                Failure(
+                    "identity-not-authorized",
+                    f"identity {before[-1].digest} for key {keyid}, got no valid authority"
+                    f" attestation before seq {seq}, expected one by {index.authority_key_id}",
+                )
+            ],
+        )
+    if subject is None:
+        return "verifier", authorized[-1], []
+    ranked = sorted(
+        (
+            (len(fs), -rec.seq, rec, fs)
+            for rec in authorized
+            for fs in [_binding_failures(reader, rec, subject)]
+        ),
+        key=lambda item: (item[0], item[1]),
+    )
+    _, _, best, failures = ranked[0]
+    return "verifier", best, failures
+
+
+def _revocation_failures(index: TrustIndex, keyid: str, seq: int) -> list[Failure]:
+    failures: list[Failure] = []
+    revocations = index.revocations_for(keyid)
+    compromised = [r for r in revocations if r.reason == "compromised"]
+    if compromised:
+        r = compromised[0]
+        failures.append(
+            Failure(
+                "revoked-compromised",
+                f"key {keyid} was revoked as compromised (revocation {r.digest}, seq {r.seq}),"
+                " expected a key never reported compromised",
+            )
+        )
+    retired = [
+        r
+        for r in revocations
+        if r.reason == "retired" and r.effective_at is not None and r.effective_at < seq
+    ]
+    if retired and not compromised:
+        r = retired[0]
+        failures.append(
+            Failure(
+                "revoked-retired",
+                f"key {keyid} was retired at seq {r.effective_at} (revocation {r.digest}),"
+                f" got a signature appended at seq {seq}, expected one appended before",
+            )
+        )
+    return failures
+
+
+# --- entry points --------------------------------------------------------------------
+
+
+def check_attestation(
+    reader: LedgerReader, attestation: StoredObject, index: TrustIndex | None = None
+) -> AttestationVerdict:
+    """The verdict on one stored attestation object, judged at its own seq."""
+    if attestation.kind != ATTESTATION_KIND:
+        raise InputError(
+            f"object {attestation.digest}, got kind {attestation.kind}, expected attestation"
+        )
+    try:
+        detached = parse_attestation(attestation.data)
+    except InputError as exc:
+        return _malformed(attestation, str(exc))
+    return _judge(
+        reader, index or trust_index(reader), detached, attestation.seq, attestation.digest
+    )
+
+
+def _malformed(attestation: StoredObject, message: str) -> AttestationVerdict:
+    subject = ""
+    keyid = ""
+    value = _json_value(attestation)
+    if isinstance(value, dict):
+        raw_subject = value.get("subject")
+        if isinstance(raw_subject, dict) and isinstance(raw_subject.get("digest"), str):
+            subject = raw_subject["digest"]
+    return AttestationVerdict(
+        attestation.digest,
+        attestation.seq,
+        subject,
+        None,
+        keyid,
+        "unknown",
+        None,
+        None,
+        (Failure("malformed", message),),
+    )
+
+
+def check_subject_attestations(
+    store: LedgerReader, subject_digest: str
+) -> list[AttestationVerdict]:
+    """Verdicts on every attestation naming ``subject_digest``, in log order."""
+    index = trust_index(store)
+    return [check_attestation(store, att, index) for att in attestations_of(store, subject_digest)]
+
+
+def check_envelope(
+    reader: LedgerReader, envelope: Envelope, index: TrustIndex | None = None
+) -> list[AttestationVerdict]:
+    """Verdicts on a full DSSE envelope from outside, one per signature, as if appended now.
+
+    The subject is the stored object whose digest is sha256 of the payload, so a changed
+    payload gives ``subject-missing`` (or names another object, whose signature fails).
+    """
+    index = index or trust_index(reader)
+    digest = sha256_digest(envelope.payload)
+    subject = reader.get(digest)
+    kind = (
+        subject.kind
+        if subject is not None
+        else (kind_of_payload_type(envelope.payload_type) or "blob")
+    )
+    signatures = envelope.signatures or (Signature("", b""),)
+    return [
+        _judge(
+            reader,
+            index,
+            DetachedAttestation(digest, kind, envelope.payload_type, sig),
+            reader.size(),
+            None,
+        )
+        for sig in signatures
+    ]
+
+
+def subject_verdict(verdicts: list[AttestationVerdict]) -> tuple[bool, str]:
+    """The ``attestation check`` rule: ok iff at least one attestation and none invalid.
+
+    Returns (ok, one-line reason). An invalid attestation is never outvoted by a valid
+    one: it is evidence of tampering or misuse that someone has to look at.
+    """
+    if not verdicts:
+        return False, "no-attestation: the subject has no attestation"
+    bad = [v for v in verdicts if not v.ok]
+    if bad:
+        codes = sorted({code for v in bad for code in v.codes})
+        return False, f"{len(bad)} of {len(verdicts)} attestation(s) invalid: {', '.join(codes)}"
+    return True, f"{len(verdicts)} valid attestation(s)"
+
+
+# --- provledger verify ---------------------------------------------------------------
+
+
+class AttestationAudit:
+    """``ObjectCheck`` for ``provledger verify``: one finding per attestation failure.
+
+    Also reports governance objects that nothing makes valid: an identity whose declared
+    key id is not its key's (``identity-key-mismatch``), and an identity or revocation
+    with no valid authority attestation (``identity-not-authorized``,
+    ``revocation-not-authorized``). The trust index is read once per ledger size.
+    """
+
+    def __init__(self) -> None:
+        self._index: TrustIndex | None = None
+        self._reader: object | None = None
+
+    def _trust(self, reader: LedgerReader) -> TrustIndex:
+        if self._index is None or self._reader is not reader or self._index.size != reader.size():
+            self._index, self._reader = trust_index(reader), reader
+        return self._index
+
+    def __call__(self, obj: StoredObject, reader: Any) -> list[Any]:
+        from ledger.audit import Finding
+
+        try:
+            return self._findings(obj, reader)
+        except (TypeError, ValueError) as exc:
+            # Rows of the wrong SQL type (a tampered file) are findings, never crashes.
+            return [Finding("malformed", f"{obj.kind} unreadable: {exc}", obj.seq, obj.digest)]
+
+    def _findings(self, obj: StoredObject, reader: Any) -> list[Any]:
+        from ledger.audit import Finding
+
+        if obj.kind == ATTESTATION_KIND:
+            verdict = check_attestation(reader, obj, self._trust(reader))
+            return [Finding(f.code, f.message, obj.seq, obj.digest) for f in verdict.failures]
+        if obj.kind == IDENTITY_KIND:
+            index = self._trust(reader)
+            record = next((r for r in index.identities if r.digest == obj.digest), None)
+            if record is None:
+                return []
+            found = []
+            if not record.key_consistent:
+                found.append(
+                    Finding(
+                        "identity-key-mismatch",
+                        f"public_key.key_id, got {record.declared_key_id}, expected"
+                        f" {record.key_id} (sha256 of the raw key)",
+                        obj.seq,
+                        obj.digest,
+                    )
+                )
+            if record.authorized_at is None:
+                found.append(_unauthorized("identity-not-authorized", obj, index))
+            return found
+        if obj.kind == REVOCATION_KIND:
+            index = self._trust(reader)
+            rev = next((r for r in index.revocations if r.digest == obj.digest), None)
+            if rev is not None and rev.authorized_at is None:
+                return [_unauthorized("revocation-not-authorized", obj, index)]
+        return []
+
+
+def _unauthorized(code: str, obj: StoredObject, index: TrustIndex) -> Any:
+    from ledger.audit import Finding
+
+    return Finding(
+        code,
+        f"{obj.kind}, got no valid attestation by the authority key, expected one by"
+        f" {index.authority_key_id}",
+        obj.seq,
+        obj.digest,
+    )
+
+
+def attestation_object_check() -> Callable[[StoredObject, Any], list[Any]]:
+    """A fresh audit check (its trust-index cache lives as long as one audit)."""
+    return AttestationAudit()
+
+
+def find_attestation(reader: LedgerReader, digest: str) -> StoredObject:
+    """The stored attestation object ``digest``; NotFound or InputError otherwise."""
+    obj = reader.get(digest)
+    if obj is None:
+        raise NotFound(f"attestation not found, got {digest}, expected a digest in the ledger")
+    if obj.kind != ATTESTATION_KIND:
+        raise InputError(f"object {digest}, got kind {obj.kind}, expected attestation")
+    return obj
