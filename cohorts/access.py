@@ -1,0 +1,78 @@
+"""Total accessors for JSON values that may be malformed.
+
+Checks must report on broken documents, not crash on them: these helpers return
+None (or empty) where the shape is not what a schema-valid document would have.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Collection, Mapping, Sequence
+from typing import Any
+
+
+def dig(value: object, *keys: str | int) -> Any:
+    """Walk mappings/lists by key/index; None as soon as a step does not exist."""
+    current: Any = value
+    for key in keys:
+        if isinstance(key, str) and isinstance(current, Mapping):
+            if key not in current:
+                return None
+            current = current[key]
+        elif (
+            isinstance(key, int)
+            and isinstance(current, Sequence)
+            and not isinstance(current, str | bytes)
+            and -len(current) <= key < len(current)
+        ):
+            current = current[key]
+        else:
+            return None
+    return current
+
+
+def as_str(value: object) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def as_int(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def as_map(value: object) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
+def as_list(value: object) -> list[Any]:
+    if isinstance(value, Sequence) and not isinstance(value, str | bytes):
+        return list(value)
+    return []
+
+
+def maps(value: object) -> list[Mapping[str, Any]]:
+    """The mapping elements of a list (others dropped)."""
+    return [item for item in as_list(value) if isinstance(item, Mapping)]
+
+
+def str_set(value: object) -> frozenset[str]:
+    """The string elements of a list as a set."""
+    return frozenset(item for item in as_list(value) if isinstance(item, str))
+
+
+def shown(value: object, limit: int = 80) -> str:
+    """Short printable form of a value for one-line messages."""
+    text = repr(value) if not isinstance(value, str) else value
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def member(value: object, collection: Collection[Any]) -> bool:
+    """``value in collection``, False (not TypeError) for unhashable JSON values."""
+    try:
+        return value in collection
+    except TypeError:
+        return False
+
+
+def json_key(value: object) -> str:
+    """A hashable stand-in for any JSON value (for sets and dict keys)."""
+    return json.dumps(value, sort_keys=True, default=repr)

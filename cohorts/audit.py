@@ -1,0 +1,824 @@
+"""Audit of one cohort against the ledger: pure, total, every finding at once.
+
+What it checks (codes in docs/COHORTS.md): the stage; the definition digest recomputed
+against the recorded one; per task the WorkUnit and EvaluatorPlan (present, digest and
+scheme, schema, binding, versions) and verified seeded-negative evidence; per listed
+evidence attempt the ResultManifest and VerificationResult (present, digest, schema) and
+the binding replay task -> WorkUnit -> manifest -> verification -> plan; for burned
+cohorts the burn notice and excluded outcomes; lineage claims, bindings and WorkUnits
+whose outcomes were observed elsewhere.
+
+The report's ``findings`` hold only errors and warnings; what matched (schemes,
+versions) is in the per-task facts. ``AuditReport.to_json()`` has a fixed key set.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from cohorts.access import as_map, as_str, dig, json_key, maps, member, shown, str_set
+from cohorts.burn import (
+    TaskReason,
+    burn_facts_from_extensions,
+    check_burn_notice,
+    excluded_tasks,
+    never_again_tasks,
+)
+from cohorts.definition import DefinitionDigests, definition_digests, recorded_definition_digest
+from cohorts.errors import AuditFailed, CohortInputError, DefinitionError
+from cohorts.findings import Finding, error, errors, problems, sort_key, warning
+from cohorts.lifecycle import (
+    FIXED_STAGES,
+    STAGES,
+    definition_findings,
+    size_findings,
+    structure_findings,
+)
+from cohorts.lookup import (
+    BENCHMARK_COHORT,
+    BURN_NOTICE,
+    COHORT_BINDING,
+    RESULT_MANIFEST,
+    VERIFICATION_RESULT,
+    CohortLookup,
+    Resolution,
+    StoredDoc,
+    Validator,
+    resolve,
+)
+from cohorts.task_checks import TaskRefs, check_task_refs, plan_facts, work_unit_facts
+from cohorts.upstream import (
+    FULL_GIT_SHA,
+    RECOMMENDATION_TO_OUTCOME,
+    predecessor_claims,
+    required_validator_ids,
+)
+
+REPORT_VERSION = "0.1"
+#: Negative-case categories that must appear as a VerificationResult finding category.
+FINDING_CATEGORIES = frozenset({"correctness", "scope", "provenance", "security", "regression"})
+
+
+@dataclass(frozen=True)
+class AttemptAudit:
+    """One evidence attempt listed in the cohort and what its references resolved to."""
+
+    attempt: str
+    outcome: str | None
+    structural_signature: str | None
+    result_manifest: Resolution
+    verification_result: Resolution
+
+    def to_json(self) -> dict[str, Any]:
+        vr = self.verification_result.value
+        return {
+            "attempt": self.attempt,
+            "outcome": self.outcome,
+            "structural_signature": self.structural_signature,
+            "result_manifest": self.result_manifest.to_json(),
+            "verification_result": self.verification_result.to_json(),
+            "recommendation": as_str(dig(vr, "decision_support", "recommendation")),
+        }
+
+
+@dataclass(frozen=True)
+class TaskAudit:
+    """Facts about one task: what its references resolved to and their versions."""
+
+    task: str
+    family: str | None
+    split: str | None
+    evidence_status: str | None
+    work_unit: Resolution
+    plan: Resolution
+    work_unit_schema_valid: bool | None
+    plan_schema_valid: bool | None
+    attempts: tuple[AttemptAudit, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "task": self.task,
+            "family": self.family,
+            "split": self.split,
+            "evidence_status": self.evidence_status,
+            "work_unit": {
+                **self.work_unit.to_json(),
+                **work_unit_facts(self.work_unit.value),
+                "schema_valid": self.work_unit_schema_valid,
+            },
+            "plan": {
+                **self.plan.to_json(),
+                **plan_facts(self.plan.value),
+                "schema_valid": self.plan_schema_valid,
+            },
+            "attempts": [a.to_json() for a in self.attempts],
+        }
+
+
+@dataclass(frozen=True)
+class Relations:
+    """Lineage around the audited cohort as the ledger records it."""
+
+    predecessors: tuple[tuple[str, str | None], ...]  # (claimed digest, cohort id or None)
+    successors: tuple[str, ...]
+    burn_notices: tuple[str, ...]
+    bindings: tuple[str, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "predecessors": [
+                {"definition_digest": digest, "cohort": cohort}
+                for digest, cohort in self.predecessors
+            ],
+            "successors": list(self.successors),
+            "burn_notices": list(self.burn_notices),
+            "bindings": list(self.bindings),
+        }
+
+
+@dataclass(frozen=True)
+class AuditReport:
+    """Audit of one cohort. ``ok`` when there is no error-severity finding."""
+
+    cohort_id: str | None
+    stage: str | None
+    recorded_definition_digest: str | None
+    definition_digest: DefinitionDigests | None
+    tasks: tuple[TaskAudit, ...]
+    excluded_outcomes: tuple[TaskReason, ...]
+    relations: Relations
+    findings: tuple[Finding, ...]
+
+    @property
+    def ok(self) -> bool:
+        return not errors(self.findings)
+
+    def counts(self) -> dict[str, int]:
+        tally = Counter(f.severity for f in self.findings)
+        return {"error": tally["error"], "warning": tally["warning"]}
+
+    def to_json(self) -> dict[str, Any]:
+        """JSON-ready dict; keys are always present, lists in a deterministic order."""
+        digests = self.definition_digest
+        return {
+            "report_version": REPORT_VERSION,
+            "cohort_id": self.cohort_id,
+            "stage": self.stage,
+            "definition_digest": {
+                "recorded": self.recorded_definition_digest,
+                "legacy": digests.legacy if digests else None,
+                "jcs": digests.jcs if digests else None,
+                "scheme": digests.scheme_for(self.recorded_definition_digest)
+                if digests and self.recorded_definition_digest
+                else None,
+            },
+            "ok": self.ok,
+            "counts": self.counts(),
+            "tasks": [t.to_json() for t in self.tasks],
+            "excluded_outcomes": [e.to_json() for e in self.excluded_outcomes],
+            "relations": self.relations.to_json(),
+            "findings": [f.to_json() for f in self.findings],
+        }
+
+    def raise_for_errors(self) -> None:
+        """``AuditFailed`` (exit 1) when any finding is an error."""
+        failed = errors(self.findings)
+        if failed:
+            first = failed[0]
+            raise AuditFailed(
+                f"audit of {self.cohort_id} failed, got {len(failed)} error(s), first"
+                f" {first.code}: {first.message}, expected none"
+            )
+
+
+# --- per attempt -------------------------------------------------------------------------
+
+
+def _ref_findings(
+    res: Resolution,
+    name: str,
+    what: str,
+    kind: str,
+    validate: Validator | None,
+    task: str,
+    attempt: str,
+) -> list[Finding]:
+    if res.doc is None:
+        return [
+            error(
+                f"attempt.{name}.missing",
+                f"{what} not in ledger, got nothing for id {res.object_id or '?'} or digest"
+                f" {res.digest or '?'}, expected it stored",
+                task,
+                attempt,
+            )
+        ]
+    found: list[Finding] = []
+    if res.scheme is None:
+        found.append(
+            error(
+                f"attempt.{name}.digest",
+                f"{what} digest mismatch for id {res.object_id}, got stored legacy"
+                f" {res.doc.legacy_digest} and JCS {res.doc.jcs_digest}, expected {res.digest}",
+                task,
+                attempt,
+            )
+        )
+    if res.doc.value.get("id") != res.object_id:
+        found.append(
+            error(
+                f"attempt.{name}.id",
+                f"{what} id drift, got {shown(res.doc.value.get('id'))},"
+                f" expected {shown(res.object_id)}",
+                task,
+                attempt,
+            )
+        )
+    if validate is not None:
+        found += [
+            error(
+                f"attempt.{name}.schema",
+                f"{kind} schema violation, got {message}, expected a schema-valid {kind}",
+                task,
+                attempt,
+            )
+            for message in validate(kind, res.doc.value)
+        ]
+    return found
+
+
+def _attempt(
+    task: Mapping[str, Any],
+    refs: TaskRefs,
+    index: int,
+    attempt: Mapping[str, Any],
+    lookup: CohortLookup,
+    validate: Validator | None,
+) -> tuple[AttemptAudit, list[Finding]]:
+    label = refs.task_id
+    aid = as_str(attempt.get("attempt_id")) or f"attempts[{index}]"
+    rm_ref = as_map(attempt.get("result_manifest"))
+    vr_ref = as_map(attempt.get("verification_result"))
+    rm = resolve(lookup, RESULT_MANIFEST, rm_ref.get("id"), rm_ref.get("digest"))
+    vr = resolve(lookup, VERIFICATION_RESULT, vr_ref.get("id"), vr_ref.get("digest"))
+    facts = AttemptAudit(
+        aid, as_str(attempt.get("outcome")), as_str(attempt.get("structural_signature")), rm, vr
+    )
+    found: list[Finding] = []
+
+    def drift(code: str, what: str, got: object, expected: object) -> None:
+        found.append(
+            error(code, f"{what} drift, got {shown(got)}, expected {shown(expected)}", label, aid)
+        )
+
+    signature = attempt.get("structural_signature")
+    declared = str_set(task.get("declared_structural_signatures"))
+    if not member(signature, declared):
+        drift(
+            "attempt.signature",
+            "structural signature not predeclared;",
+            signature,
+            sorted(declared),
+        )
+    found += _ref_findings(
+        rm, "result_manifest", "ResultManifest", RESULT_MANIFEST, validate, label, aid
+    )
+    found += _ref_findings(
+        vr, "verification_result", "VerificationResult", VERIFICATION_RESULT, validate, label, aid
+    )
+
+    wu_ref = as_map(task.get("work_unit"))
+    revision = dig(task, "source", "revision")
+    wu_digests = refs.work_unit.digests()
+    manifest = rm.value
+    if manifest is not None:
+        got_wu = (manifest.get("work_unit_id"), manifest.get("work_unit_version"))
+        if got_wu != (wu_ref.get("id"), wu_ref.get("version")):
+            drift(
+                "attempt.manifest.work_unit",
+                "ResultManifest WorkUnit",
+                got_wu,
+                (wu_ref.get("id"), wu_ref.get("version")),
+            )
+        got = dig(manifest, "provenance", "work_unit_digest")
+        if not member(got, wu_digests):
+            drift(
+                "attempt.manifest.work_unit_digest",
+                "ResultManifest WorkUnit digest",
+                got,
+                wu_ref.get("digest"),
+            )
+        got = dig(manifest, "provenance", "source_revision")
+        if got != revision:
+            drift(
+                "attempt.manifest.source_revision", "ResultManifest source revision", got, revision
+            )
+        if refs.work_unit.value is not None:
+            wanted = required_validator_ids(refs.work_unit.value)
+            asked = str_set(dig(manifest, "verification_request", "expected_validator_ids"))
+            if not wanted <= asked:
+                drift(
+                    "attempt.manifest.validators",
+                    "ResultManifest validator request",
+                    sorted(asked),
+                    f"a superset of {sorted(wanted)}",
+                )
+
+    verification = vr.value
+    if verification is not None:
+        if verification.get("result_manifest_id") != rm_ref.get("id"):
+            drift(
+                "attempt.verification.result_manifest",
+                "VerificationResult ResultManifest id",
+                verification.get("result_manifest_id"),
+                rm_ref.get("id"),
+            )
+        got_wu = (verification.get("work_unit_id"), verification.get("work_unit_version"))
+        if got_wu != (wu_ref.get("id"), wu_ref.get("version")):
+            drift(
+                "attempt.verification.work_unit",
+                "VerificationResult WorkUnit",
+                got_wu,
+                (wu_ref.get("id"), wu_ref.get("version")),
+            )
+        got = dig(verification, "provenance", "work_unit_digest")
+        if not member(got, wu_digests):
+            drift(
+                "attempt.verification.work_unit_digest",
+                "VerificationResult WorkUnit digest",
+                got,
+                wu_ref.get("digest"),
+            )
+        got = dig(verification, "provenance", "result_manifest_digest")
+        if not member(got, rm.digests()):
+            drift(
+                "attempt.verification.result_manifest_digest",
+                "VerificationResult ResultManifest digest",
+                got,
+                rm_ref.get("digest"),
+            )
+        got = dig(verification, "provenance", "source_revision")
+        if got != revision:
+            drift(
+                "attempt.verification.source_revision",
+                "VerificationResult source revision",
+                got,
+                revision,
+            )
+        got = dig(verification, "provenance", "verifier_config_digest")
+        if not member(got, refs.plan.digests()):
+            drift(
+                "attempt.verification.plan_digest",
+                "VerificationResult plan binding",
+                got,
+                dig(task, "evaluator", "plan_digest"),
+            )
+        if refs.plan.value is not None:
+            keys = ("id", "adapter", "adapter_version")
+            ran = tuple(dig(verification, "verifier", k) for k in keys)
+            planned = tuple(dig(refs.plan.value, "verifier", k) for k in keys)
+            if ran != planned:
+                drift("attempt.verification.verifier", "verifier identity/version", ran, planned)
+        independent = dig(verification, "independence", "independent_from_worker")
+        if independent is not True:
+            drift("attempt.verification.independence", "verifier independence", independent, True)
+        recommendation = dig(verification, "decision_support", "recommendation")
+        expected = RECOMMENDATION_TO_OUTCOME.get(str(recommendation))
+        if attempt.get("outcome") != expected:
+            drift(
+                "attempt.outcome",
+                f"indexed outcome vs recommendation {recommendation}",
+                attempt.get("outcome"),
+                expected,
+            )
+    if manifest is not None and verification is not None:
+        have = set(as_map(manifest.get("resources"))) | set(as_map(verification.get("resources")))
+        for metric in str_set(dig(task, "accounting", "required_metrics")):
+            if metric not in have:
+                drift("attempt.accounting", "required accounting metric", None, metric)
+    return facts, found
+
+
+# --- per task ----------------------------------------------------------------------------
+
+
+def _negative_evidence(task: Mapping[str, Any], label: str, lookup: CohortLookup) -> list[Finding]:
+    negative = as_map(task.get("negative_case"))
+    if negative.get("evidence_status") != "verified":
+        return []
+    digest = as_str(negative.get("evidence_digest"))
+    doc = lookup.by_digest(digest) if digest else None
+    if doc is None:
+        return [
+            error(
+                "task.negative_evidence.missing",
+                f"seeded-negative evidence not in ledger, got nothing for digest {shown(digest)},"
+                " expected it stored",
+                label,
+            )
+        ]
+    if negative.get("evidence_type") != "verification_result":
+        return []
+    if doc.kind != VERIFICATION_RESULT:
+        return [
+            error(
+                "task.negative_evidence.kind",
+                f"seeded-negative evidence kind drift, got {doc.kind},"
+                f" expected {VERIFICATION_RESULT}",
+                label,
+            )
+        ]
+    found: list[Finding] = []
+    if dig(doc.value, "decision_support", "recommendation") == "accept_candidate":
+        found.append(
+            error(
+                "task.negative_evidence.accepts",
+                "seeded negative accepted, got accept_candidate, expected a rejection",
+                label,
+            )
+        )
+    category = negative.get("expected_category")
+    categories = {json_key(f.get("category")) for f in maps(doc.value.get("findings"))}
+    if member(category, FINDING_CATEGORIES) and json_key(category) not in categories:
+        found.append(
+            error(
+                "task.negative_evidence.category",
+                f"seeded negative lacks its finding, got categories {sorted(map(str, categories))},"
+                f" expected {category}",
+                label,
+            )
+        )
+    return found
+
+
+def _signature_findings(cohort: Mapping[str, Any]) -> list[Finding]:
+    """Warn on tasks whose signature set departs from a clear majority taxonomy."""
+    tasks = maps(cohort.get("tasks"))
+    sets = [str_set(t.get("declared_structural_signatures")) for t in tasks]
+    tally = Counter(sets).most_common()
+    if len(tally) < 2 or tally[0][1] < 2 or tally[0][1] == tally[1][1]:
+        return []
+    common = tally[0][0]
+    out: list[Finding] = []
+    for task, have in zip(tasks, sets, strict=True):
+        if have != common:
+            out.append(
+                warning(
+                    "cohort.signatures",
+                    f"structural signatures depart from the cohort's taxonomy, got extra"
+                    f" {sorted(have - common)} and missing {sorted(common - have)},"
+                    f" expected {sorted(common)}",
+                    as_str(task.get("id")),
+                )
+            )
+    return out
+
+
+# --- relations ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Known:
+    doc: StoredDoc
+    names: frozenset[str]  # recorded + recomputed definition digests
+
+
+def _names(cohort: Mapping[str, Any]) -> frozenset[str]:
+    names: set[str] = set()
+    recorded = recorded_definition_digest(cohort)
+    if recorded:
+        names.add(recorded)
+    try:
+        digests = definition_digests(cohort)
+        names |= {digests.legacy, digests.jcs}
+    except DefinitionError:
+        pass
+    return frozenset(names)
+
+
+def _known_cohorts(lookup: CohortLookup, own_id: object) -> list[_Known]:
+    latest: dict[object, StoredDoc] = {}
+    for doc in lookup.of_kind(BENCHMARK_COHORT):
+        latest[json_key(doc.value.get("id"))] = doc
+    return [
+        _Known(doc, _names(doc.value)) for cid, doc in latest.items() if cid != json_key(own_id)
+    ]
+
+
+def _relations(
+    cohort: Mapping[str, Any], lookup: CohortLookup
+) -> tuple[Relations, tuple[TaskReason, ...], list[Finding]]:
+    own_id = cohort.get("id")
+    names = _names(cohort)
+    stage = cohort.get("stage")
+    others = _known_cohorts(lookup, own_id)
+    by_id = {json_key(k.doc.value.get("id")): k for k in others}
+    bindings = list(lookup.of_kind(COHORT_BINDING))
+    notices = [n for n in lookup.of_kind(BURN_NOTICE) if n.value.get("cohort_id") == own_id]
+    found: list[Finding] = []
+
+    predecessors: list[tuple[str, str | None]] = []
+    for namespace, key, digest in predecessor_claims(cohort):
+        pred = next((k for k in others if digest in k.names), None)
+        pred_id = as_str(pred.doc.value.get("id")) if pred else None
+        predecessors.append((digest, pred_id))
+        if pred is None:
+            found.append(
+                warning(
+                    "relation.predecessor.unknown",
+                    f"claimed predecessor not in ledger, got extensions[{namespace!r}].{key}"
+                    f" {digest}, expected a stored cohort with that definition digest",
+                )
+            )
+            continue
+        if pred.doc.value.get("stage") != "burned":
+            found.append(
+                error(
+                    "relation.predecessor.not_burned",
+                    f"claimed predecessor {pred_id} not burned, got stage"
+                    f" {shown(pred.doc.value.get('stage'))}, expected burned",
+                )
+            )
+        bound = any(
+            b.value.get("successor_id") == own_id and b.value.get("predecessor_id") == pred_id
+            for b in bindings
+        )
+        if not bound:
+            found.append(
+                warning(
+                    "relation.unbound",
+                    f"succession from {pred_id} claimed only in extensions, got no cohort-binding,"
+                    " expected one recorded after the successor gate passed",
+                )
+            )
+
+    for b in bindings:
+        for role in ("successor", "predecessor"):
+            if b.value.get(f"{role}_id") != own_id:
+                continue
+            stated = [dig(b.value, f"{role}_definition_digest", s) for s in ("legacy", "jcs")]
+            if not any(member(s, names) for s in stated):
+                found.append(
+                    error(
+                        "relation.binding.definition",
+                        f"binding {b.jcs_digest} names this cohort as {role} with another"
+                        f" definition, got {sorted(map(str, stated))}, expected one of"
+                        f" {sorted(names)}",
+                    )
+                )
+            if role == "successor":
+                notice_digest = b.value.get("burn_notice_digest")
+                stored = lookup.by_digest(notice_digest) if isinstance(notice_digest, str) else None
+                if stored is None or stored.kind != BURN_NOTICE:
+                    found.append(
+                        error(
+                            "relation.binding.burn_notice",
+                            f"binding {b.jcs_digest} cites a burn notice not in ledger, got"
+                            f" {shown(notice_digest)}, expected a stored burn notice",
+                        )
+                    )
+
+    successors = sorted(
+        str(k.doc.value.get("id"))
+        for k in others
+        if any(digest in names for _, _, digest in predecessor_claims(k.doc.value))
+        or any(
+            b.value.get("predecessor_id") == own_id
+            and b.value.get("successor_id") == k.doc.value.get("id")
+            for b in bindings
+        )
+    )
+    if len(successors) > 1:
+        found.append(
+            warning(
+                "relation.successors.multiple",
+                f"several cohorts claim to succeed this one, got {successors},"
+                " expected one successor line",
+            )
+        )
+
+    excluded: tuple[TaskReason, ...] = ()
+    if stage == "burned":
+        excluded = excluded_tasks(cohort)
+        if not notices:
+            try:
+                facts = burn_facts_from_extensions(cohort)
+            except CohortInputError:
+                facts = None
+            where = " (burn facts exist only in upstream extensions)" if facts else ""
+            found.append(
+                warning(
+                    "burn.notice.missing",
+                    f"burned cohort has no burn notice{where}, got none,"
+                    " expected a burn-notice object in the ledger",
+                )
+            )
+    elif notices:
+        found.append(
+            error(
+                "burn.stage",
+                f"burn notice recorded for a cohort at stage {shown(stage)}, got"
+                f" {len(notices)} notice(s), expected the cohort to be burned",
+            )
+        )
+    elif dig(cohort, "extensions") and _has_burn_facts(cohort):
+        found.append(
+            warning(
+                "burn.facts.stage",
+                f"burn facts in extensions of a cohort at stage {shown(stage)},"
+                " expected stage burned",
+            )
+        )
+    for notice in notices:
+        found += [f for f in check_burn_notice(cohort, notice.value) if f.code != "burn.stage"]
+        excluded = tuple(
+            TaskReason(str(i.get("task")), str(i.get("reason")))
+            for i in maps(notice.value.get("excluded_outcomes"))
+        )
+
+    found += _held_out_findings(cohort, lookup, by_id)
+    if stage != "burned":
+        found += _outcomes_elsewhere(cohort, others)
+    relations = Relations(
+        tuple(predecessors),
+        tuple(successors),
+        tuple(sorted(n.jcs_digest for n in notices)),
+        tuple(
+            sorted(
+                b.jcs_digest
+                for b in bindings
+                if own_id in (b.value.get("successor_id"), b.value.get("predecessor_id"))
+            )
+        ),
+    )
+    return relations, excluded, found
+
+
+def _has_burn_facts(cohort: Mapping[str, Any]) -> bool:
+    return any(
+        isinstance(as_map(m).get("burn"), Mapping)
+        for m in as_map(cohort.get("extensions")).values()
+    )
+
+
+def _held_out_findings(
+    cohort: Mapping[str, Any], lookup: CohortLookup, by_id: Mapping[str, _Known]
+) -> list[Finding]:
+    """Tasks a burn notice bans, presented again as held-out evidence."""
+    found: list[Finding] = []
+    for notice in lookup.of_kind(BURN_NOTICE):
+        burned = by_id.get(json_key(notice.value.get("cohort_id")))
+        if burned is None:
+            continue
+        for banned in sorted(never_again_tasks(notice.value)):
+            banned_task = next(
+                (t for t in maps(burned.doc.value.get("tasks")) if t.get("id") == banned), {}
+            )
+            banned_wu = dig(banned_task, "work_unit", "id")
+            for task in maps(cohort.get("tasks")):
+                same = task.get("id") == banned or (
+                    banned_wu is not None and dig(task, "work_unit", "id") == banned_wu
+                )
+                if same and task.get("split") == "held_out":
+                    found.append(
+                        error(
+                            "relation.held_out",
+                            f"task banned from held-out use by the burn of"
+                            f" {notice.value.get('cohort_id')}, got split held_out,"
+                            " expected pilot, train or development",
+                            as_str(task.get("id")),
+                        )
+                    )
+    return found
+
+
+def _outcomes_elsewhere(cohort: Mapping[str, Any], others: Sequence[_Known]) -> list[Finding]:
+    """WorkUnits of this not-yet-burned cohort whose outcomes another cohort records."""
+    found: list[Finding] = []
+    for task in maps(cohort.get("tasks")):
+        key = (dig(task, "work_unit", "id"), dig(task, "work_unit", "version"))
+        seen_in = sorted(
+            str(k.doc.value.get("id"))
+            for k in others
+            if any(
+                (dig(t, "work_unit", "id"), dig(t, "work_unit", "version")) == key
+                and maps(dig(t, "evidence", "attempts"))
+                for t in maps(k.doc.value.get("tasks"))
+            )
+        )
+        if seen_in:
+            found.append(
+                warning(
+                    "relation.outcome_elsewhere",
+                    f"WorkUnit {shown(key[0])} has recorded outcomes in {seen_in}, got a"
+                    " task that may no longer be outcome-unseen, expected unseen WorkUnits"
+                    " before outcomes",
+                    as_str(task.get("id")),
+                )
+            )
+    return found
+
+
+# --- entry point -------------------------------------------------------------------------
+
+
+def audit_cohort(
+    cohort: Mapping[str, Any], lookup: CohortLookup, validate: Validator | None = None
+) -> AuditReport:
+    """Audit ``cohort`` against ``lookup``; ``validate`` None skips schema checks."""
+    found: list[Finding] = []
+    stage = as_str(cohort.get("stage"))
+    if validate is not None:
+        found += [
+            error(
+                "cohort.schema",
+                f"{BENCHMARK_COHORT} schema violation, got {message},"
+                f" expected a schema-valid {BENCHMARK_COHORT}",
+            )
+            for message in validate(BENCHMARK_COHORT, cohort)
+        ]
+    if stage not in STAGES:
+        found.append(
+            error("cohort.stage", f"unknown stage, got {shown(stage)}, expected one of {STAGES}")
+        )
+    elif stage not in FIXED_STAGES:
+        found.append(
+            warning(
+                "cohort.stage",
+                f"cohort not frozen, got stage {stage}, expected frozen or burned before its"
+                " tasks count as benchmark evidence",
+            )
+        )
+    found += definition_findings(cohort, required=stage in FIXED_STAGES)
+    found += structure_findings(cohort)
+    if stage in FIXED_STAGES:
+        found += size_findings(cohort)
+    found += _signature_findings(cohort)
+
+    tasks: list[TaskAudit] = []
+    for index, task in enumerate(maps(cohort.get("tasks"))):
+        refs, task_found = check_task_refs(task, index, lookup, validate)
+        if stage != "scaffold":
+            revision = dig(task, "source", "revision")
+            if not isinstance(revision, str) or not FULL_GIT_SHA.match(revision):
+                task_found.append(
+                    error(
+                        "task.source.revision",
+                        f"source revision not immutable, got {shown(revision)},"
+                        " expected a full 40-hex commit id",
+                        refs.task_id,
+                    )
+                )
+        task_found += _negative_evidence(task, refs.task_id, lookup)
+        attempts: list[AttemptAudit] = []
+        for a_index, attempt in enumerate(maps(dig(task, "evidence", "attempts"))):
+            facts, attempt_found = _attempt(task, refs, a_index, attempt, lookup, validate)
+            attempts.append(facts)
+            task_found += attempt_found
+        tasks.append(_task_facts(task, refs, task_found, validate, tuple(attempts)))
+        found += task_found
+
+    relations, excluded, relation_found = _relations(cohort, lookup)
+    found += relation_found
+    try:
+        digests: DefinitionDigests | None = definition_digests(cohort)
+    except DefinitionError:
+        digests = None
+    return AuditReport(
+        cohort_id=as_str(cohort.get("id")),
+        stage=stage,
+        recorded_definition_digest=recorded_definition_digest(cohort),
+        definition_digest=digests,
+        tasks=tuple(tasks),
+        excluded_outcomes=tuple(sorted(excluded, key=lambda e: e.task)),
+        relations=relations,
+        findings=tuple(sorted(problems(found), key=sort_key)),
+    )
+
+
+def _task_facts(
+    task: Mapping[str, Any],
+    refs: TaskRefs,
+    found: Sequence[Finding],
+    validate: Validator | None,
+    attempts: tuple[AttemptAudit, ...],
+) -> TaskAudit:
+    def valid(res: Resolution, code: str) -> bool | None:
+        if validate is None or res.doc is None:
+            return None
+        return not any(f.code == code for f in found)
+
+    return TaskAudit(
+        task=refs.task_id,
+        family=as_str(task.get("family")),
+        split=as_str(task.get("split")),
+        evidence_status=as_str(dig(task, "evidence", "status")),
+        work_unit=refs.work_unit,
+        plan=refs.plan,
+        work_unit_schema_valid=valid(refs.work_unit, "task.work_unit.schema"),
+        plan_schema_valid=valid(refs.plan, "task.plan.schema"),
+        attempts=attempts,
+    )

@@ -1,0 +1,592 @@
+"""The successor gate and the cohort-binding record.
+
+A successor cohort may be bound to a burned predecessor only when every gate item
+passes. ``successor_gate`` evaluates all items and never stops at the first failure:
+each item is a ``Finding`` (``info`` = passed, ``error`` = failed). Items that depend on
+an object missing from the ledger are skipped after the missing object is reported once.
+
+Carried-over tasks: a successor task is carried over from a predecessor task when it
+has the same task id or the same WorkUnit id (any version). Upstream's successors reuse
+exactly this way (phase-b2-successor-five keeps tasks 002-005 with the same ids and
+WorkUnits, and gives fresh tasks fresh ids and WorkUnits); number prefixes are not
+lineage (successor task 001 is a different task from burned task 001).
+
+Held-out: upstream successors label every task ``split: pilot`` and record reuse in
+extensions; what must never happen is a task the burn notice bans appearing with
+``split: held_out``. That is the check.
+
+Strength: each successor plan and WorkUnit must enforce every digest/provenance check
+its counterpart did (carried-over tasks: the burned task's plan and WorkUnit; fresh
+tasks: the checks that *every* predecessor plan/WorkUnit enforced).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from cohorts.access import as_int, as_map, as_str, dig, maps, shown, str_set
+from cohorts.burn import check_burn_notice, never_again_tasks
+from cohorts.definition import DefinitionDigests, definition_digests, recorded_definition_digest
+from cohorts.errors import DefinitionError, GateError
+from cohorts.findings import Finding, error, info, sort_key
+from cohorts.lookup import EVALUATOR_PLAN, WORK_UNIT, CohortLookup, Resolution, resolve
+from cohorts.task_checks import binding_problems
+from cohorts.upstream import FULL_GIT_SHA, predecessor_claims, version_key
+from ledger.digest import canonical_digest
+
+KIND = "cohort-binding"
+SCHEMA_VERSION = "0.1"
+
+Candidate = Literal["straightforward", "decoy"]
+
+
+@dataclass(frozen=True)
+class CalibrationResult:
+    """One calibration run of an EvaluatorPlan semantics version on a known candidate.
+
+    A version is calibrated when a straightforward (legitimate) candidate got
+    ``accept_candidate`` and a decoy got ``reject_candidate``, and no run of that
+    version says otherwise. ``plan_digest`` (either scheme) narrows a record to one
+    plan; None means it calibrates the version for every plan.
+    """
+
+    plan_schema_version: str
+    candidate: Candidate
+    recommendation: str
+    plan_digest: str | None = None
+    verification_result_digest: str | None = None
+
+
+@dataclass(frozen=True)
+class CarryOver:
+    """A successor task that continues a predecessor task."""
+
+    task: str
+    predecessor_task: str
+    matched_by: tuple[str, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "task": self.task,
+            "predecessor_task": self.predecessor_task,
+            "matched_by": list(self.matched_by),
+        }
+
+
+@dataclass(frozen=True)
+class GateReport:
+    """Every gate item evaluated, and the carry-over relation it used."""
+
+    items: tuple[Finding, ...]
+    carried_over: tuple[CarryOver, ...]
+
+    @property
+    def failed(self) -> tuple[Finding, ...]:
+        return tuple(i for i in self.items if i.severity == "error")
+
+    @property
+    def passed(self) -> bool:
+        return not self.failed
+
+
+def carried_over_tasks(
+    predecessor: Mapping[str, Any], successor: Mapping[str, Any]
+) -> tuple[CarryOver, ...]:
+    """Successor tasks matching a predecessor task by task id or WorkUnit id."""
+    pred_tasks = maps(predecessor.get("tasks"))
+    out: list[CarryOver] = []
+    for task in maps(successor.get("tasks")):
+        task_id = as_str(task.get("id"))
+        if task_id is None:
+            continue
+        wu_id = dig(task, "work_unit", "id")
+        for pred in pred_tasks:
+            pred_id = as_str(pred.get("id"))
+            if pred_id is None:
+                continue
+            matched = []
+            if pred_id == task_id:
+                matched.append("task_id")
+            if wu_id is not None and dig(pred, "work_unit", "id") == wu_id:
+                matched.append("work_unit_id")
+            if matched:
+                out.append(CarryOver(task_id, pred_id, tuple(matched)))
+    return tuple(out)
+
+
+def _check(ok: bool, code: str, passed: str, failed: str, task: str | None = None) -> Finding:
+    return info(code, passed, task) if ok else error(code, failed, task)
+
+
+def _definition(
+    cohort: Mapping[str, Any], role: str, code: str
+) -> tuple[DefinitionDigests | None, Finding]:
+    """Recorded definition digest present and reproducing (either scheme)."""
+    recorded = recorded_definition_digest(cohort)
+    try:
+        digests = definition_digests(cohort)
+    except DefinitionError as exc:
+        return None, error(code, f"{role} definition not computable: {exc}")
+    if recorded is None:
+        return digests, error(
+            code, f"{role} definition_digest not recorded, got nothing, expected {digests.legacy}"
+        )
+    scheme = digests.scheme_for(recorded)
+    if scheme is None:
+        return digests, error(
+            code,
+            f"{role} definition changed, got recorded {recorded}, expected recomputed"
+            f" {digests.legacy}",
+        )
+    return digests, Finding(
+        code, "info", f"{role} definition unchanged, got {recorded}", scheme=scheme
+    )
+
+
+# --- strength profiles -----------------------------------------------------------------
+
+_PLAN_FLAGS = (
+    ("policy", "require_plan_outside_candidate_root"),
+    ("policy", "require_output_outside_candidate_root"),
+    ("policy", "require_verifier_distinct_from_worker"),
+    ("backend", "verify_log_digests"),
+    ("backend", "require_nonempty_patch"),
+)
+_WU_FLAGS = (
+    ("verification_policy", "independent_from_worker"),
+    ("security", "sandbox_required"),
+)
+
+Profile = dict[str, Any]
+
+
+def plan_profile(plan: Mapping[str, Any]) -> Profile:
+    """The digest/provenance checks a plan enforces (missing = not enforced)."""
+    profile: Profile = {".".join(p): dig(plan, *p) is True for p in _PLAN_FLAGS}
+    profile["backend.required_log_types"] = str_set(dig(plan, "backend", "required_log_types"))
+    profile["required_validator_ids"] = str_set(plan.get("required_validator_ids"))
+    return profile
+
+
+def work_unit_profile(work_unit: Mapping[str, Any]) -> Profile:
+    """The independence/evidence requirements a WorkUnit enforces."""
+    profile: Profile = {".".join(p): dig(work_unit, *p) is True for p in _WU_FLAGS}
+    profile["verification_policy.minimum_independent_verifiers"] = (
+        as_int(dig(work_unit, "verification_policy", "minimum_independent_verifiers")) or 0
+    )
+    profile["evidence_requirements"] = frozenset(
+        e["type"]
+        for e in maps(work_unit.get("evidence_requirements"))
+        if e.get("required") is True and isinstance(e.get("type"), str)
+    )
+    return profile
+
+
+def weakest(profiles: Sequence[Profile]) -> Profile:
+    """What every profile enforces: AND of flags, minimum of counts, meet of sets."""
+    out: Profile = {}
+    for key in profiles[0]:
+        values = [p[key] for p in profiles]
+        if isinstance(values[0], bool):
+            out[key] = all(values)
+        elif isinstance(values[0], int):
+            out[key] = min(values)
+        else:
+            common = frozenset(values[0])
+            for value in values[1:]:
+                common &= value
+            out[key] = common
+    return out
+
+
+def weakenings(before: Profile, after: Profile) -> list[str]:
+    """How ``after`` enforces less than ``before`` (empty when it does not)."""
+    out: list[str] = []
+    for key, old in before.items():
+        new = after.get(key)
+        if isinstance(old, bool):
+            if old and new is not True:
+                out.append(f"{key} true -> {shown(new)}")
+        elif isinstance(old, int):
+            if not isinstance(new, int) or new < old:
+                out.append(f"{key} {old} -> {shown(new)}")
+        else:
+            lost = sorted(old - (new if isinstance(new, frozenset) else frozenset()))
+            if lost:
+                out.append(f"{key} lost {lost}")
+    return out
+
+
+# --- the gate ----------------------------------------------------------------------------
+
+
+def _resolve_task(lookup: CohortLookup, task: Mapping[str, Any]) -> tuple[Resolution, Resolution]:
+    wu = as_map(task.get("work_unit"))
+    ev = as_map(task.get("evaluator"))
+    return (
+        resolve(lookup, WORK_UNIT, wu.get("id"), wu.get("digest"), wu.get("version")),
+        resolve(lookup, EVALUATOR_PLAN, ev.get("plan_id"), ev.get("plan_digest")),
+    )
+
+
+def _present(res: Resolution, code: str, what: str, task: str) -> list[Finding]:
+    """Present and matching its recorded digest: one item each."""
+    if res.doc is None:
+        return [
+            error(
+                f"{code}.present",
+                f"{what} not in ledger, got nothing for {res.object_id or '?'} /"
+                f" {res.digest or '?'}, expected it stored",
+                task,
+            )
+        ]
+    items = [info(f"{code}.present", f"{what} stored, found by {res.found_by}", task)]
+    if res.scheme is None:
+        items.append(
+            error(
+                f"{code}.digest",
+                f"{what} digest mismatch, got stored {res.doc.legacy_digest},"
+                f" expected {res.digest}",
+                task,
+            )
+        )
+    else:
+        items.append(
+            Finding(f"{code}.digest", "info", f"{what} digest matches", task, None, res.scheme)
+        )
+    return items
+
+
+def _calibration_item(
+    task: str, plan: Resolution, calibrations: Sequence[CalibrationResult]
+) -> Finding:
+    assert plan.doc is not None
+    version = as_str(plan.doc.value.get("schema_version"))
+    runs = [
+        c
+        for c in calibrations
+        if c.plan_schema_version == version
+        and (c.plan_digest is None or plan.doc.scheme_for(c.plan_digest) is not None)
+    ]
+    supported = [c for c in runs if c.candidate == "straightforward"]
+    decoys = [c for c in runs if c.candidate == "decoy"]
+    good_straight = any(c.recommendation == "accept_candidate" for c in supported)
+    good_decoy = any(c.recommendation == "reject_candidate" for c in decoys)
+    contrary = [
+        c
+        for c in runs
+        if (c.candidate == "straightforward" and c.recommendation != "accept_candidate")
+        or (c.candidate == "decoy" and c.recommendation == "accept_candidate")
+    ]
+    ok = good_straight and good_decoy and not contrary
+    return _check(
+        ok,
+        "gate.carry_over.calibration",
+        f"plan version {version} calibrated: straightforward accepted, decoy rejected",
+        f"plan version {version} not calibrated, got {len(supported)} straightforward"
+        f" (accepted: {good_straight}), {len(decoys)} decoy (rejected: {good_decoy}),"
+        f" {len(contrary)} contrary run(s), expected a straightforward candidate accepted and a"
+        " decoy rejected with no contrary run",
+        task,
+    )
+
+
+def successor_gate(
+    predecessor: Mapping[str, Any],
+    burn_notice: Mapping[str, Any],
+    successor: Mapping[str, Any],
+    lookup: CohortLookup,
+    calibrations: Iterable[CalibrationResult] = (),
+) -> GateReport:
+    """Evaluate every successor gate item; never raises for a failed item."""
+    runs = tuple(calibrations)
+    items: list[Finding] = []
+
+    stage = predecessor.get("stage")
+    items.append(
+        _check(
+            stage == "burned",
+            "gate.predecessor.stage",
+            "predecessor is burned",
+            f"predecessor not burned, got stage {shown(stage)}, expected burned",
+        )
+    )
+    pred_digests, item = _definition(predecessor, "predecessor", "gate.predecessor.definition")
+    items.append(item)
+    notice_problems = [
+        f
+        for f in check_burn_notice(predecessor, burn_notice)
+        if f.severity == "error" and f.code != "burn.stage"
+    ]
+    items += [error("gate.burn_notice", f.message, f.task) for f in notice_problems] or [
+        info("gate.burn_notice", "burn notice names the predecessor and its unchanged definition")
+    ]
+
+    succ_stage = successor.get("stage")
+    items.append(
+        _check(
+            succ_stage in ("frozen", "burned"),
+            "gate.successor.stage",
+            f"successor definition fixed at stage {succ_stage}",
+            f"successor not frozen, got stage {shown(succ_stage)}, expected frozen",
+        )
+    )
+    _, item = _definition(successor, "successor", "gate.successor.definition")
+    items.append(item)
+    items += _claim_items(successor, pred_digests)
+
+    carried = carried_over_tasks(predecessor, successor)
+    pred_by_id = {as_str(t.get("id")): t for t in maps(predecessor.get("tasks"))}
+    pred_refs = {tid: _resolve_task(lookup, t) for tid, t in pred_by_id.items() if tid}
+    banned = never_again_tasks(burn_notice)
+
+    baseline_plan, baseline_wu, baseline_missing = _baseline(pred_refs)
+    if baseline_missing:
+        items.append(
+            error(
+                "gate.strength.baseline",
+                f"predecessor objects not in ledger, got none for {baseline_missing},"
+                " expected every predecessor WorkUnit and plan stored to compare strength",
+            )
+        )
+    items += _revision_strength(predecessor, successor)
+
+    for task in maps(successor.get("tasks")):
+        task_id = as_str(task.get("id")) or "?"
+        wu, plan = _resolve_task(lookup, task)
+        items += _present(wu, "gate.work_unit", "WorkUnit", task_id)
+        items += _present(plan, "gate.plan", "EvaluatorPlan", task_id)
+        if plan.doc is not None:
+            problems = binding_problems(task, plan.doc.value, wu)
+            items += [
+                error("gate.plan.binding", f"plan binding drift, {message}", task_id)
+                for _, message in problems
+            ] or [info("gate.plan.binding", "plan bound to its WorkUnit and source", task_id)]
+
+        mine = [c for c in carried if c.task == task_id]
+        for carry in mine:
+            pred_wu, pred_plan = pred_refs.get(carry.predecessor_task, (None, None))
+            items += _carry_items(task_id, carry, plan, pred_plan, runs)
+            if carry.predecessor_task in banned:
+                split = task.get("split")
+                items.append(
+                    _check(
+                        split != "held_out",
+                        "gate.held_out",
+                        f"continuation of banned {carry.predecessor_task} is labelled"
+                        f" {shown(split)}, not held_out",
+                        f"task presented as untouched held-out evidence, got split held_out for"
+                        f" a continuation of {carry.predecessor_task}, expected pilot, train or"
+                        " development",
+                        task_id,
+                    )
+                )
+            items += _strength_items(
+                task_id,
+                plan,
+                wu,
+                plan_profile(pred_plan.doc.value) if pred_plan and pred_plan.doc else None,
+                work_unit_profile(pred_wu.doc.value) if pred_wu and pred_wu.doc else None,
+                f"burned task {carry.predecessor_task}",
+            )
+        if not mine:
+            items += _strength_items(
+                task_id, plan, wu, baseline_plan, baseline_wu, "every predecessor task"
+            )
+
+    for task_id in sorted(banned):
+        if not any(c.predecessor_task == task_id for c in carried):
+            items.append(
+                info("gate.held_out", f"banned task {task_id} is not carried over", task_id)
+            )
+    return GateReport(tuple(sorted(items, key=sort_key)), carried)
+
+
+def _claim_items(
+    successor: Mapping[str, Any], pred_digests: DefinitionDigests | None
+) -> list[Finding]:
+    claims = predecessor_claims(successor)
+    if not claims:
+        return [info("gate.successor.claim", "successor makes no predecessor claim")]
+    out: list[Finding] = []
+    for namespace, key, digest in claims:
+        ok = pred_digests is not None and digest in pred_digests
+        out.append(
+            _check(
+                ok,
+                "gate.successor.claim",
+                f"successor's extensions[{namespace!r}].{key} names the predecessor",
+                f"successor claims another predecessor, got {key} {digest}, expected"
+                f" {pred_digests.legacy if pred_digests else 'a computable digest'}",
+            )
+        )
+    return out
+
+
+def _baseline(
+    pred_refs: Mapping[str, tuple[Resolution, Resolution]],
+) -> tuple[Profile | None, Profile | None, list[str]]:
+    plans = [p.doc.value for _, p in pred_refs.values() if p.doc is not None]
+    units = [w.doc.value for w, _ in pred_refs.values() if w.doc is not None]
+    missing = sorted(
+        [f"plan {p.object_id}" for _, p in pred_refs.values() if p.doc is None]
+        + [f"WorkUnit {w.object_id}" for w, _ in pred_refs.values() if w.doc is None]
+    )
+    return (
+        weakest([plan_profile(p) for p in plans]) if plans else None,
+        weakest([work_unit_profile(w) for w in units]) if units else None,
+        missing,
+    )
+
+
+def _revision_strength(
+    predecessor: Mapping[str, Any], successor: Mapping[str, Any]
+) -> list[Finding]:
+    def pinned(cohort: Mapping[str, Any]) -> bool:
+        return all(
+            isinstance(r, str) and FULL_GIT_SHA.match(r) is not None
+            for r in (dig(t, "source", "revision") for t in maps(cohort.get("tasks")))
+        )
+
+    ok = not pinned(predecessor) or pinned(successor)
+    return [
+        _check(
+            ok,
+            "gate.strength.revisions",
+            "successor pins sources as strictly as the predecessor",
+            "successor weakens source pinning, got a revision that is not a full commit id,"
+            " expected every source pinned like the predecessor's",
+        )
+    ]
+
+
+def _carry_items(
+    task_id: str,
+    carry: CarryOver,
+    plan: Resolution,
+    pred_plan: Resolution | None,
+    runs: Sequence[CalibrationResult],
+) -> list[Finding]:
+    if plan.doc is None:
+        return []  # reported by gate.plan.present
+    version = plan.doc.value.get("schema_version")
+    if pred_plan is None or pred_plan.doc is None:
+        return [
+            error(
+                "gate.carry_over.plan_version",
+                f"burned plan of {carry.predecessor_task} not in ledger, got nothing,"
+                " expected it stored to compare plan versions",
+                task_id,
+            ),
+            _calibration_item(task_id, plan, runs),
+        ]
+    old = pred_plan.doc.value.get("schema_version")
+    new_key, old_key = version_key(version), version_key(old)
+    ok = new_key is not None and old_key is not None and new_key > old_key
+    return [
+        _check(
+            ok,
+            "gate.carry_over.plan_version",
+            f"plan version {version} is newer than burned {old}",
+            f"carried-over task keeps burned plan semantics, got plan version {shown(version)},"
+            f" expected newer than the burned {shown(old)}",
+            task_id,
+        ),
+        _calibration_item(task_id, plan, runs),
+    ]
+
+
+def _strength_items(
+    task_id: str,
+    plan: Resolution,
+    wu: Resolution,
+    plan_before: Profile | None,
+    wu_before: Profile | None,
+    against: str,
+) -> list[Finding]:
+    out: list[Finding] = []
+    for res, before, profile, what, code in (
+        (plan, plan_before, plan_profile, "plan", "gate.strength.plan"),
+        (wu, wu_before, work_unit_profile, "WorkUnit", "gate.strength.work_unit"),
+    ):
+        if res.doc is None:
+            continue  # reported by gate.*.present
+        if before is None:
+            out.append(
+                error(
+                    code,
+                    f"cannot compare {what} strength, got no stored counterpart for {against},"
+                    " expected it stored",
+                    task_id,
+                )
+            )
+            continue
+        weaker = weakenings(before, profile(res.doc.value))
+        out.append(
+            _check(
+                not weaker,
+                code,
+                f"{what} enforces every check of {against}",
+                f"{what} weaker than {against}, got {'; '.join(weaker)}, expected no check dropped",
+                task_id,
+            )
+        )
+    return out
+
+
+def build_binding(
+    predecessor: Mapping[str, Any],
+    burn_notice: Mapping[str, Any],
+    successor: Mapping[str, Any],
+    report: GateReport,
+) -> dict[str, Any]:
+    """The cohort-binding object for a passed gate (``GateError`` if it failed)."""
+    if not report.passed:
+        raise GateError("successor", report.failed)
+    pred = definition_digests(predecessor)
+    succ = definition_digests(successor)
+    return {
+        "provledger_kind": KIND,
+        "schema_version": SCHEMA_VERSION,
+        "successor_id": successor.get("id"),
+        "successor_definition_digest": succ.to_json(),
+        "predecessor_id": predecessor.get("id"),
+        "predecessor_definition_digest": pred.to_json(),
+        "burn_notice_digest": canonical_digest(burn_notice),
+        "carried_over": [c.to_json() for c in sorted(report.carried_over, key=_carry_key)],
+        "gate": _gate_json(report.items),
+    }
+
+
+def _carry_key(carry: CarryOver) -> tuple[str, str]:
+    return (carry.task, carry.predecessor_task)
+
+
+def _gate_json(items: Sequence[Finding]) -> list[dict[str, str]]:
+    out: list[dict[str, str]] = []
+    seen: set[tuple[tuple[str, str], ...]] = set()
+    for item in sorted(items, key=sort_key):
+        entry = {"code": item.code}
+        if item.task is not None:
+            entry["task"] = item.task
+        if item.scheme is not None:
+            entry["scheme"] = item.scheme
+        key = tuple(sorted(entry.items()))
+        if key not in seen:
+            seen.add(key)
+            out.append(entry)
+    return out
+
+
+def bind_successor(
+    predecessor: Mapping[str, Any],
+    burn_notice: Mapping[str, Any],
+    successor: Mapping[str, Any],
+    lookup: CohortLookup,
+    calibrations: Iterable[CalibrationResult] = (),
+) -> dict[str, Any]:
+    """Run the gate and build the binding; ``GateError`` lists every failed item."""
+    report = successor_gate(predecessor, burn_notice, successor, lookup, calibrations)
+    return build_binding(predecessor, burn_notice, successor, report)

@@ -1,0 +1,176 @@
+"""The ledger's view as the cohort checks see it, plus an in-memory implementation.
+
+The checks are pure: they read objects only through ``CohortLookup`` and validate only
+through a ``Validator`` callable, so the store and the schema registry plug in later.
+
+Invariant for implementers: ``StoredDoc.legacy_digest`` must be upstream's digest of
+the document *as originally parsed*. Re-parsing RFC 8785 bytes turns ``0.0`` into ``0``
+and would change the legacy digest, so compute it once at import and keep it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+from cohorts.findings import DigestScheme
+from ledger.digest import canonical_digest, legacy_digest
+
+#: (kind, document) -> one-line schema error messages; empty means valid. Kinds are the
+#: ledger's kind names: "benchmark-cohort", "work-unit", "evaluator-plan",
+#: "result-manifest", "verification-result", "burn-notice", "cohort-binding".
+Validator = Callable[[str, Mapping[str, Any]], Sequence[str]]
+
+WORK_UNIT = "work-unit"
+EVALUATOR_PLAN = "evaluator-plan"
+RESULT_MANIFEST = "result-manifest"
+VERIFICATION_RESULT = "verification-result"
+BENCHMARK_COHORT = "benchmark-cohort"
+BURN_NOTICE = "burn-notice"
+COHORT_BINDING = "cohort-binding"
+
+
+@dataclass(frozen=True)
+class StoredDoc:
+    """A stored JSON document with its digests under both schemes.
+
+    ``jcs_digest`` is the ledger digest (SHA-256 of the RFC 8785 bytes);
+    ``legacy_digest`` is upstream IDKMesh's (sorted-keys ``json.dumps``).
+    """
+
+    kind: str
+    value: Mapping[str, Any] = field(compare=False)
+    jcs_digest: str
+    legacy_digest: str
+
+    @classmethod
+    def from_value(cls, kind: str, value: Mapping[str, Any]) -> StoredDoc:
+        """Compute both digests from a freshly parsed value (floats as parsed)."""
+        return cls(kind, value, canonical_digest(value), legacy_digest(value))
+
+    def scheme_for(self, digest: object) -> DigestScheme | None:
+        """Which scheme(s) produce ``digest`` for this document, or None."""
+        legacy = digest == self.legacy_digest
+        jcs = digest == self.jcs_digest
+        if legacy and jcs:
+            return "both"
+        if legacy:
+            return "legacy"
+        if jcs:
+            return "jcs"
+        return None
+
+    @property
+    def object_id(self) -> Any:
+        return self.value.get("id")
+
+
+class CohortLookup(Protocol):
+    """Read-only ledger view. Every method returns None/empty when nothing is stored."""
+
+    def by_digest(self, digest: str) -> StoredDoc | None:
+        """The document whose legacy *or* JCS digest is ``digest``."""
+        ...
+
+    def find(self, kind: str, object_id: str, version: int | None = None) -> StoredDoc | None:
+        """The latest stored document of ``kind`` with that ``id`` (and ``version``)."""
+        ...
+
+    def of_kind(self, kind: str) -> Sequence[StoredDoc]:
+        """Every stored document of ``kind`` in append order."""
+        ...
+
+
+class MemoryLookup:
+    """``CohortLookup`` over documents held in memory (tests, dry runs, imports)."""
+
+    def __init__(self, docs: Iterable[StoredDoc] = ()) -> None:
+        self._docs: list[StoredDoc] = []
+        self._by_digest: dict[str, StoredDoc] = {}
+        for doc in docs:
+            self.put(doc)
+
+    def put(self, doc: StoredDoc) -> StoredDoc:
+        self._docs.append(doc)
+        # First stored wins for a digest: content addressing means later copies are equal.
+        self._by_digest.setdefault(doc.jcs_digest, doc)
+        self._by_digest.setdefault(doc.legacy_digest, doc)
+        return doc
+
+    def add(self, kind: str, value: Mapping[str, Any]) -> StoredDoc:
+        return self.put(StoredDoc.from_value(kind, value))
+
+    def by_digest(self, digest: str) -> StoredDoc | None:
+        return self._by_digest.get(digest)
+
+    def find(self, kind: str, object_id: str, version: int | None = None) -> StoredDoc | None:
+        for doc in reversed(self._docs):
+            if doc.kind != kind or doc.value.get("id") != object_id:
+                continue
+            if version is not None and doc.value.get("version") != version:
+                continue
+            return doc
+        return None
+
+    def of_kind(self, kind: str) -> Sequence[StoredDoc]:
+        return tuple(doc for doc in self._docs if doc.kind == kind)
+
+
+@dataclass(frozen=True)
+class Resolution:
+    """How a recorded reference (kind, id, digest) resolved in the ledger.
+
+    ``found_by`` is "digest" when an object with the recorded digest (either scheme)
+    exists, "id" when only an object with the recorded id exists (its digest differs),
+    None when nothing was found. ``scheme`` is the matching scheme, None on mismatch.
+    """
+
+    kind: str
+    object_id: str
+    digest: str
+    doc: StoredDoc | None
+    found_by: Literal["digest", "id"] | None
+    scheme: DigestScheme | None
+
+    @property
+    def value(self) -> Mapping[str, Any] | None:
+        return None if self.doc is None else self.doc.value
+
+    def digests(self) -> frozenset[str]:
+        """Digests that name this object: the recorded one, plus both of the stored
+        document's when it matched the recording."""
+        found = {self.digest}
+        if self.doc is not None and self.scheme is not None:
+            found |= {self.doc.legacy_digest, self.doc.jcs_digest}
+        return frozenset(found)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.object_id,
+            "recorded_digest": self.digest,
+            "present": self.doc is not None,
+            "found_by": self.found_by,
+            "scheme": self.scheme,
+            "stored_digests": None
+            if self.doc is None
+            else {"legacy": self.doc.legacy_digest, "jcs": self.doc.jcs_digest},
+        }
+
+
+def resolve(
+    lookup: CohortLookup, kind: str, object_id: object, digest: object, version: object = None
+) -> Resolution:
+    """Resolve a reference by digest first, then by id (and version)."""
+    oid = object_id if isinstance(object_id, str) else ""
+    dig = digest if isinstance(digest, str) else ""
+    ver = version if isinstance(version, int) and not isinstance(version, bool) else None
+    if dig:
+        doc = lookup.by_digest(dig)
+        if doc is not None and doc.kind == kind:
+            return Resolution(kind, oid, dig, doc, "digest", doc.scheme_for(dig))
+    if oid:
+        doc = lookup.find(kind, oid, ver)
+        if doc is not None:
+            return Resolution(kind, oid, dig, doc, "id", doc.scheme_for(dig))
+    return Resolution(kind, oid, dig, None, None, None)
