@@ -1,42 +1,69 @@
 """Full audit of a ledger file (``provledger verify``): trust nothing the database says.
 
-Streams the log once (memory is O(log n)): recomputes every digest from the stored
-bytes, checks canonical form and schema, the contiguous sequence, every stored tree
-node, every checkpoint's root and signature, the append-only triggers, and derived
-tables. Each problem becomes a ``Finding`` naming the entry.
+Streams the log once (memory is O(log n) plus the checkpoint list): recomputes every
+digest from the stored bytes, checks canonical form and schema, the contiguous sequence,
+every stored tree node (and that no other node is stored), every checkpoint's root and
+signature (exactly one signature line, by the log key), the append-only triggers (present
+and unaltered), the consistency of the meta records (origin, log and authority key ids),
+and the derived tables (index columns, references). A saved checkpoint
+(``from_checkpoint``) must still be a prefix of the log: this is what catches a ledger
+truncated and re-signed with another key. Each problem becomes a ``Finding`` naming the
+entry (``seq``/``digest``) or the checkpoint (``checkpoint`` = its size) when it has one.
+Rows of the wrong SQL type are findings too, never crashes.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 import hashlib
 import hmac
+import re
 import sqlite3
-from collections.abc import Callable, Sequence
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ledger import merkle, schema
+from ledger import fastcheck, merkle, schema
 from ledger.canonical import require_canonical
 from ledger.digest import apply_float_hints, legacy_digest
 from ledger.errors import LedgerError
+from ledger.keys import key_id as raw_key_id
 from ledger.kinds import BLOB, detect_kind
 from ledger.leaf import entry_record
-from ledger.note import Checkpoint, open_checkpoint
-from ledger.sqlite_store import SQLiteStore, trigger_names
-from ledger.store import StoredObject
+from ledger.note import Checkpoint, open_checkpoint, parse_note, parse_verifier_key
+from ledger.sqlite_store import LEDGER_TABLES, SQLiteStore, trigger_names
+from ledger.store import CheckpointRow, StoredObject
+
+_APPENDED_AT = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{6}Z")
+# What an append-only trigger must be, whitespace-normalised: nothing but an abort.
+_TRIGGER_SQL = re.compile(
+    r"CREATE TRIGGER (?P<name>\w+) BEFORE (?P<op>UPDATE|DELETE) ON (?P<table>\w+)"
+    r" BEGIN SELECT RAISE\(ABORT, '[^']*'\); END",
+    re.IGNORECASE,
+)
+_MAX_LISTED = 100  # cap on findings listed one by one for one kind of extra row
 
 
 @dataclass(frozen=True)
 class Finding:
-    """One problem. ``code`` is stable; ``seq``/``digest`` locate it when known."""
+    """One problem. ``code`` is stable; ``seq``/``digest``/``checkpoint`` locate it."""
 
     code: str
     message: str
     seq: int | None = None
     digest: str | None = None
+    checkpoint: int | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {"code": self.code, "message": self.message, "seq": self.seq, "digest": self.digest}
+        return {
+            "code": self.code,
+            "message": self.message,
+            "seq": self.seq,
+            "digest": self.digest,
+            "checkpoint": self.checkpoint,
+        }
 
 
 ObjectCheck = Callable[[StoredObject, Any], list[Finding]]
@@ -44,7 +71,10 @@ ObjectCheck = Callable[[StoredObject, Any], list[Finding]]
 
 def default_object_checks() -> list[ObjectCheck]:
     """Per-object checks beyond bytes and schema (attestations, ...); extend here."""
-    return []
+    # Imported here: attestation_checks imports this module for ``Finding``.
+    from ledger.attestation_checks import attestation_object_check
+
+    return [attestation_object_check()]
 
 
 @dataclass
@@ -159,6 +189,17 @@ def _check_object(obj: StoredObject) -> tuple[list[Finding], list[tuple[str, str
     return found, refs
 
 
+def _refs_of(kind: object, data: object) -> list[tuple[str, str]]:
+    """References an object's bytes imply (none for blobs or unreadable bytes)."""
+    if kind == BLOB or not isinstance(data, bytes):
+        return []
+    try:
+        value = require_canonical(data)
+        return list(detect_kind(value).refs(value))
+    except LedgerError:
+        return []
+
+
 def _legacy_from_stored(value: Any, hints_text: str | None) -> str:
     """Recompute the legacy digest from canonical bytes plus the stored float hints."""
     import copy
@@ -173,17 +214,126 @@ def _legacy_from_stored(value: Any, hints_text: str | None) -> str:
         return "invalid float hints"
 
 
+def _text(data: bytes) -> str:
+    # Hand-edited files may hold invalid UTF-8 in TEXT columns: keep it visible (as lone
+    # surrogates, which then fail every comparison) instead of aborting the audit.
+    return data.decode("utf-8", "surrogateescape")
+
+
+_OBJECT_TYPES: tuple[tuple[type | tuple[type, ...], str], ...] = (
+    (str, "digest"),
+    (int, "seq"),
+    (str, "kind"),
+    ((str, type(None)), "schema_version"),
+    ((str, type(None)), "object_id"),
+    ((int, type(None)), "object_version"),
+    ((str, type(None)), "legacy_digest"),
+    ((str, type(None)), "legacy_hints"),
+    (bytes, "data"),
+)
+
+
+def _object_row_problem(columns: Sequence[Any]) -> str | None:
+    for value, (types, name) in zip(columns, _OBJECT_TYPES, strict=True):
+        if not isinstance(value, types) or isinstance(value, bool):
+            return f"objects.{name} has SQL type {type(value).__name__}"
+    return None
+
+
 def _check_triggers(conn: sqlite3.Connection) -> list[Finding]:
     present = {
-        name: sql
-        for name, sql in conn.execute("SELECT name, sql FROM sqlite_master WHERE type = 'trigger'")
+        str(name): (str(table), str(sql))
+        for name, table, sql in conn.execute(
+            "SELECT name, tbl_name, sql FROM sqlite_master WHERE type = 'trigger'"
+        )
     }
+    expected = trigger_names()
     found = []
-    for name in trigger_names():
-        sql = present.get(name)
-        if sql is None or "RAISE(ABORT" not in sql.upper().replace(" ", ""):
+    for name in expected:
+        if name not in present:
             found.append(Finding("trigger-missing", f"append-only trigger {name} is missing"))
+            continue
+        table, op = name.rsplit("_no_", 1)
+        match = _TRIGGER_SQL.fullmatch(" ".join(present[name][1].split()))
+        if (
+            match is None
+            or match["name"] != name
+            or match["table"] != table
+            or match["op"].lower() != op
+        ):
+            found.append(
+                Finding(
+                    "trigger-altered",
+                    f"append-only trigger {name} is not an unconditional abort on {op} of {table}",
+                )
+            )
+    for name, (table, _sql) in sorted(present.items()):
+        if name not in expected and table in LEDGER_TABLES:
+            found.append(
+                Finding("trigger-unexpected", f"trigger {name} on ledger table {table} is unknown")
+            )
     return found
+
+
+def _check_meta(store: SQLiteStore) -> list[Finding]:
+    """The meta records must agree with each other (they are not in the log)."""
+    found = []
+    origin = store.get_meta("origin")
+    vkey = store.get_meta("log_verifier_key")
+    if vkey is None or origin is None:
+        return [Finding("meta-missing", "origin or log verifier key missing from meta")]
+    try:
+        name, _kid, public_key = parse_verifier_key(vkey)
+    except LedgerError as exc:
+        return [Finding("meta-invalid", f"meta log_verifier_key: {exc}")]
+    if name != origin:
+        found.append(
+            Finding("meta-inconsistent", f"log verifier key names {name!r}, origin is {origin!r}")
+        )
+    log_id = store.get_meta("log_key_id")
+    if log_id is not None and log_id != raw_key_id(public_key):
+        found.append(
+            Finding(
+                "meta-inconsistent",
+                f"meta log_key_id {log_id}, expected {raw_key_id(public_key)}"
+                " (of the verifier key)",
+            )
+        )
+    auth_pub, auth_id = store.get_meta("authority_public_key"), store.get_meta("authority_key_id")
+    if auth_pub is not None and auth_id is not None:
+        try:
+            raw = base64.b64decode(auth_pub, validate=True)
+            computed = raw_key_id(raw)
+        except (binascii.Error, ValueError, LedgerError):
+            computed = "an unreadable key"
+        if computed != auth_id:
+            found.append(
+                Finding(
+                    "meta-inconsistent",
+                    f"meta authority_key_id {auth_id}, expected {computed} (of the public key)",
+                )
+            )
+    return found
+
+
+def _load_checkpoints(conn: sqlite3.Connection) -> tuple[dict[int, CheckpointRow], list[Finding]]:
+    rows: dict[int, CheckpointRow] = {}
+    found = []
+    for size, root, note, created_at in conn.execute(
+        "SELECT size, root, note, created_at FROM checkpoints ORDER BY size"
+    ):
+        if isinstance(size, int) and isinstance(root, bytes) and isinstance(note, bytes):
+            rows[size] = CheckpointRow(size, root, note, str(created_at))
+        else:
+            found.append(
+                Finding(
+                    "checkpoint-row-invalid",
+                    f"checkpoint row has SQL types ({type(size).__name__},"
+                    f" {type(root).__name__}, {type(note).__name__}), expected (int, blob, blob)",
+                    checkpoint=size if isinstance(size, int) else None,
+                )
+            )
+    return rows, found
 
 
 def audit(
@@ -193,15 +343,43 @@ def audit(
     from_checkpoint: bytes | None = None,
     object_checks: Sequence[ObjectCheck] = (),
     advance: Callable[[int], None] = lambda _n: None,
+    workers: int | None = None,
 ) -> AuditReport:
-    """Audit the whole ledger; see the module docstring for what is checked."""
+    """Audit the whole ledger; see the module docstring for what is checked.
+
+    ``workers`` processes run the per-object checks (default: ``fastcheck.default_workers``,
+    i.e. in process for small ledgers); results are used in log order either way.
+
+    A malformed ``trusted_key`` raises ``VerifierKeyError`` (exit 3); everything found
+    in the database is reported as findings.
+    """
+    if trusted_key is not None:
+        parse_verifier_key(trusted_key)
+    conn = store.connection
+    saved_factory = conn.text_factory
+    conn.text_factory = _text
+    try:
+        if workers is None:
+            workers = fastcheck.default_workers(store.size())
+        return _audit(store, trusted_key, from_checkpoint, object_checks, advance, workers)
+    finally:
+        conn.text_factory = saved_factory
+
+
+def _audit(
+    store: SQLiteStore,
+    trusted_key: str | None,
+    from_checkpoint: bytes | None,
+    object_checks: Sequence[ObjectCheck],
+    advance: Callable[[int], None],
+    workers: int = 1,
+) -> AuditReport:
     conn = store.connection
     report = AuditReport()
     findings = report.findings
     meta_key = store.get_meta("log_verifier_key")
     origin = store.get_meta("origin")
-    if meta_key is None or origin is None:
-        findings.append(Finding("meta-missing", "origin or log verifier key missing from meta"))
+    findings.extend(_check_meta(store))
     vkey = trusted_key or meta_key
     if trusted_key is not None and meta_key is not None and trusted_key != meta_key:
         findings.append(
@@ -211,8 +389,12 @@ def audit(
             )
         )
     findings.extend(_check_triggers(conn))
+    integrity = [str(r[0]) for r in conn.execute("PRAGMA quick_check")]
+    if integrity != ["ok"]:
+        findings.append(Finding("database-corrupt", "; ".join(integrity[:5])))
 
-    checkpoints = {row.size: row for row in store.checkpoints()}
+    checkpoints, problems = _load_checkpoints(conn)
+    findings.extend(problems)
     saved: Checkpoint | None = None
     if from_checkpoint is not None:
         try:
@@ -221,29 +403,59 @@ def audit(
             saved = open_checkpoint(from_checkpoint, vkey, origin)
             report.from_checkpoint = {"size": saved.size, "root": saved.root_hash.hex()}
         except LedgerError as exc:
-            findings.append(Finding("saved-checkpoint-invalid", str(exc)))
+            findings.append(
+                Finding(
+                    "saved-checkpoint-invalid",
+                    "the saved checkpoint does not verify under the "
+                    + ("trusted" if trusted_key else "ledger's current")
+                    + f" log key (key replaced, or another log): {exc}",
+                )
+            )
 
     frontier = CompactRange()
+    # Size 0 has no entry to be checked after, so its checkpoint and saved head go first.
+    if 0 in checkpoints:
+        findings.extend(_check_checkpoint(checkpoints.pop(0), frontier.root(), vkey, origin))
+        report.checkpoints_checked += 1
+    if saved is not None and saved.size == 0:
+        saved = None
     sql = (
         "SELECT e.seq, e.digest, e.kind, e.appended_at, o.digest, o.seq, o.kind,"
         " o.schema_version, o.object_id, o.object_version, o.legacy_digest, o.legacy_hints, o.data"
         " FROM entries e LEFT JOIN objects o ON o.seq = e.seq ORDER BY e.seq"
     )
-    expected_nodes = 0
     ref_count = 0
-    for row in conn.execute(sql):
+    ref_trouble = False
+    nodes = fastcheck.NodeReader(conn)
+    # fastcheck computes _check_object's result cheaply (maybe in workers), in row order.
+    for row, checked in fastcheck.with_object_checks(conn.execute(sql), _check_object, workers):
         seq, digest, kind, appended_at = row[0], row[1], row[2], row[3]
+        name = digest if isinstance(digest, str) else None
         if seq != frontier.size:
             findings.append(
                 Finding(
                     "sequence-gap",
                     f"entry seq {seq} follows {frontier.size - 1}, expected {frontier.size}",
                     seq=seq,
-                    digest=digest,
+                    digest=name,
+                )
+            )
+        leaf_fields = (seq, kind, digest, appended_at)
+        if not all(isinstance(v, str) for v in leaf_fields[1:]):
+            findings.append(Finding("entry-invalid", "entry columns are not all text", seq, name))
+        elif not _APPENDED_AT.fullmatch(appended_at):
+            findings.append(
+                Finding(
+                    "entry-invalid",
+                    f"appended_at, got {appended_at!r}, expected UTC RFC 3339 with microseconds",
+                    seq,
+                    name,
                 )
             )
         if row[4] is None:
-            findings.append(Finding("object-missing", "entry has no object", seq, digest))
+            findings.append(Finding("object-missing", "entry has no object", seq, name))
+        elif (problem := _object_row_problem(row[4:])) is not None:
+            findings.append(Finding("object-row-invalid", problem, seq, name))
         else:
             obj = StoredObject(*row[4:])
             if obj.digest != digest or obj.kind != kind:
@@ -252,10 +464,10 @@ def audit(
                         "entry-object-mismatch",
                         f"entry names {kind} {digest}, object row is {obj.kind} {obj.digest}",
                         seq,
-                        digest,
+                        name,
                     )
                 )
-            problems, refs = _check_object(obj)
+            problems, refs = checked if checked is not None else _check_object(obj)
             findings.extend(problems)
             for rel, target in refs:
                 ref_count += 1
@@ -266,25 +478,28 @@ def audit(
                     ).fetchone()
                     is None
                 ):
+                    ref_trouble = True
                     findings.append(
-                        Finding("ref-missing", f"reference {rel} -> {target} missing", seq, digest)
+                        Finding("ref-missing", f"reference {rel} -> {target} missing", seq, name)
                     )
             for check in object_checks:
-                findings.extend(check(obj, store))
-        leaf = merkle.leaf_hash(entry_record(seq, kind, digest, appended_at))
+                try:
+                    findings.extend(check(obj, store))
+                except LedgerError as exc:
+                    findings.append(Finding("object-check-error", str(exc), seq, name))
+        leaf = _leaf_hash(seq, kind, digest, appended_at)
         for level, idx, value in frontier.append(leaf):
-            expected_nodes += 1
-            stored = conn.execute(
-                "SELECT hash FROM tree_nodes WHERE level = ? AND idx = ?", (level, idx)
-            ).fetchone()
-            if stored is None or not hmac.compare_digest(bytes(stored[0]), value):
+            stored = nodes.get(level, idx)
+            if stored is None or not (
+                isinstance(stored[0], bytes) and hmac.compare_digest(stored[0], value)
+            ):
                 findings.append(
                     Finding(
                         "tree-node-mismatch",
                         f"tree node level {level} index {idx} "
                         + ("missing" if stored is None else "differs from the recomputed hash"),
                         seq,
-                        digest,
+                        name,
                     )
                 )
         size = frontier.size
@@ -298,6 +513,7 @@ def audit(
                         "history-rewritten",
                         f"log at size {size} has root {frontier.root().hex()},"
                         f" expected the saved checkpoint's {saved.root_hash.hex()}",
+                        checkpoint=size,
                     )
                 )
             saved = None
@@ -311,52 +527,107 @@ def audit(
                 "history-rewritten",
                 f"log has {frontier.size} entries, expected at least the saved checkpoint's"
                 f" {saved.size}",
+                checkpoint=saved.size,
             )
         )
-    for size, row in checkpoints.items():
+    for size in checkpoints:
         findings.append(
-            Finding("checkpoint-beyond-log", f"checkpoint for size {size} > log size {row.size}")
+            Finding(
+                "checkpoint-beyond-log",
+                f"checkpoint for size {size} > log size {frontier.size}",
+                checkpoint=size,
+            )
         )
-    (node_count,) = conn.execute("SELECT count(*) FROM tree_nodes").fetchone()
-    if node_count != expected_nodes:
-        findings.append(
-            Finding("tree-node-extra", f"{node_count} tree nodes stored, expected {expected_nodes}")
-        )
+    findings.extend(_extra_tree_nodes(conn, frontier.size))
     findings.extend(_check_orphans(conn))
     (stored_refs,) = conn.execute("SELECT count(*) FROM refs").fetchone()
-    if stored_refs != ref_count:
-        findings.append(
-            Finding("ref-extra", f"{stored_refs} references stored, expected {ref_count}")
-        )
+    if ref_trouble or stored_refs != ref_count:
+        findings.extend(_extra_refs(conn))
     return report
 
 
-def _check_checkpoint(row: Any, root: bytes, vkey: str | None, origin: str | None) -> list[Finding]:
+def _leaf_hash(seq: int, kind: Any, digest: Any, appended_at: Any) -> bytes:
+    """The leaf hash of an entry row; unusable rows get a hash no real entry has."""
+    try:
+        return merkle.leaf_hash(entry_record(seq, kind, digest, appended_at))
+    except (LedgerError, TypeError, ValueError):
+        # An empty leaf is not canonical JSON, so it never equals a real entry's hash.
+        return merkle.leaf_hash(b"")
+
+
+def _check_checkpoint(
+    row: CheckpointRow, root: bytes, vkey: str | None, origin: str | None
+) -> list[Finding]:
     found = []
-    if not hmac.compare_digest(bytes(row.root), root):
+    if not hmac.compare_digest(row.root, root):
         found.append(
             Finding(
                 "checkpoint-root-mismatch",
-                f"checkpoint at size {row.size} stores root {bytes(row.root).hex()},"
+                f"checkpoint at size {row.size} stores root {row.root.hex()},"
                 f" recomputed {root.hex()}",
+                checkpoint=row.size,
             )
         )
     try:
         if vkey is None:
             raise LedgerError("no log key")
-        body = open_checkpoint(bytes(row.note), vkey, origin)
+        body = open_checkpoint(row.note, vkey, origin)
         if body.size != row.size or not hmac.compare_digest(body.root_hash, root):
             found.append(
                 Finding(
                     "checkpoint-note-mismatch",
                     f"signed note says size {body.size} root {body.root_hash.hex()},"
                     f" expected size {row.size} root {root.hex()}",
+                    checkpoint=row.size,
+                )
+            )
+        # Extra lines would verify (C2SP ignores unknown keys) yet change stored bytes.
+        lines = len(parse_note(row.note).signatures)
+        if lines != 1:
+            found.append(
+                Finding(
+                    "checkpoint-extra-signature",
+                    f"checkpoint at size {row.size} has {lines} signature lines,"
+                    " expected exactly the log's one",
+                    checkpoint=row.size,
                 )
             )
     except LedgerError as exc:
         found.append(
-            Finding("checkpoint-signature-invalid", f"checkpoint at size {row.size}: {exc}")
+            Finding(
+                "checkpoint-signature-invalid",
+                f"checkpoint at size {row.size}: {exc}",
+                checkpoint=row.size,
+            )
         )
+    return found
+
+
+def _extra_tree_nodes(conn: sqlite3.Connection, size: int) -> list[Finding]:
+    """Stored nodes that are not complete subtrees of the log (all others were compared)."""
+    found = []
+    (total,) = conn.execute("SELECT count(*) FROM tree_nodes").fetchone()
+    extra = conn.execute(
+        "SELECT level, idx FROM tree_nodes WHERE level < 0 OR level > 63 OR idx < 0"
+        " OR typeof(level) != 'integer' OR typeof(idx) != 'integer' OR idx >= (? >> level)"
+        " ORDER BY level, idx LIMIT ?",
+        (size, _MAX_LISTED),
+    ).fetchall()
+    for level, idx in extra:
+        first = idx << level if isinstance(idx, int) and isinstance(level, int) else None
+        sane = first is not None and 0 <= level <= 63 and idx >= 0
+        found.append(
+            Finding(
+                "tree-node-extra",
+                f"tree node level {level} index {idx} is not a complete subtree of the"
+                f" {size}-entry log",
+                seq=first if sane else None,
+            )
+        )
+    # Expected count: one node per complete subtree, sum of size >> level.
+    expected = sum(size >> level for level in range(size.bit_length()))
+    if not extra and total != expected:
+        found.append(Finding("tree-node-extra", f"{total} tree nodes stored, expected {expected}"))
     return found
 
 
@@ -366,6 +637,49 @@ def _check_orphans(conn: sqlite3.Connection) -> list[Finding]:
         " WHERE e.seq IS NULL OR e.digest != o.digest"
     ).fetchall()
     return [
-        Finding("object-without-entry", "object row is not in the log", int(seq), str(digest))
+        Finding(
+            "object-without-entry",
+            "object row is not in the log",
+            seq if isinstance(seq, int) else None,
+            str(digest),
+        )
         for seq, digest in rows
+    ]
+
+
+def _extra_refs(conn: sqlite3.Connection) -> list[Finding]:
+    """Name the reference rows no object's bytes imply (run only when counts disagree)."""
+    found: list[Finding] = []
+    rows = conn.execute(
+        "SELECT r.from_digest, r.rel, r.to_digest, o.seq, o.kind, o.data FROM refs r"
+        " LEFT JOIN objects o ON o.digest = r.from_digest ORDER BY r.from_digest"
+    )
+    group: list[tuple[Any, ...]] = []
+    for row in rows:
+        if group and row[0] != group[0][0]:
+            found.extend(_extra_refs_of(group))
+            group = []
+        group.append(row)
+        if len(found) >= _MAX_LISTED:
+            break
+    if group:
+        found.extend(_extra_refs_of(group))
+    return found[:_MAX_LISTED]
+
+
+def _extra_refs_of(group: Iterable[tuple[Any, ...]]) -> list[Finding]:
+    rows = list(group)
+    from_digest, _rel, _to, seq, kind, data = rows[0]
+    stored = Counter((rel, to) for _f, rel, to, *_ in rows)
+    implied = Counter(_refs_of(kind, data))
+    extra = stored - implied
+    where = "an object not in the ledger" if seq is None else "an object whose bytes imply it not"
+    return [
+        Finding(
+            "ref-extra",
+            f"reference {rel} -> {to} from {where}" + (f" ({count} copies)" if count > 1 else ""),
+            seq if isinstance(seq, int) else None,
+            str(from_digest),
+        )
+        for (rel, to), count in sorted(extra.items())
     ]

@@ -12,10 +12,16 @@ app = new_app("provledger: a content-addressed, verifiable provenance ledger for
 
 
 def _mount() -> None:
-    from ledger.cli import core, logcmds
+    from ledger.cli import bundlecmds, core, logcmds
 
     core.register(app)
     logcmds.register(app)
+    bundlecmds.register(app)
+    __import__("ledger.cli.identity", fromlist=["register"]).register(app)
+    __import__("ledger.cli.importcmds", fromlist=["register"]).register(app)
+    importcmds = __import__("ledger.cli.importcmds", fromlist=["import_app"])
+    __import__("cohorts.cli", fromlist=["register"]).register(app, importcmds.import_app)
+    __import__("verifiers.cli", fromlist=["register"]).register(app)
 
 
 _mount()

@@ -1,0 +1,295 @@
+"""``provledger cohort ...``, ``provledger provenance`` and ``provledger import idkmesh``.
+
+Mounted by ``ledger/cli/__init__.py`` through ``register(app, import_app)``. Imports of
+the cohort logic happen inside the commands so ``--help`` stays light.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from ledger.cli.common import DbOption, JsonOption, console, emit_json, new_app, read_input
+
+if TYPE_CHECKING:
+    from cohorts.findings import Finding
+    from cohorts.provenance import Check
+
+cohort_app = new_app("Benchmark cohorts: definition digests, freeze, burn, bind, audit.")
+
+AuthorityKey = Annotated[
+    Path | None,
+    typer.Option("--authority-key", help="Authority private key (default <db>.authority.key)."),
+]
+
+
+def _parse(name: str) -> dict[str, Any]:
+    from cohorts.errors import CohortInputError
+    from ledger.canonical import parse_strict
+
+    value = parse_strict(read_input(name))
+    if not isinstance(value, dict):
+        raise CohortInputError(f"{name}: not a JSON object, got {type(value).__name__}")
+    return value
+
+
+def _signer(db: Path, given: Path | None) -> Any:
+    from ledger.cli.core import authority_key_path
+    from ledger.keys import Ed25519Signer
+
+    return Ed25519Signer.from_file(authority_key_path(db, given))
+
+
+def _print_findings(findings: list[Finding] | tuple[Finding, ...]) -> None:
+    for f in findings:
+        where = " / ".join(p for p in (f.task, f.attempt) if p)
+        typer.echo(f"{f.severity:7} {f.code}{f' [{where}]' if where else ''}: {f.message}")
+
+
+def _gate_refusal(exc: Any, json_out: bool) -> None:
+    """Print every failed gate item, then re-raise (exit 4)."""
+    if json_out:
+        emit_json({"ok": False, "gate": exc.gate, "failures": [f.to_json() for f in exc.failures]})
+    else:
+        _print_findings(exc.failures)
+    raise exc
+
+
+@cohort_app.command("digest")
+def digest_cmd(
+    file: Annotated[str, typer.Argument(help="BenchmarkCohort JSON file; - reads stdin.")],
+    json_out: JsonOption = False,
+) -> None:
+    """Print the definition digest under both schemes (upstream legacy and RFC 8785)."""
+    from cohorts.definition import definition_digests, recorded_definition_digest
+
+    cohort = _parse(file)
+    digests = definition_digests(cohort)
+    recorded = recorded_definition_digest(cohort)
+    if json_out:
+        emit_json(
+            {
+                "id": cohort.get("id"),
+                "legacy": digests.legacy,
+                "jcs": digests.jcs,
+                "recorded": recorded,
+                "recorded_scheme": digests.scheme_for(recorded) if recorded else None,
+            }
+        )
+        return
+    typer.echo(f"legacy {digests.legacy}")
+    typer.echo(f"jcs    {digests.jcs}")
+
+
+@cohort_app.command("freeze")
+def freeze_cmd(
+    file: Annotated[str, typer.Argument(help="BenchmarkCohort JSON file; - reads stdin.")],
+    db: DbOption = Path("ledger.db"),
+    json_out: JsonOption = False,
+) -> None:
+    """Append the cohort as frozen when the freeze gate holds; else list every failure (4)."""
+    from cohorts.errors import GateError
+    from cohorts.service import freeze_cohort
+    from ledger.sqlite_store import open_store
+
+    cohort = _parse(file)
+    with open_store(db) as store:
+        try:
+            done = freeze_cohort(store, cohort)
+        except GateError as exc:
+            _gate_refusal(exc, json_out)
+            return
+    if json_out:
+        emit_json({"ok": True, **done.to_json()})
+        return
+    for kind, dig, new in done.objects:
+        typer.echo(f"{'appended' if new else 'present '} {kind} {dig}")
+
+
+def _task_reasons(items: list[str]) -> list[Any]:
+    from cohorts.burn import TaskReason
+    from cohorts.errors import CohortInputError
+
+    out = []
+    for item in items:
+        task, sep, reason = item.partition("=")
+        if not sep or not task or not reason:
+            raise CohortInputError(f"--exclude, got {item!r}, expected TASK=REASON")
+        out.append(TaskReason(task, reason))
+    return out
+
+
+@cohort_app.command("burn")
+def burn_cmd(
+    cohort_id: Annotated[str, typer.Argument(metavar="ID", help="Cohort id in the ledger.")],
+    reason: Annotated[str, typer.Option("--reason", help="Why the cohort burned.")],
+    exclude: Annotated[
+        list[str] | None,
+        typer.Option("--exclude", help="TASK=REASON excluded outcome (default: excluded tasks)."),
+    ] = None,
+    observed: Annotated[
+        list[str] | None,
+        typer.Option("--observed-task", help="Task whose outcome was seen: never held out again."),
+    ] = None,
+    successor: Annotated[
+        list[str] | None,
+        typer.Option("--successor", help="Successor reference (digest/issue/URI)."),
+    ] = None,
+    authority_key: AuthorityKey = None,
+    db: DbOption = Path("ledger.db"),
+    json_out: JsonOption = False,
+) -> None:
+    """Burn a frozen cohort: burned cohort + authority-signed burn notice, one transaction."""
+    from cohorts.errors import GateError
+    from cohorts.service import burn_cohort
+    from ledger.sqlite_store import open_store
+
+    excluded = _task_reasons(exclude) if exclude else None
+    with open_store(db) as store:
+        try:
+            done = burn_cohort(
+                store,
+                cohort_id,
+                reason=reason,
+                signer=_signer(db, authority_key),
+                excluded=excluded,
+                observed=observed or (),
+                successors=successor or (),
+            )
+        except GateError as exc:
+            _gate_refusal(exc, json_out)
+            return
+    if json_out:
+        emit_json({"ok": True, **done.to_json()})
+        return
+    for kind, dig, new in done.objects:
+        typer.echo(f"{'appended' if new else 'present '} {kind} {dig}")
+
+
+@cohort_app.command("bind")
+def bind_cmd(
+    file: Annotated[str, typer.Argument(help="Successor BenchmarkCohort (frozen in the ledger).")],
+    predecessor: Annotated[str, typer.Option("--predecessor", help="Burned predecessor id.")],
+    authority_key: AuthorityKey = None,
+    unsigned: Annotated[
+        bool, typer.Option("--unsigned", help="Do not attest the binding.")
+    ] = False,
+    db: DbOption = Path("ledger.db"),
+    json_out: JsonOption = False,
+) -> None:
+    """Append a cohort-binding when the successor gate holds; else list every failure (4)."""
+    from cohorts.errors import GateError
+    from cohorts.service import bind_cohort
+    from ledger.sqlite_store import open_store
+
+    successor = _parse(file)
+    with open_store(db) as store:
+        signer = None if unsigned else _signer(db, authority_key)
+        try:
+            done = bind_cohort(store, successor, predecessor, signer)
+        except GateError as exc:
+            _gate_refusal(exc, json_out)
+            return
+    if json_out:
+        emit_json({"ok": True, **done.to_json()})
+        return
+    for kind, dig, new in done.objects:
+        typer.echo(f"{'appended' if new else 'present '} {kind} {dig}")
+
+
+@cohort_app.command("audit")
+def audit_cmd(
+    cohort_id: Annotated[str, typer.Argument(metavar="ID", help="Cohort id in the ledger.")],
+    db: DbOption = Path("ledger.db"),
+    json_out: JsonOption = False,
+) -> None:
+    """Audit a stored cohort; exit 1 when any error finding is reported."""
+    from cohorts.service import audit
+    from ledger.sqlite_store import open_store
+
+    with open_store(db, readonly=True) as store:
+        report = audit(store, cohort_id)
+    if json_out:
+        emit_json(report.to_json())
+    else:
+        counts = report.counts()
+        typer.echo(
+            f"cohort {report.cohort_id} stage {report.stage}: {counts['error']} error(s),"
+            f" {counts['warning']} warning(s)"
+        )
+        _print_findings(report.findings)
+    report.raise_for_errors()
+
+
+def _tree(parent: Any, check: Check) -> None:
+    mark = "[green]passed[/]" if check.ok else "[red]FAILED[/]"
+    from rich.markup import escape
+
+    node = parent.add(f"{mark} {escape(check.name)}: {escape(check.reason)}")
+    for child in check.children:
+        _tree(node, child)
+
+
+def provenance_cmd(
+    digest: Annotated[str, typer.Argument(help="VerificationResult digest (either scheme).")],
+    db: DbOption = Path("ledger.db"),
+    json_out: JsonOption = False,
+) -> None:
+    """Verify one VerificationResult's whole chain; exit 0 all passed, 1 otherwise."""
+    from rich.tree import Tree
+
+    from cohorts.provenance import provenance
+    from ledger.sqlite_store import open_store
+
+    with open_store(db, readonly=True) as store:
+        report = provenance(store, digest)
+    if json_out:
+        emit_json(report.to_json())
+    else:
+        tree = Tree(f"provenance of {digest}: {'passed' if report.ok else 'FAILED'}")
+        for check in report.checks:
+            _tree(tree, check)
+        console().print(tree)
+        if report.outcome is not None:
+            typer.echo(f"outcome: {report.outcome}")
+    if not report.ok:
+        raise typer.Exit(1)
+
+
+def import_idkmesh_cmd(
+    path: Annotated[Path, typer.Argument(help="Folder laid out like an IDKMesh repository.")],
+    db: DbOption = Path("ledger.db"),
+    json_out: JsonOption = False,
+) -> None:
+    """Import an IDKMesh tree: objects, cohorts (frozen through the gate), burn notices.
+
+    Idempotent. Exit 0 when nothing was invalid, 3 otherwise.
+    """
+    from cohorts.importer import import_idkmesh
+    from ledger.errors import InputError
+    from ledger.sqlite_store import open_store
+
+    with open_store(db) as store:
+        report = import_idkmesh(store, path)
+    if json_out:
+        emit_json(report.to_json())
+    else:
+        for item in report.items:
+            if item.status != "imported":
+                typer.echo(f"{item.status:8} {item.path}: {item.reason}")
+        counts = report.counts()
+        typer.echo(
+            f"imported {counts['imported']}, skipped {counts['skipped']},"
+            f" invalid {counts['invalid']}"
+        )
+    if report.counts()["invalid"]:
+        raise typer.Exit(InputError.exit_code)
+
+
+def register(app: typer.Typer, import_app: typer.Typer) -> None:
+    """Mount ``cohort``, ``provenance`` and ``import idkmesh``."""
+    app.add_typer(cohort_app, name="cohort")
+    app.command("provenance")(provenance_cmd)
+    import_app.command("idkmesh")(import_idkmesh_cmd)

@@ -1,0 +1,377 @@
+"""Provenance of one VerificationResult: every link of its chain, checked against bytes.
+
+``provenance(store, digest)`` walks result -> ResultManifest -> WorkUnit and
+EvaluatorPlan (bindings replayed), the artifacts and evidence blobs (present, SHA-256 of
+the stored bytes), the attestations (``ledger.attestation_checks``), cohort membership
+and burn status, and inclusion of every chain object under the newest signed
+checkpoint (note verified with the ledger's log key, proof verified against its root).
+Total: a broken link is a failed check, never an exception. JSON shape::
+
+    {"digest": str, "ok": bool, "outcome": "counted"|"excluded"|"unlisted"|null,
+     "checks": [{"name": str, "status": "passed"|"failed", "reason": str,
+                 "subject": str|null, "children": [...same shape...]}]}
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from cohorts.access import as_list, as_map, as_str, dig, maps, shown
+from cohorts.lookup import StoredDoc
+from cohorts.store_lookup import StoreLookup
+from cohorts.validation import schema_validator
+from ledger.digest import sha256_digest
+from ledger.errors import LedgerError
+from ledger.store import LedgerReader
+
+Status = Literal["passed", "failed"]
+
+
+@dataclass(frozen=True)
+class Check:
+    """One named check; a parent fails when any child fails."""
+
+    name: str
+    status: Status
+    reason: str
+    subject: str | None = None
+    children: tuple[Check, ...] = field(default=())
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "passed" and all(c.ok for c in self.children)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "status": "passed" if self.ok else "failed",
+            "reason": self.reason,
+            "subject": self.subject,
+            "children": [c.to_json() for c in self.children],
+        }
+
+
+@dataclass(frozen=True)
+class ProvenanceReport:
+    digest: str
+    checks: tuple[Check, ...]
+    outcome: str | None
+
+    @property
+    def ok(self) -> bool:
+        return all(c.ok for c in self.checks)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "digest": self.digest,
+            "ok": self.ok,
+            "outcome": self.outcome,
+            "checks": [c.to_json() for c in self.checks],
+        }
+
+
+def _c(name: str, ok: bool, passed: str, failed: str, subject: str | None = None) -> Check:
+    return Check(name, "passed" if ok else "failed", passed if ok else failed, subject)
+
+
+def _group(name: str, children: list[Check], subject: str | None = None) -> Check:
+    bad = [c.name for c in children if not c.ok]
+    reason = "all passed" if not bad else f"failed: {', '.join(bad)}"
+    return Check(name, "passed", reason, subject, tuple(children))
+
+
+class _Chain:
+    def __init__(self, reader: LedgerReader) -> None:
+        self.reader = reader
+        self.lookup = StoreLookup(reader)
+        self.members: list[str] = []  # ledger digests of chain objects, for inclusion
+
+    def object_checks(
+        self, what: str, kind: str, digest: object
+    ) -> tuple[StoredDoc | None, list[Check]]:
+        """Resolve ``digest`` (either scheme) to a stored ``kind``; re-hash its bytes."""
+        if not isinstance(digest, str):
+            return None, [Check("present", "failed", f"{what} digest not recorded")]
+        doc = self.lookup.by_digest(digest)
+        if doc is None or doc.kind != kind:
+            got = "nothing" if doc is None else f"a {doc.kind}"
+            return None, [
+                Check("present", "failed", f"{what} not in ledger, got {got} for {digest}", digest)
+            ]
+        obj = self.reader.get(doc.jcs_digest)
+        checks = [
+            Check("present", "passed", f"{what} stored as {doc.jcs_digest}", doc.jcs_digest),
+            _c(
+                "bytes",
+                obj is not None and sha256_digest(raw_bytes(obj.data)) == doc.jcs_digest,
+                "stored bytes hash to the digest",
+                f"stored bytes do not hash to {doc.jcs_digest}",
+            ),
+        ]
+        problems = schema_validator(kind, doc.value)
+        checks.append(
+            _c("schema", not problems, f"valid {kind}", f"schema: {'; '.join(problems[:3])}")
+        )
+        self.members.append(doc.jcs_digest)
+        return doc, checks
+
+
+def raw_bytes(data: object) -> bytes:
+    """Stored bytes; a tampered row may come back as TEXT, which must still be judged."""
+    if isinstance(data, bytes | bytearray | memoryview):
+        return bytes(data)
+    return str(data).encode("utf-8")
+
+
+def _eq(name: str, got: Any, expected: Any, what: str) -> Check:
+    return _c(
+        name,
+        got == expected,
+        f"{what} matches",
+        f"{what}, got {shown(got)}, expected {shown(expected)}",
+    )
+
+
+def _names(doc: StoredDoc | None, digest: Any) -> bool:
+    return doc is not None and doc.scheme_for(digest) is not None
+
+
+def _blobs(chain: _Chain, refs: list[tuple[str, Any]]) -> Check:
+    children: list[Check] = []
+    for label, digest in refs:
+        obj = chain.reader.get(digest) if isinstance(digest, str) else None
+        if obj is None:
+            children.append(Check(label, "failed", f"blob not in ledger, got nothing for {digest}"))
+            continue
+        ok = sha256_digest(raw_bytes(obj.data)) == digest
+        children.append(
+            _c(label, ok, "present, sha256 matches", f"bytes hash differs from {digest}", digest)
+        )
+        chain.members.append(obj.digest)
+    if not children:
+        return Check("artifacts", "passed", "no artifacts or evidence named")
+    return _group("artifacts", children)
+
+
+def _attestations(chain: _Chain, digest: str, result: Mapping[str, Any]) -> Check:
+    from ledger.attestation_checks import check_subject_attestations, subject_verdict
+
+    try:
+        verdicts = check_subject_attestations(chain.reader, digest)
+    except LedgerError as exc:
+        return Check("attestation", "failed", f"attestations unreadable: {exc}")
+    ok, reason = subject_verdict(verdicts)
+    children = [
+        _c(
+            f"attestation {v.attestation_digest}",
+            v.ok,
+            f"valid, signer {v.signer} key {v.key_id}",
+            "; ".join(f"{f.code}: {f.message}" for f in v.failures),
+            v.attestation_digest,
+        )
+        for v in verdicts
+    ]
+    for v in verdicts:
+        if v.attestation_digest:
+            chain.members.append(v.attestation_digest)
+    verifier = as_str(dig(result, "verifier", "id"))
+    by_verifier = [v for v in verdicts if v.ok and v.signer == "verifier"]
+    children.append(
+        _c(
+            "verifier identity",
+            any(v.verifier_id == verifier for v in by_verifier),
+            f"attested by registered verifier {verifier}",
+            f"no valid attestation by the registered verifier, got"
+            f" {[v.verifier_id for v in verdicts]}, expected {verifier}",
+        )
+    )
+    return Check("attestation", "passed" if ok else "failed", reason, digest, tuple(children))
+
+
+def _cohorts(chain: _Chain, result: StoredDoc) -> tuple[Check, str]:
+    hits: list[Check] = []
+    outcome = "unlisted"
+    latest: dict[str, StoredDoc] = {}
+    for doc in chain.lookup.of_kind("benchmark-cohort"):
+        cid = as_str(doc.value.get("id"))
+        if cid:
+            latest[cid] = doc
+    burned_ids = {as_str(n.value.get("cohort_id")) for n in chain.lookup.of_kind("burn-notice")}
+    for cid, doc in sorted(latest.items()):
+        for task in maps(doc.value.get("tasks")):
+            for attempt in maps(dig(task, "evidence", "attempts")):
+                if not _names(result, dig(attempt, "verification_result", "digest")):
+                    continue
+                burned = doc.value.get("stage") == "burned" or cid in burned_ids
+                excluded = burned or dig(task, "evidence", "status") == "excluded"
+                outcome = "excluded" if excluded else "counted"
+                hits.append(
+                    Check(
+                        f"cohort {cid}",
+                        "passed",
+                        f"task {task.get('id')} attempt {attempt.get('attempt_id')},"
+                        f" stage {doc.value.get('stage')}"
+                        + (", burned: outcome excluded" if burned else "")
+                        + (", task excluded" if excluded and not burned else ""),
+                        cid,
+                    )
+                )
+    if not hits:
+        return Check("cohorts", "passed", "not listed in any stored cohort"), outcome
+    return _group("cohorts", hits), outcome
+
+
+def _inclusion(chain: _Chain) -> Check:
+    from ledger import merkle
+    from ledger.log import latest_checkpoint, prove_inclusion, verifier_key_of
+    from ledger.note import open_checkpoint
+
+    members = list(dict.fromkeys(chain.members))
+    if not members:
+        return Check("log inclusion", "failed", "no chain object to prove")
+    needed = max(o.seq for o in (chain.reader.get(d) for d in members) if o is not None) + 1
+    row = latest_checkpoint(chain.reader, needed)
+    if row is None:
+        return Check(
+            "log inclusion",
+            "failed",
+            f"no signed checkpoint covers the chain, got none of size >= {needed},"
+            " expected `provledger checkpoint` after the last append",
+        )
+    try:
+        cp = open_checkpoint(row.note, verifier_key_of(chain.reader))
+    except LedgerError as exc:
+        return Check("log inclusion", "failed", f"checkpoint note does not verify: {exc}")
+    children: list[Check] = []
+    for digest in members:
+        try:
+            proof = prove_inclusion(chain.reader, digest, cp.size)
+            merkle.verify_inclusion(
+                proof.entry.seq, cp.size, merkle.leaf_hash(proof.leaf), proof.hashes, cp.root_hash
+            )
+            if proof.entry.digest != digest:
+                raise LedgerError(f"entry names {proof.entry.digest}")
+            children.append(Check(digest, "passed", f"leaf {proof.entry.seq} of {cp.size}"))
+        except LedgerError as exc:
+            children.append(Check(digest, "failed", f"inclusion does not verify: {exc}"))
+    check = _group("log inclusion", children)
+    return Check(
+        check.name,
+        check.status,
+        f"checkpoint size {cp.size} signed by the log key; {check.reason}",
+        None,
+        check.children,
+    )
+
+
+def provenance(store: LedgerReader, digest: str) -> ProvenanceReport:
+    """Check the whole chain of the VerificationResult ``digest`` (either scheme)."""
+    chain = _Chain(store)
+    result, result_checks = chain.object_checks("VerificationResult", "verification-result", digest)
+    checks = [_group("verification result", result_checks, digest)]
+    if result is None:
+        return ProvenanceReport(digest, tuple(checks), None)
+    r = result.value
+    prov = as_map(r.get("provenance"))
+
+    manifest, m_checks = chain.object_checks(
+        "ResultManifest", "result-manifest", prov.get("result_manifest_digest")
+    )
+    if manifest is not None:
+        m = manifest.value
+        m_checks += [
+            _eq("id", m.get("id"), r.get("result_manifest_id"), "manifest id"),
+            _eq("work unit", m.get("work_unit_id"), r.get("work_unit_id"), "manifest WorkUnit id"),
+            _eq("attempt", m.get("attempt"), r.get("attempt"), "attempt number"),
+        ]
+    checks.append(_group("result manifest", m_checks))
+
+    wu, w_checks = chain.object_checks("WorkUnit", "work-unit", prov.get("work_unit_digest"))
+    if wu is not None:
+        w = wu.value
+        w_checks += [
+            _eq("id", w.get("id"), r.get("work_unit_id"), "WorkUnit id"),
+            _eq("version", w.get("version"), r.get("work_unit_version"), "WorkUnit version"),
+        ]
+        if manifest is not None:
+            md = dig(manifest.value, "provenance", "work_unit_digest")
+            w_checks.append(
+                _c(
+                    "manifest binding",
+                    _names(wu, md),
+                    "manifest names this WorkUnit",
+                    f"manifest names WorkUnit {md}, expected {wu.legacy_digest}",
+                )
+            )
+            w_checks.append(
+                _eq(
+                    "source revision",
+                    prov.get("source_revision"),
+                    dig(manifest.value, "provenance", "source_revision"),
+                    "result vs manifest source revision",
+                )
+            )
+    checks.append(_group("work unit", w_checks))
+
+    plan, p_checks = chain.object_checks(
+        "EvaluatorPlan", "evaluator-plan", prov.get("verifier_config_digest")
+    )
+    if plan is not None:
+        p = plan.value
+        binding = as_map(p.get("binding"))
+        p_checks += [
+            _eq(
+                "binding.work_unit_id",
+                binding.get("work_unit_id"),
+                r.get("work_unit_id"),
+                "plan binding WorkUnit id",
+            ),
+            _eq(
+                "binding.work_unit_version",
+                binding.get("work_unit_version"),
+                r.get("work_unit_version"),
+                "plan binding WorkUnit version",
+            ),
+            _c(
+                "binding.work_unit_digest",
+                _names(wu, binding.get("work_unit_digest")),
+                "plan bound to this WorkUnit's digest",
+                f"plan bound to {binding.get('work_unit_digest')}, expected the result's WorkUnit",
+            ),
+            _eq(
+                "binding.source_revision",
+                binding.get("source_revision"),
+                prov.get("source_revision"),
+                "plan binding source revision",
+            ),
+            _eq(
+                "verifier",
+                as_map(r.get("verifier")),
+                as_map(p.get("verifier")),
+                "verifier that ran vs plan",
+            ),
+            _eq(
+                "required checks",
+                sorted(str(c.get("id")) for c in maps(r.get("checks"))),
+                sorted(str(i) for i in as_list(p.get("required_validator_ids"))),
+                "result checks vs plan required validators",
+            ),
+        ]
+    checks.append(_group("evaluator plan", p_checks))
+
+    refs: list[tuple[str, Any]] = []
+    if manifest is not None:
+        for a in maps(manifest.value.get("produced_artifacts")):
+            refs.append((f"artifact {a.get('id')}", a.get("digest")))
+        for log in maps(manifest.value.get("logs")):
+            refs.append((f"log {log.get('type')}", log.get("digest")))
+    for e in maps(r.get("evidence")):
+        refs.append((f"evidence {e.get('id')}", e.get("digest")))
+    checks.append(_blobs(chain, refs))
+    checks.append(_attestations(chain, result.jcs_digest, r))
+    cohort_check, outcome = _cohorts(chain, result)
+    checks.append(cohort_check)
+    checks.append(_inclusion(chain))
+    return ProvenanceReport(digest, tuple(checks), outcome)

@@ -1,0 +1,171 @@
+"""`provledger provenance`: a whole chain passes; breaking one link (in a copy) fails it."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from ledger.cli import app
+from ledger.objects import prepare_blob, prepare_json
+from ledger.schema import validate
+from ledger.sqlite_store import open_store, trigger_names
+
+ROOT = Path(__file__).resolve().parents[1]
+CAL = ROOT / "examples" / "calibration"
+
+
+def _ok(runner: CliRunner, args: list[str]) -> str:
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    return result.output
+
+
+@pytest.fixture
+def chain(tmp_path: Path, ledger_path: Path, runner: CliRunner) -> tuple[Path, str]:
+    """A ledger holding WorkUnit, plan v0.4, manifest, blobs and the verifier's result,
+    attested by a registered verifier, under a signed checkpoint."""
+    from verifiers.calibration import calibration_table
+
+    table = calibration_table(validate=validate)
+    row = table.row("0.4", "repair")
+    outcome = next(o for o in table.outcomes if o.result_digest == row.result_digest)
+    result = json.loads(outcome.result_bytes)
+    db = str(ledger_path)
+    items = [
+        prepare_json((CAL / "work-unit.json").read_bytes()),
+        prepare_json((CAL / "plans" / "evaluator-plan-v0.4.json").read_bytes()),
+        prepare_json((CAL / "manifests" / "repair.result-manifest.json").read_bytes()),
+        *(
+            prepare_blob((CAL / "candidates" / "repair" / name).read_bytes())
+            for name in ("candidate.patch", "stdout.txt", "stderr.txt")
+        ),
+        *(prepare_blob(body) for _, body in outcome.observations),
+        prepare_json(outcome.result_bytes),
+    ]
+    with open_store(ledger_path) as store:
+        store.append_many(items)
+    key = tmp_path / "verifier.key"
+    _ok(runner, ["key", "generate", str(key)])
+    verifier: dict[str, Any] = result["verifier"]
+    _ok(
+        runner,
+        [
+            "identity", "register", "--db", db,
+            "--verifier-id", verifier["id"],
+            "--adapter", verifier["adapter"],
+            "--adapter-version", verifier["adapter_version"],
+            "--public-key", str(key) + ".pub",
+        ],
+    )  # fmt: skip
+    _ok(runner, ["sign", outcome.result_digest, "--key", str(key), "--db", db])
+    _ok(runner, ["checkpoint", "--db", db])
+    return ledger_path, outcome.result_digest
+
+
+def _report(runner: CliRunner, db: Path, digest: str) -> tuple[int, dict[str, Any]]:
+    result = runner.invoke(app, ["provenance", digest, "--db", str(db), "--json"])
+    return result.exit_code, json.loads(result.stdout)
+
+
+def _failed(node: dict[str, Any], path: str = "") -> list[str]:
+    here = f"{path}/{node['name']}" if path else node["name"]
+    out = [here] if node["status"] == "failed" and not node["children"] else []
+    for child in node["children"]:
+        out += _failed(child, here)
+    return out
+
+
+def test_whole_chain_passes(chain: tuple[Path, str], runner: CliRunner) -> None:
+    db, digest = chain
+    code, report = _report(runner, db, digest)
+    assert code == 0, json.dumps(
+        _failed({"name": "", "status": "passed", "children": report["checks"]})
+    )
+    assert report["ok"] is True
+    names = [c["name"] for c in report["checks"]]
+    assert names == [
+        "verification result", "result manifest", "work unit", "evaluator plan",
+        "artifacts", "attestation", "cohorts", "log inclusion",
+    ]  # fmt: skip
+    assert report["outcome"] == "unlisted"
+    human = runner.invoke(app, ["provenance", digest, "--db", str(db)])
+    assert human.exit_code == 0 and "passed" in human.stdout
+
+
+def _copy_without_triggers(db: Path, tmp_path: Path) -> sqlite3.Connection:
+    copy = tmp_path / "copy.db"
+    shutil.copy(db, copy)
+    for suffix in ("-wal", "-shm"):
+        if Path(str(db) + suffix).exists():
+            shutil.copy(str(db) + suffix, str(copy) + suffix)
+    conn = sqlite3.connect(copy)
+    for name in trigger_names():
+        conn.execute(f"DROP TRIGGER IF EXISTS {name}")
+    return conn
+
+
+def test_tampered_manifest_bytes_fail(
+    chain: tuple[Path, str], runner: CliRunner, tmp_path: Path
+) -> None:
+    db, digest = chain
+    conn = _copy_without_triggers(db, tmp_path)
+    conn.execute(
+        "UPDATE objects SET data = replace(data, 'candidate', 'kandidate')"
+        " WHERE kind = 'result-manifest'"
+    )
+    conn.commit()
+    conn.close()
+    result = runner.invoke(app, ["provenance", digest, "--db", str(tmp_path / "copy.db"), "--json"])
+    assert result.exit_code == 1, result.output
+    assert result.stdout, result.output
+    report = json.loads(result.stdout)
+    failed = _failed({"name": "", "status": "passed", "children": report["checks"]})
+    assert "result manifest/bytes" in failed
+    # The original ledger is untouched and still passes.
+    assert _report(runner, db, digest)[0] == 0
+
+
+def test_removed_checkpoint_fails(
+    chain: tuple[Path, str], runner: CliRunner, tmp_path: Path
+) -> None:
+    db, digest = chain
+    conn = _copy_without_triggers(db, tmp_path)
+    conn.execute("DELETE FROM checkpoints")
+    conn.commit()
+    conn.close()
+    code, report = _report(runner, tmp_path / "copy.db", digest)
+    assert code == 1
+    inclusion = next(c for c in report["checks"] if c["name"] == "log inclusion")
+    assert inclusion["status"] == "failed"
+    assert "no signed checkpoint" in inclusion["reason"]
+
+
+def test_deleted_attestation_fails(
+    chain: tuple[Path, str], runner: CliRunner, tmp_path: Path
+) -> None:
+    db, digest = chain
+    conn = _copy_without_triggers(db, tmp_path)
+    conn.execute(
+        "DELETE FROM objects WHERE kind = 'attestation' AND digest IN"
+        " (SELECT from_digest FROM refs WHERE to_digest = ?)",
+        (digest,),
+    )
+    conn.commit()
+    conn.close()
+    code, report = _report(runner, tmp_path / "copy.db", digest)
+    assert code == 1
+    attestation = next(c for c in report["checks"] if c["name"] == "attestation")
+    assert attestation["status"] == "failed"
+    assert "no-attestation" in attestation["reason"]
+
+
+def test_unknown_digest_fails(ledger_path: Path, runner: CliRunner) -> None:
+    code, report = _report(runner, ledger_path, "sha256:" + "0" * 64)
+    assert code == 1
+    assert report["checks"][0]["children"][0]["name"] == "present"
