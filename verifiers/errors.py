@@ -54,6 +54,16 @@ class SovereigntyError(VerifierError, RuleViolation):
         super().__init__(f"{code}: {what}, got {_show(got)}, expected {_show(expected)}")
 
 
+class EvidenceMismatch(VerifierError, RuleViolation):
+    """Evidence would be recorded against an object it is not about (exit 4).
+
+    E.g. behavioural evidence for one patch attached to a VerificationResult that
+    observed a different candidate.
+    """
+
+    exit_code = 4
+
+
 class ProbeError(VerifierError, InputError):
     """A behavioural probe specification is unusable (exit 3)."""
 

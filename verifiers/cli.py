@@ -1,0 +1,471 @@
+"""CLI commands of the verifiers package: ``run-verifier``, ``calibrate``, ``behavioral run``.
+
+Mounted by the composition root (``ledger/cli/__init__.py``) through ``register(app)``.
+Every command appends everything it records in ONE ``append_many`` call (see
+``verifiers.record``), so a ledger holds a run completely or not at all; a refusal
+(e.g. ``SovereigntyError``, exit 4) is raised before anything is appended.
+Exit codes: 0 passed / all expectations met; 1 failed; 3 bad input; 4 refused.
+The JSON shapes are documented in docs/VERIFIERS.md ("Recording runs").
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from ledger.cli.common import DbOption, JsonOption, emit_json, new_app
+
+if TYPE_CHECKING:
+    from ledger.attestation_checks import AttestationVerdict
+    from ledger.keys import Ed25519Signer
+    from ledger.store import AppendResult, Store
+    from verifiers.calibration import CalibrationTable, Fixture
+    from verifiers.record import RunRecord
+
+behavioral_app = new_app("Behavioural channel: evaluator-owned probes on a patched copy of a tree.")
+
+PassphraseEnv = Annotated[
+    str | None,
+    typer.Option(
+        "--passphrase-env",
+        metavar="VAR",
+        help="Read the private key's passphrase from environment variable VAR.",
+    ),
+]
+
+
+# --- helpers -------------------------------------------------------------------------
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+def _signer(path: Path, passphrase_env: str | None) -> Ed25519Signer:
+    from ledger.cli.identity import passphrase_from_env
+    from ledger.keys import Ed25519Signer
+
+    return Ed25519Signer.from_file(path, passphrase_from_env(passphrase_env))
+
+
+def _read(path: Path, what: str) -> bytes:
+    from ledger.errors import NotFound
+
+    if not path.is_file():
+        raise NotFound(f"{what} file not found, got {path}, expected a readable file")
+    return path.read_bytes()
+
+
+def _parse(raw: bytes, path: Path) -> Any:
+    from ledger.canonical import parse_strict
+    from ledger.errors import LedgerError
+
+    try:
+        return parse_strict(raw)
+    except LedgerError as exc:
+        raise type(exc)(f"{path}: {exc}") from None
+
+
+def _append(store: Store, record: RunRecord) -> list[dict[str, Any]]:
+    """Append the record in one transaction; one row per item, in order."""
+    results: list[AppendResult] = store.append_many(record.prepared)
+    return [
+        {
+            "role": item.role,
+            "name": item.name,
+            "kind": r.entry.kind,
+            "digest": r.entry.digest,
+            "seq": r.entry.seq,
+            "status": "new" if r.new else "present",
+        }
+        for item, r in zip(record.items, results, strict=True)
+    ]
+
+
+def _check_attestations(store: Store, digests: list[str]) -> list[AttestationVerdict]:
+    """Each appended attestation judged at its own seq; failures warned on stderr."""
+    from ledger.attestation_checks import check_attestation
+    from ledger.identity import trust_index
+
+    index = trust_index(store)
+    verdicts = []
+    for digest in digests:
+        stored = store.get(digest)
+        assert stored is not None  # appended in a committed transaction
+        verdict = check_attestation(store, stored, index)
+        for failure in verdict.failures:
+            typer.echo(f"warning: {failure.code}: {' '.join(failure.message.split())}", err=True)
+        verdicts.append(verdict)
+    return verdicts
+
+
+def _verdict_json(verdict: AttestationVerdict) -> dict[str, Any]:
+    return {
+        "digest": verdict.attestation_digest,
+        "key_id": verdict.key_id,
+        "verifier_id": verdict.verifier_id,
+        "ok": verdict.ok,
+        "failures": [f.to_json() for f in verdict.failures],
+    }
+
+
+def _out(line: str) -> None:
+    sys.stdout.write(line + "\n")
+
+
+# --- run-verifier --------------------------------------------------------------------
+
+
+def run_verifier(
+    work_unit: Annotated[Path, typer.Option("--work-unit", help="WorkUnit JSON file.")],
+    plan: Annotated[Path, typer.Option("--plan", help="EvaluatorPlan JSON file.")],
+    manifest: Annotated[Path, typer.Option("--manifest", help="The worker's ResultManifest.")],
+    candidate_root: Annotated[
+        Path, typer.Option("--candidate-root", help="Directory holding the worker's files.")
+    ],
+    key: Annotated[Path, typer.Option("--key", help="Verifier private key (signs the result).")],
+    passphrase_env: PassphraseEnv = None,
+    output: Annotated[
+        Path | None,
+        typer.Option("--output", help="Also write the result's exact bytes to FILE."),
+    ] = None,
+    db: DbOption = Path("ledger.db"),
+    json_out: JsonOption = False,
+) -> None:
+    """Judge a candidate under an EvaluatorPlan and record the run (exit 0 passed, 1 failed).
+
+    Appends in one transaction: WorkUnit, plan, ResultManifest, candidate and log blobs,
+    inline observations, the VerificationResult and its DSSE attestation by KEY. A
+    sovereignty refusal exits 4 and records nothing.
+    """
+    from ledger.digest import canonical_digest
+    from ledger.errors import InputError
+    from ledger.schema import validate
+    from ledger.sqlite_store import open_store
+    from verifiers.record import run_record
+    from verifiers.runner import evaluate
+
+    signer = _signer(key, passphrase_env)
+    if output is not None and (output.is_dir() or not output.parent.is_dir()):
+        raise InputError(f"--output, got {output}, expected a file path in an existing directory")
+    raw = {
+        "work_unit": _read(work_unit, "WorkUnit"),
+        "plan": _read(plan, "EvaluatorPlan"),
+        "manifest": _read(manifest, "ResultManifest"),
+    }
+    wu_value = _parse(raw["work_unit"], work_unit)
+    plan_value = _parse(raw["plan"], plan)
+    manifest_value = _parse(raw["manifest"], manifest)
+    with open_store(db) as store:
+        outcome = evaluate(
+            wu_value,
+            plan_value,
+            manifest_value,
+            candidate_root,
+            plan,
+            output,
+            plan_digest=canonical_digest(plan_value),
+            clock=_now,
+            validate=validate,
+        )
+        record = run_record(
+            work_unit=raw["work_unit"],
+            plan=raw["plan"],
+            manifest=raw["manifest"],
+            outcome=outcome,
+            signer=signer,
+        )
+        rows = _append(store, record)
+        attestation = record.only("attestation").digest
+        (verdict,) = _check_attestations(store, [attestation])
+    if output is not None:
+        output.write_bytes(outcome.result_bytes)
+    result = outcome.result
+    info: dict[str, Any] = {
+        "status": outcome.status,
+        "recommendation": outcome.recommendation,
+        "exit_code": outcome.exit_code,
+        "plan_schema_version": outcome.plan_schema_version,
+        "plan_digest": outcome.plan_digest,
+        "work_unit_digest": record.only("work-unit").digest,
+        "result_manifest_digest": record.only("result-manifest").digest,
+        "result_digest": outcome.result_digest,
+        "attestation_digest": attestation,
+        "attestation": _verdict_json(verdict),
+        "summary": outcome.summary.split("; "),
+        "checks": [
+            {"id": c["id"], "status": c["status"], "summary": c["summary"]}
+            for c in result["checks"]
+        ],
+        "recorded": rows,
+        "not_recorded": [u.as_json() for u in record.unrecorded],
+        "sovereignty": outcome.sovereignty.as_json(),
+        "output": None if output is None else str(output),
+    }
+    if json_out:
+        emit_json(info)
+    else:
+        _print_run(info)
+    if not outcome.passed:
+        raise typer.Exit(outcome.exit_code)
+
+
+def _print_run(info: dict[str, Any]) -> None:
+    _out(f"status          {info['status']}")
+    _out(f"recommendation  {info['recommendation']}")
+    _out(f"plan            v{info['plan_schema_version']} {info['plan_digest']}")
+    for i, line in enumerate(info["summary"]):
+        _out(f"{'summary' if i == 0 else '':16}{line}")
+    for check in info["checks"]:
+        _out(f"check           {check['id']}: {check['status']}")
+    rows = {row["role"]: row for row in info["recorded"]}
+    result, att = rows["verification-result"], rows["attestation"]
+    _out(f"result          {info['result_digest']} seq={result['seq']}")
+    state = "valid" if info["attestation"]["ok"] else "NOT valid (see warnings)"
+    _out(
+        f"attestation     {info['attestation_digest']} seq={att['seq']}"
+        f" key {info['attestation']['key_id']} {state}"
+    )
+    new = sum(1 for row in info["recorded"] if row["status"] == "new")
+    _out(f"recorded        {len(info['recorded'])} objects ({new} new)")
+    for u in info["not_recorded"]:
+        _out(
+            f"not recorded    {u['role']} {u['locator']} {u['digest']} ({u['size']} bytes):"
+            f" {u['reason']}"
+        )
+    if info["output"] is not None:
+        _out(f"output          {info['output']}")
+
+
+# --- calibrate -----------------------------------------------------------------------
+
+
+def calibrate(
+    fixture: Annotated[
+        Path | None,
+        typer.Option("--fixture", help="Calibration fixture directory (default: Task 001)."),
+    ] = None,
+    record: Annotated[
+        bool, typer.Option("--record", help="Append the runs and calibration records.")
+    ] = False,
+    key: Annotated[
+        Path | None, typer.Option("--key", help="Verifier private key (required with --record).")
+    ] = None,
+    passphrase_env: PassphraseEnv = None,
+    db: DbOption = Path("ledger.db"),
+    json_out: JsonOption = False,
+) -> None:
+    """Judge every fixture candidate under every fixture plan and print the table.
+
+    Exit 1 when a row contradicts the plan's declared expected status. With --record
+    (and --key) the runs and one signed calibration-record per row are appended in one
+    transaction, timed by the wall clock; without it the clock is fixed and the output
+    is reproducible byte for byte.
+    """
+    from ledger.errors import CheckFailed, InputError
+    from ledger.schema import validate
+    from verifiers.calibration import FIXTURE_DIR, Fixture, calibration_table, fixed_clock
+
+    root = FIXTURE_DIR if fixture is None else fixture
+    if record and key is None:
+        raise InputError("calibrate --record, got no --key, expected the verifier key to sign")
+    signer = _signer(key, passphrase_env) if record and key is not None else None
+    table = calibration_table(root, validate=validate, clock=_now if record else fixed_clock)
+    fx = Fixture.load(root)
+    info: dict[str, Any] = {
+        "fixture": str(root),
+        "fixture_id": fx.index.get("id"),
+        "rows": table.as_json(),
+    }
+    if signer is not None:
+        info.update(_record_calibration(db, fx, table, signer))
+    if json_out:
+        emit_json(info)
+    else:
+        _out(table.render())
+        for row in info.get("calibration_records", []):
+            _out(
+                f"recorded v{row['plan_schema_version']} {row['candidate_name']}"
+                f" ({row['candidate']}): {row['digest']} seq={row['seq']}"
+            )
+        if "recorded" in info:
+            new = sum(1 for r in info["recorded"] if r["status"] == "new")
+            _out(f"recorded {len(info['recorded'])} objects ({new} new) in one transaction")
+    broken = [r for r in table.rows if r.matches_expectation is False]
+    if broken:
+        first = broken[0]
+        raise CheckFailed(
+            f"calibration expectation, got v{first.plan_version} {first.candidate} {first.status}"
+            f" ({len(broken)} row(s) differ), expected {first.expected_status}"
+        )
+
+
+def _record_calibration(
+    db: Path, fx: Fixture, table: CalibrationTable, signer: Ed25519Signer
+) -> dict[str, Any]:
+    from ledger.sqlite_store import open_store
+    from verifiers.record import CalibrationInputs, calibration_record
+    from verifiers.runner import rfc3339
+
+    inputs = CalibrationInputs.of(
+        str(fx.index.get("id")),
+        _read(fx.path("work_unit"), "calibration WorkUnit"),
+        [_read(p, "calibration plan") for p in fx.plan_paths],
+        [_read(fx.root / c["manifest"], "calibration ResultManifest") for c in fx.candidates],
+    )
+    with open_store(db) as store:
+        rec = calibration_record(table, inputs, signer, recorded_at=rfc3339(_now()))
+        rows = _append(store, rec)
+        verdicts = _check_attestations(
+            store, [r["digest"] for r in rows if r["role"] == "attestation"]
+        )
+    records = []
+    for item, row in zip(rec.items, rows, strict=True):
+        if item.role != "calibration-record":
+            continue
+        value = json.loads(item.prepared.data)
+        records.append(
+            {
+                "digest": row["digest"],
+                "seq": row["seq"],
+                **{
+                    k: value[k]
+                    for k in (
+                        "plan_schema_version",
+                        "plan_digest",
+                        "candidate",
+                        "candidate_name",
+                        "status",
+                        "recommendation",
+                        "verdict",
+                        "result_digest",
+                    )
+                },
+            }
+        )
+    return {
+        "calibration_records": records,
+        "recorded": rows,
+        "attestations_ok": all(v.ok for v in verdicts),
+    }
+
+
+# --- behavioral run ------------------------------------------------------------------
+
+
+@behavioral_app.command("run")
+def behavioral_run(
+    source_tree: Annotated[
+        Path, typer.Option("--source-tree", help="Evaluator-owned source tree (never written).")
+    ],
+    patch: Annotated[Path, typer.Option("--patch", help="Candidate patch (unified diff).")],
+    probes: Annotated[Path, typer.Option("--probes", help="Probe plan JSON file.")],
+    verification_result: Annotated[
+        str | None,
+        typer.Option(
+            "--verification-result",
+            metavar="DIGEST",
+            help="The stored VerificationResult this evidence accompanies (same candidate).",
+        ),
+    ] = None,
+    db: DbOption = Path("ledger.db"),
+    json_out: JsonOption = False,
+) -> None:
+    """Apply the patch to a temporary copy of the tree, run the probes, record the evidence.
+
+    Appends the patch blob, the probe plan (canonical bytes, as a blob) and the
+    behavioral-evidence object in one transaction; never touches a VerificationResult.
+    Exit 0 when every probe met its expectation, 1 otherwise.
+    """
+    from ledger.errors import NotFound
+    from ledger.sqlite_store import open_store
+    from verifiers.behavioral import load_probe_plan, run_probes
+    from verifiers.record import behavioral_record
+
+    if not source_tree.is_dir():
+        raise NotFound(f"source tree, got {source_tree}, expected an existing directory")
+    patch_bytes = _read(patch, "patch")
+    plan_value = _parse(_read(probes, "probe plan"), probes)
+    plan = load_probe_plan(plan_value)
+    with open_store(db) as store:
+        result_digest = (
+            None
+            if verification_result is None
+            else _linked_result(store, verification_result, patch_bytes)
+        )
+        evidence = run_probes(
+            source_tree, patch_bytes, plan, verification_result_digest=result_digest
+        )
+        rec = behavioral_record(evidence, patch_bytes, plan, plan_value)
+        rows = _append(store, rec)
+    summary = evidence["summary"]
+    info: dict[str, Any] = {
+        "evidence_digest": rec.only("behavioral-evidence").digest,
+        "candidate_digest": evidence["candidate_digest"],
+        "probe_plan_digest": evidence["probe_plan_digest"],
+        "verification_result_digest": result_digest,
+        "patch_applied": evidence["patch_applied"],
+        "apply_error": evidence["apply_error"],
+        "probes": [
+            {k: p[k] for k in ("id", "expect", "status", "exit_code", "expectation_met")}
+            for p in evidence["probes"]
+        ],
+        "summary": summary,
+        "recorded": rows,
+    }
+    if json_out:
+        emit_json(info)
+    else:
+        applied = (
+            "applied" if evidence["patch_applied"] else f"NOT applied: {evidence['apply_error']}"
+        )
+        _out(f"patch           {evidence['candidate_digest']} {applied}")
+        for p in info["probes"]:
+            mark = "ok  " if p["expectation_met"] else "FAIL"
+            _out(f"{mark} {p['id']}: expect {p['expect']}, {p['status']} exit {p['exit_code']}")
+        _out(
+            f"summary         {summary['expectations_met']} of {summary['probe_count']}"
+            " expectations met"
+        )
+        seq = next(r["seq"] for r in rows if r["role"] == "behavioral-evidence")
+        _out(f"evidence        {info['evidence_digest']} seq={seq}")
+    if not summary["all_expectations_met"]:
+        raise typer.Exit(1)
+
+
+def _linked_result(store: Store, ref: str, patch: bytes) -> str:
+    """The stored VerificationResult ``ref`` names, which must have observed ``patch``."""
+    from ledger.digest import sha256_digest
+    from ledger.errors import InputError
+    from ledger.resolve import resolve
+    from verifiers.errors import EvidenceMismatch
+
+    obj = resolve(store, ref)
+    if obj.kind != "verification-result":
+        raise InputError(
+            f"--verification-result {ref}, got kind {obj.kind}, expected verification-result"
+        )
+    patch_digest = sha256_digest(patch)
+    evidence = json.loads(obj.data).get("evidence") or []
+    observed = sorted(
+        {e.get("digest") for e in evidence if e.get("type") == "artifact_hash"} - {None}
+    )
+    if patch_digest not in observed:
+        raise EvidenceMismatch(
+            f"behavioural evidence for patch {patch_digest} attached to VerificationResult"
+            f" {obj.digest}, got a result that observed {observed or 'no candidate bytes'},"
+            " expected the same candidate"
+        )
+    return obj.digest
+
+
+def register(app: typer.Typer) -> None:
+    """Mount run-verifier, calibrate and behavioral on the root app."""
+    app.command("run-verifier")(run_verifier)
+    app.command("calibrate")(calibrate)
+    app.add_typer(behavioral_app, name="behavioral")
