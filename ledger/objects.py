@@ -11,10 +11,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from ledger import schema
-from ledger.canonical import DEFAULT_LIMITS, Limits, canonicalize, parse_strict
-from ledger.canonical import canonicalize as _canon
-from ledger.digest import float_hints, legacy_digest, sha256_digest
+from ledger.canonical import DEFAULT_LIMITS, Limits
+from ledger.digest import legacy_digest, sha256_digest
 from ledger.errors import KindError
+from ledger.fastcanon import Encoded, parse_encode
+from ledger.fastcanon import canonicalize as fast_canonicalize
+from ledger.fastcanon import float_hints as fast_float_hints
 from ledger.kinds import BLOB, KindSpec, detect_kind, get_kind, schema_version_of
 
 
@@ -35,28 +37,49 @@ class Prepared:
 
 def prepare_value(value: Any, kind: str | None = None) -> Prepared:
     """Validate an already strictly-parsed JSON value and canonicalize it once."""
-    spec = _resolve_kind(value, kind)
-    version = schema_version_of(spec, value)
-    schema.validate(spec.name, version, value)
-    data = canonicalize(value)
-    return Prepared(
-        digest=sha256_digest(data),
-        kind=spec.name,
-        data=data,
-        schema_version=version,
-        object_id=spec.object_id(value),
-        object_version=spec.object_version(value),
-        legacy_digest=None if spec.native else legacy_digest(value),
-        legacy_hints=_hints_text(value) if not spec.native else None,
-        refs=tuple(spec.refs(value)),
-    )
+    return _prepare(value, kind, None)
 
 
 def prepare_json(raw: bytes, kind: str | None = None, limits: Limits = DEFAULT_LIMITS) -> Prepared:
     """Parse strictly, detect or check the kind, validate, canonicalize, digest."""
     if kind == BLOB:
         return prepare_blob(raw)
-    return prepare_value(parse_strict(raw, limits), kind)
+    # One pass gives the value, its RFC 8785 bytes and the legacy bytes (ledger.fastcanon
+    # proves them equal to parse_strict / canonicalize / legacy_bytes, errors included).
+    encoded = parse_encode(raw, limits)
+    return _prepare(encoded.value, kind, encoded)
+
+
+def _prepare(value: Any, kind: str | None, encoded: Encoded | None) -> Prepared:
+    spec = _resolve_kind(value, kind)
+    version = schema_version_of(spec, value)
+    schema.validate(spec.name, version, value)
+    data = fast_canonicalize(value) if encoded is None else encoded.canonical
+    digest = sha256_digest(data)
+    legacy: str | None = None
+    hints: str | None = None
+    if not spec.native:
+        if encoded is None:
+            legacy = legacy_digest(value)
+            hints = _hints_text(value)
+        else:
+            legacy = digest if encoded.legacy == data else sha256_digest(encoded.legacy)
+            known = encoded.float_hints
+            if known is not None:
+                hints = fast_canonicalize(known).decode("utf-8") if known else None
+            elif encoded.legacy != data:  # only integral floats make the forms differ
+                hints = _hints_text(value)
+    return Prepared(
+        digest=digest,
+        kind=spec.name,
+        data=data,
+        schema_version=version,
+        object_id=spec.object_id(value),
+        object_version=spec.object_version(value),
+        legacy_digest=legacy,
+        legacy_hints=hints,
+        refs=tuple(spec.refs(value)),
+    )
 
 
 def prepare_blob(raw: bytes) -> Prepared:
@@ -76,5 +99,5 @@ def _resolve_kind(value: Any, kind: str | None) -> KindSpec:
 
 
 def _hints_text(value: Any) -> str | None:
-    hints = float_hints(value)
-    return _canon(hints).decode("utf-8") if hints else None
+    hints = fast_float_hints(value)
+    return fast_canonicalize(hints).decode("utf-8") if hints else None

@@ -1,6 +1,8 @@
 """Loading the project's JSON Schemas (draft 2020-12) shipped in ``schemas/``.
 
-Validators are compiled once per (kind, version) and cached for the process.
+Validators are compiled once per (kind, version) and cached for the process. A verdict
+of "valid" may come from ``ledger.fastschema`` (compiled predicates, exact by
+construction); every rejection and its message come from ``jsonschema``.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from jsonschema.exceptions import best_match
 
 from ledger.canonical import path_child
 from ledger.errors import KindError, SchemaError
+from ledger.fastschema import fast_check
 
 
 def schema_filename(kind: str, version: str) -> str:
@@ -53,6 +56,9 @@ def _json_path(parts: Any) -> str:
 
 def validate(kind: str, version: str, obj: Any) -> None:
     """Raise ``SchemaError`` naming the JSON path of the most relevant violation."""
+    # The compiled check only ever vouches for validity; jsonschema decides the rest.
+    if fast_check(kind, version, obj):
+        return
     v = validator(kind, version)
     if v.is_valid(obj):
         return
@@ -66,4 +72,4 @@ def validate(kind: str, version: str, obj: Any) -> None:
 
 def is_valid(kind: str, version: str, obj: Any) -> bool:
     """Validation verdict without an exception."""
-    return bool(validator(kind, version).is_valid(obj))
+    return fast_check(kind, version, obj) or bool(validator(kind, version).is_valid(obj))

@@ -7,8 +7,10 @@ once. Triggers make every ledger table append-only inside the database itself.
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import time
+import urllib.parse
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -22,6 +24,12 @@ from ledger.store import AppendResult, CheckpointRow, Entry, Precheck, StoredObj
 SCHEMA_VERSION = "1"
 LEDGER_TABLES = ("meta", "objects", "entries", "refs", "tree_nodes", "checkpoints")
 BUSY_TIMEOUT_S = 60.0
+PAGE_SIZE = 32768  # for new ledgers (see create_store)
+# Largest value an SQLite INTEGER holds; user numbers beyond it can match nothing.
+INT64_MAX = 2**63 - 1
+# Testing knob: cap the database size (``PRAGMA max_page_count``) to simulate a full
+# disk. Unset in normal use.
+MAX_PAGE_COUNT_ENV = "PROVLEDGER_MAX_PAGE_COUNT"
 
 _DDL = """
 CREATE TABLE IF NOT EXISTS meta (
@@ -159,7 +167,7 @@ class SQLiteStore:
             try:
                 if precheck is not None:
                     precheck(self)
-                results = [self._append_one(item) for item in items]
+                results = self._append_batch(items)
                 self._conn.execute("COMMIT")
             except BaseException:
                 if self._conn.in_transaction:
@@ -170,52 +178,87 @@ class SQLiteStore:
         return results
 
     def _append_one(self, item: Prepared) -> AppendResult:
-        conn = self._conn
-        row = conn.execute(
-            "SELECT e.seq, e.digest, e.kind, e.appended_at FROM objects o"
-            " JOIN entries e ON e.seq = o.seq WHERE o.digest = ?",
-            (item.digest,),
-        ).fetchone()
-        if row is not None:
-            return AppendResult(Entry(*row), new=False)
+        return self._append_batch([item])[0]
+
+    def _append_batch(self, items: Sequence[Prepared]) -> list[AppendResult]:
+        """Insert the new items in order; inside the caller's transaction.
+
+        Same rows as appending one by one (an object already stored, or seen earlier
+        in the batch, gets its existing entry back with ``new=False``), written with
+        one ``executemany`` per table: per-row statements dominated bulk imports.
+        """
+        known = self._entries_for([item.digest for item in items])
         seq = self.size()
-        appended_at = utc_now()
-        conn.execute(
-            "INSERT INTO entries(seq, digest, kind, appended_at) VALUES (?,?,?,?)",
-            (seq, item.digest, item.kind, appended_at),
+        entries: list[tuple[Any, ...]] = []
+        objects: list[tuple[Any, ...]] = []
+        refs: list[tuple[str, str, str]] = []
+        nodes: list[tuple[int, int, bytes]] = []
+        written: dict[tuple[int, int], bytes] = {}
+        results: list[AppendResult] = []
+        for item in items:
+            entry = known.get(item.digest)
+            if entry is not None:
+                results.append(AppendResult(entry, new=False))
+                continue
+            appended_at = utc_now()
+            entry = Entry(seq, item.digest, item.kind, appended_at)
+            known[item.digest] = entry
+            entries.append((seq, item.digest, item.kind, appended_at))
+            objects.append(
+                (
+                    item.digest,
+                    seq,
+                    item.kind,
+                    item.schema_version,
+                    item.object_id,
+                    item.object_version,
+                    item.legacy_digest,
+                    item.legacy_hints,
+                    item.data,
+                )
+            )
+            refs.extend((item.digest, rel, target) for rel, target in item.refs)
+            # The leaf, then every complete subtree it closes: O(log n) hashing.
+            level, idx = 0, seq
+            value = leaf_hash(entry_record(seq, item.kind, item.digest, appended_at))
+            nodes.append((0, idx, value))
+            written[(0, idx)] = value
+            while idx & 1:
+                left = written.get((level, idx - 1)) or self.node(level, idx - 1)
+                value = node_hash(left, value)
+                level, idx = level + 1, idx >> 1
+                nodes.append((level, idx, value))
+                written[(level, idx)] = value
+            results.append(AppendResult(entry, new=True))
+            seq += 1
+        conn = self._conn
+        conn.executemany(
+            "INSERT INTO entries(seq, digest, kind, appended_at) VALUES (?,?,?,?)", entries
         )
-        conn.execute(
+        conn.executemany(
             "INSERT INTO objects(digest, seq, kind, schema_version, object_id, object_version,"
             " legacy_digest, legacy_hints, data) VALUES (?,?,?,?,?,?,?,?,?)",
-            (
-                item.digest,
-                seq,
-                item.kind,
-                item.schema_version,
-                item.object_id,
-                item.object_version,
-                item.legacy_digest,
-                item.legacy_hints,
-                item.data,
-            ),
+            objects,
         )
-        if item.refs:
-            conn.executemany(
-                "INSERT INTO refs(from_digest, rel, to_digest) VALUES (?,?,?)",
-                [(item.digest, rel, target) for rel, target in item.refs],
-            )
-        self._add_leaf(seq, leaf_hash(entry_record(seq, item.kind, item.digest, appended_at)))
-        return AppendResult(Entry(seq, item.digest, item.kind, appended_at), new=True)
+        if refs:
+            conn.executemany("INSERT INTO refs(from_digest, rel, to_digest) VALUES (?,?,?)", refs)
+        conn.executemany("INSERT INTO tree_nodes(level, idx, hash) VALUES (?,?,?)", nodes)
+        return results
 
-    def _add_leaf(self, index: int, digest: bytes) -> None:
-        # Store the leaf, then every complete subtree it closes: O(log n) hashing.
-        level, idx, value = 0, index, digest
-        rows = [(0, index, digest)]
-        while idx & 1:
-            value = node_hash(self.node(level, idx - 1), value)
-            level, idx = level + 1, idx >> 1
-            rows.append((level, idx, value))
-        self._conn.executemany("INSERT INTO tree_nodes(level, idx, hash) VALUES (?,?,?)", rows)
+    def _entries_for(self, digests: Sequence[str]) -> dict[str, Entry]:
+        """Entries of the already-stored objects among ``digests``."""
+        found: dict[str, Entry] = {}
+        unique = list(dict.fromkeys(digests))
+        for start in range(0, len(unique), 500):
+            chunk = unique[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            for digest, *row in self._conn.execute(
+                "SELECT o.digest, e.seq, e.digest, e.kind, e.appended_at FROM objects o"
+                f" JOIN entries e ON e.seq = o.seq WHERE o.digest IN ({marks})",
+                chunk,
+            ):
+                found[digest] = Entry(*row)
+        return found
 
     def add_checkpoint(self, row: CheckpointRow) -> None:
         """Store a signed tree head; a second, different root for a size is refused."""
@@ -288,6 +331,8 @@ class SQLiteStore:
     def by_id(
         self, object_id: str, version: int | None = None, kind: str | None = None
     ) -> list[StoredObject]:
+        if version is not None and not 0 <= version <= INT64_MAX:
+            return []
         sql = f"{self._OBJ} WHERE object_id = ?"
         args: list[Any] = [object_id]
         if version is not None:
@@ -306,6 +351,10 @@ class SQLiteStore:
     def entries(
         self, since: int = 0, limit: int | None = None, kind: str | None = None
     ) -> Iterator[Entry]:
+        if since > INT64_MAX:
+            return
+        if limit is not None:
+            limit = min(limit, INT64_MAX)
         sql = "SELECT seq, digest, kind, appended_at FROM entries WHERE seq >= ?"
         args: list[Any] = [since]
         if kind is not None:
@@ -373,6 +422,48 @@ def _connect(path: Path) -> sqlite3.Connection:
         str(path), timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False
     )
     conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
+    cap = os.environ.get(MAX_PAGE_COUNT_ENV)
+    if cap is not None:
+        if not (cap.isascii() and cap.isdigit() and int(cap) > 0):
+            conn.close()
+            raise StorageError(
+                f"{MAX_PAGE_COUNT_ENV}, got {cap!r}, expected a positive number of pages"
+            )
+        conn.execute(f"PRAGMA max_page_count = {int(cap)}")
+    return conn
+
+
+def _readonly_uri(path: Path, immutable: bool = False) -> str:
+    # Percent-encode the path: a raw '?' or '#' in a file name would end the URI path,
+    # and SQLite would open (and create) a different file.
+    uri = "file:" + urllib.parse.quote(os.fspath(path.absolute())) + "?mode=ro"
+    return uri + "&immutable=1" if immutable else uri
+
+
+def _connect_readonly(path: Path) -> sqlite3.Connection:
+    conn = sqlite3.connect(
+        _readonly_uri(path), uri=True, isolation_level=None, check_same_thread=False
+    )
+    conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
+    try:
+        conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+    except sqlite3.OperationalError as exc:
+        # A WAL ledger in a directory we may not write: SQLite cannot create the -shm
+        # index. Without a -wal file nothing committed lives outside the main file and no
+        # writer can start there, so reading the file as immutable sees the whole ledger.
+        wal = Path(os.fspath(path) + "-wal")
+        if getattr(exc, "sqlite_errorname", "") != "SQLITE_READONLY_DIRECTORY" or (
+            wal.exists() and wal.stat().st_size > 0
+        ):
+            conn.close()
+            raise
+        conn.close()
+        conn = sqlite3.connect(
+            _readonly_uri(path, immutable=True),
+            uri=True,
+            isolation_level=None,
+            check_same_thread=False,
+        )
     return conn
 
 
@@ -380,6 +471,10 @@ def create_store(path: Path) -> SQLiteStore:
     """Create (or open and upgrade nothing in) a ledger file with tables and triggers."""
     try:
         conn = _connect(path)
+        # Objects are 1-13 KB: 4 KB pages left ~20% of each page empty and pushed larger
+        # rows to overflow chains (ledger 1.59x the canonical bytes, 1.44x with 32 KB).
+        # Only takes effect on a new, empty file.
+        conn.execute(f"PRAGMA page_size = {PAGE_SIZE}")
         conn.execute("PRAGMA journal_mode = WAL")
         conn.execute("PRAGMA synchronous = FULL")
         conn.executescript("BEGIN IMMEDIATE;" + _DDL + _trigger_ddl() + "COMMIT;")
@@ -398,10 +493,7 @@ def open_store(path: Path, *, readonly: bool = False) -> SQLiteStore:
         )
     try:
         if readonly:
-            conn = sqlite3.connect(
-                f"file:{path}?mode=ro", uri=True, isolation_level=None, check_same_thread=False
-            )
-            conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
+            conn = _connect_readonly(path)
         else:
             conn = _connect(path)
             conn.execute("PRAGMA synchronous = FULL")

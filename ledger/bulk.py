@@ -1,0 +1,332 @@
+"""Bulk import of JSON Lines: validate every line like ``append``, write in ordered batches.
+
+Guarantees (docs/PERFORMANCE.md states them for users):
+- Each non-blank line is one document, prepared exactly as ``provledger append`` does
+  (``ledger.objects.prepare_json``: strict parse, kind, schema, canonical bytes).
+- Lines that fail are rejected with their line number and a one-line reason and are
+  never written; blank (whitespace-only) lines are skipped.
+- Valid lines are appended in input order, ``batch`` at a time, each batch one
+  transaction. After a crash the ledger therefore holds exactly a prefix of the
+  input's valid lines; appends are idempotent, so re-running the import completes it
+  without duplicates (lines already stored count as "already present").
+- Preparation may run in worker processes; results are consumed in input order and
+  at most a few blocks are in flight, so memory does not grow with the input.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import sqlite3
+from collections import deque
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any, BinaryIO
+
+from ledger.canonical import DEFAULT_LIMITS, Limits
+from ledger.errors import DocumentTooLargeError, InputError, LedgerError
+from ledger.objects import Prepared, prepare_json
+from ledger.store import Store
+
+DEFAULT_BATCH = 5000  # valid lines per transaction (docs/PERFORMANCE.md: why)
+BULK_CACHE_KIB = 65536  # SQLite page cache while importing
+BLOCK_BYTES = 1 << 20  # lines are shipped to workers in blocks of about this size
+_BLANK = b" \t\r"
+
+
+def default_workers() -> int:
+    """min(2, CPUs available to this process)."""
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        cpus = os.cpu_count() or 1
+    return max(1, min(2, cpus))
+
+
+@dataclass(frozen=True)
+class Rejection:
+    """One rejected line: its 1-based number, the error class and a one-line reason."""
+
+    line: int
+    error: str
+    reason: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"line": self.line, "error": self.error, "reason": self.reason}
+
+
+@dataclass
+class ImportSummary:
+    """What an import did. ``ok`` iff no line was rejected."""
+
+    lines: int = 0
+    blank: int = 0
+    new: int = 0
+    present: int = 0
+    batches: int = 0
+    first_seq: int | None = None
+    last_seq: int | None = None
+    size: int = 0
+    canonical_bytes: int = 0
+    rejected: list[Rejection] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.rejected
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "ok": self.ok,
+            "lines": self.lines,
+            "blank": self.blank,
+            "new": self.new,
+            "present": self.present,
+            "rejected": len(self.rejected),
+            "rejections": [r.to_json() for r in self.rejected],
+            "batches": self.batches,
+            "first_seq": self.first_seq,
+            "last_seq": self.last_seq,
+            "ledger_size": self.size,
+            "canonical_bytes": self.canonical_bytes,
+        }
+
+
+# -- reading ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Block:
+    """Whole lines ``first``, ``first + 1``, ... of the input (newlines stripped).
+
+    ``oversize`` holds (line, byte length) of lines longer than the document limit;
+    their bytes were skipped while reading, never held in memory.
+    """
+
+    first: int
+    lines: tuple[bytes, ...]
+    nbytes: int
+    oversize: tuple[tuple[int, int], ...] = ()
+
+
+def read_blocks(
+    source: BinaryIO, limits: Limits = DEFAULT_LIMITS, block_bytes: int = BLOCK_BYTES
+) -> Iterator[Block]:
+    """Split a byte stream into blocks of whole lines, in order, in bounded memory."""
+    line_no = 1  # number of the line that ``pending`` starts
+    pending = b""  # start of a line whose end has not been read yet
+    unreported = 0  # bytes read but not yet counted in a yielded block
+    # A line longer than this can only be rejected; stop buffering it.
+    cap = limits.max_bytes + 2
+    skipping: tuple[int, int] | None = None  # (line, bytes so far) of an oversize line
+    while True:
+        chunk = source.read(block_bytes)
+        if not chunk:
+            break
+        unreported += len(chunk)
+        oversize: list[tuple[int, int]] = []
+        if skipping is not None:
+            cut = chunk.find(b"\n")
+            if cut < 0:
+                skipping = (skipping[0], skipping[1] + len(chunk))
+                continue
+            oversize.append((skipping[0], skipping[1] + cut))
+            skipping = None
+            line_no += 1
+            chunk = chunk[cut + 1 :]
+        data = pending + chunk
+        end = data.rfind(b"\n")
+        lines: list[bytes] = []
+        if end < 0:
+            pending = data
+        else:
+            lines = data[:end].split(b"\n")
+            pending = data[end + 1 :]
+        if lines or oversize:
+            yield Block(line_no, tuple(lines), unreported, tuple(oversize))
+            unreported = 0
+            line_no += len(lines)
+        if len(pending) > cap:
+            skipping, pending = (line_no, len(pending)), b""
+    if skipping is not None:
+        yield Block(line_no, (), unreported, (skipping,))
+    elif pending or unreported:
+        yield Block(line_no, (pending,) if pending else (), unreported)
+
+
+# -- preparing (runs in workers) ---------------------------------------------------------
+
+# A prepared line travels as a plain tuple of Prepared's fields: cheaper to pickle.
+PreparedFields = tuple[Any, ...]
+
+
+@dataclass(frozen=True)
+class BlockResult:
+    """Prepared documents of one block, in order, plus its rejections and blank count."""
+
+    prepared: list[PreparedFields]
+    rejected: list[Rejection]
+    blank: int
+    lines: int
+    nbytes: int
+
+
+def _fields(p: Prepared) -> PreparedFields:
+    return (
+        p.digest,
+        p.kind,
+        p.data,
+        p.schema_version,
+        p.object_id,
+        p.object_version,
+        p.legacy_digest,
+        p.legacy_hints,
+        p.refs,
+    )
+
+
+def prepare_block(block: Block, kind: str | None, limits: Limits) -> BlockResult:
+    """Prepare every line of a block; ``LedgerError`` becomes a rejection, not a stop."""
+    prepared: list[PreparedFields] = []
+    rejected: list[Rejection] = []
+    blank = 0
+    for line, size in block.oversize:
+        reason = f"document too large, got {size} bytes, expected at most {limits.max_bytes}"
+        rejected.append(Rejection(line, DocumentTooLargeError.__name__, reason))
+    for offset, raw in enumerate(block.lines):
+        if not raw.strip(_BLANK):
+            blank += 1
+            continue
+        try:
+            prepared.append(_fields(prepare_json(raw, kind, limits)))
+        except LedgerError as exc:
+            rejected.append(
+                Rejection(block.first + offset, type(exc).__name__, " ".join(str(exc).split()))
+            )
+    rejected.sort(key=lambda r: r.line)
+    lines = len(block.lines) + len(block.oversize)
+    return BlockResult(prepared, rejected, blank, lines, block.nbytes)
+
+
+def _prepare_task(args: tuple[Block, str | None, Limits]) -> BlockResult:
+    return prepare_block(*args)
+
+
+def _ordered_results(
+    blocks: Iterator[Block], kind: str | None, limits: Limits, workers: int
+) -> Iterator[BlockResult]:
+    """Prepared blocks in input order; with workers > 1, a bounded window in flight."""
+    if workers <= 1:
+        for block in blocks:
+            yield prepare_block(block, kind, limits)
+        return
+    methods = multiprocessing.get_all_start_methods()
+    # fork: workers inherit the imported modules and compiled schemas for free; they
+    # only run pure functions, never touch the caller's database connection.
+    context = multiprocessing.get_context("fork" if "fork" in methods else None)
+    window: deque[Any] = deque()
+    with context.Pool(workers) as pool:
+        for block in blocks:
+            window.append(pool.apply_async(_prepare_task, ((block, kind, limits),)))
+            if len(window) > 2 * workers:
+                yield window.popleft().get()
+        while window:
+            yield window.popleft().get()
+
+
+# -- writing -----------------------------------------------------------------------------
+
+
+def import_jsonl(
+    store: Store,
+    source: BinaryIO,
+    *,
+    kind: str | None = None,
+    batch: int = DEFAULT_BATCH,
+    workers: int = 1,
+    limits: Limits = DEFAULT_LIMITS,
+    advance: Callable[[int], None] = lambda _n: None,
+) -> ImportSummary:
+    """Import a JSON Lines stream into ``store``; see the module docstring.
+
+    ``advance`` is called with the number of input bytes consumed. Raises only for
+    usage errors and storage failures; bad lines end up in ``ImportSummary.rejected``.
+    """
+    if batch < 1:
+        raise InputError(f"batch size, got {batch}, expected at least 1")
+    if kind == "blob":
+        raise InputError("kind, got 'blob', expected a JSON kind (JSON Lines hold JSON)")
+    summary = ImportSummary()
+    pending: list[Prepared] = []
+    with _bulk_tuning(store):
+        _import(store, source, kind, batch, workers, limits, advance, summary, pending)
+    summary.size = store.size()
+    return summary
+
+
+def _import(
+    store: Store,
+    source: BinaryIO,
+    kind: str | None,
+    batch: int,
+    workers: int,
+    limits: Limits,
+    advance: Callable[[int], None],
+    summary: ImportSummary,
+    pending: list[Prepared],
+) -> None:
+
+    def flush() -> None:
+        results = store.append_many(pending)
+        summary.batches += 1
+        for item, result in zip(pending, results, strict=True):
+            if result.new:
+                summary.new += 1
+                summary.canonical_bytes += len(item.data)
+                if summary.first_seq is None:
+                    summary.first_seq = result.entry.seq
+                summary.last_seq = result.entry.seq
+            else:
+                summary.present += 1
+        pending.clear()
+
+    for result in _ordered_results(read_blocks(source, limits), kind, limits, workers):
+        summary.lines += result.lines
+        summary.blank += result.blank
+        summary.rejected.extend(result.rejected)
+        for fields in result.prepared:
+            pending.append(Prepared(*fields))
+            if len(pending) >= batch:
+                flush()
+        advance(result.nbytes)
+    if pending:
+        flush()
+
+
+@contextmanager
+def _bulk_tuning(store: Store) -> Iterator[None]:
+    """On SQLite: a larger page cache while importing, a WAL checkpoint after.
+
+    The random-keyed indexes (digest, legacy digest, reference target) touch a new page
+    for almost every insert; a 64 MB cache keeps the upper levels and recent leaves in
+    memory. The final checkpoint (bounded wait) leaves a small WAL behind.
+    """
+    from ledger.sqlite_store import BUSY_TIMEOUT_S, SQLiteStore
+
+    if not isinstance(store, SQLiteStore):
+        yield
+        return
+    conn = store.connection
+    (old_cache,) = conn.execute("PRAGMA cache_size").fetchone()
+    conn.execute(f"PRAGMA cache_size = -{BULK_CACHE_KIB}")
+    try:
+        yield
+    finally:
+        conn.execute(f"PRAGMA cache_size = {int(old_cache)}")
+        try:
+            conn.execute("PRAGMA busy_timeout = 200")
+            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+        except sqlite3.Error:
+            pass  # readers or another writer: the next checkpoint will do
+        finally:
+            conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")

@@ -1,0 +1,504 @@
+"""Offline evidence bundles: one object, its attestations, their proofs and a checkpoint.
+
+A bundle (media type :data:`MEDIA_TYPE`, format in docs/LOG.md "Bundle format") is one
+RFC 8785 JSON document plus a final newline. Each logged item in it carries its stored
+bytes, its entry record (the Merkle leaf bytes) and a verbatim C2SP tlog-proof
+(``c2sp.org/tlog-proof@v1``: index, inclusion proof, signed checkpoint). Every item is
+proven against the same checkpoint.
+
+Invariants:
+
+* :func:`verify_bundle` needs only the bundle bytes and the log's verifier key; it trusts
+  nothing else in the file. Every byte of a bundle is either checked against a hash or a
+  signature, or has exactly one accepted spelling, so any changed byte fails with
+  :class:`BundleError` (exit 1) naming the part: ``bundle``, ``checkpoint``, ``object``,
+  ``leaf``, ``proof`` or ``attestation[i]``.
+* :func:`build_bundle` reads a store and never writes to it.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any, Final
+
+from ledger import merkle
+from ledger.canonical import Limits, canonicalize, require_canonical
+from ledger.digest import is_digest, sha256_digest
+from ledger.errors import CheckFailed, LedgerError, NotFound
+from ledger.kinds import BLOB, KINDS, detect_kind, get_kind
+from ledger.log import entry_at, entry_leaf, latest_checkpoint
+from ledger.note import Checkpoint, open_checkpoint, parse_note, parse_verifier_key
+from ledger.store import LedgerReader, StoredObject
+
+MEDIA_TYPE: Final = "application/vnd.provledger.bundle.v1+json"
+TLOG_PROOF_HEADER: Final = "c2sp.org/tlog-proof@v1"
+MAX_BUNDLE_BYTES: Final = 64 * 1024 * 1024
+ATTESTATION_KIND: Final = "attestation"
+SUBJECT_REL: Final = "subject"
+
+# Parts named by BundleError.
+PART_BUNDLE: Final = "bundle"
+PART_CHECKPOINT: Final = "checkpoint"
+PART_OBJECT: Final = "object"
+PART_LEAF: Final = "leaf"
+PART_PROOF: Final = "proof"
+
+_MAX_PROOF_HASHES: Final = 64  # a tree of at most 2**64 - 1 leaves
+_DECIMAL = re.compile(r"(?:0|[1-9][0-9]{0,19})", re.ASCII)
+_APPENDED_AT = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{6}Z")
+_BUNDLE_KEYS: Final = frozenset({"media_type", "object", "leaf", "proof", "attestations"})
+_OBJECT_KEYS: Final = frozenset({"digest", "kind", "data"})
+_ATTESTATION_KEYS: Final = frozenset({"digest", "data", "leaf", "proof"})
+_LEAF_KEYS: Final = frozenset({"appended_at", "digest", "kind", "seq"})
+
+
+def attestation_part(position: int) -> str:
+    """Part name of the attestation at ``position`` in the bundle."""
+    return f"attestation[{position}]"
+
+
+class BundleError(CheckFailed):
+    """A bundle failed to parse or verify (exit 1); ``part`` names where."""
+
+    def __init__(self, part: str, detail: str) -> None:
+        super().__init__(f"bundle part {part}: {detail}")
+        self.part = part
+        self.detail = detail
+
+
+class TlogProofError(CheckFailed):
+    """Text that is not a strict ``c2sp.org/tlog-proof@v1`` proof (exit 1)."""
+
+
+def _b64encode(raw: bytes) -> str:
+    return base64.b64encode(raw).decode("ascii")
+
+
+def _strict_b64decode(text: str) -> bytes | None:
+    """Standard padded base64 with one spelling per value; None when malformed."""
+    try:
+        raw = base64.b64decode(text.encode("ascii"), validate=True)
+    except (UnicodeEncodeError, binascii.Error, ValueError):
+        return None
+    # Non-zero padding bits would be a second spelling of the same bytes.
+    return raw if _b64encode(raw) == text else None
+
+
+# --------------------------------------------------------------------------- tlog-proof
+
+
+@dataclass(frozen=True)
+class TlogProof:
+    """A C2SP tlog-proof: leaf index, inclusion proof (leaf to root), signed checkpoint."""
+
+    index: int
+    hashes: tuple[bytes, ...]
+    checkpoint: bytes
+    extra: bytes | None = None
+
+    def encode(self) -> bytes:
+        """The text form: header, optional extra, index, base64 hashes, blank, checkpoint."""
+        lines = [TLOG_PROOF_HEADER]
+        if self.extra is not None:
+            lines.append("extra " + _b64encode(self.extra))
+        lines.append(f"index {self.index}")
+        lines.extend(_b64encode(h) for h in self.hashes)
+        return ("\n".join(lines) + "\n\n").encode("ascii") + self.checkpoint
+
+
+def parse_tlog_proof(data: bytes) -> TlogProof:
+    """Parse a tlog-proof strictly; the checkpoint note is returned unverified.
+
+    Accepts exactly what :meth:`TlogProof.encode` emits: the header line, an optional
+    ``extra`` line, ``index N`` (decimal, no leading zeros, < 2**64), at most 64 lines of
+    canonical base64 32-byte hashes, one empty line, then a non-empty checkpoint note.
+    """
+    head, sep, note = data.partition(b"\n\n")
+    if not sep or not note:
+        raise TlogProofError("tlog-proof, got no empty line before a checkpoint, expected one")
+    try:
+        lines = head.decode("ascii").split("\n")
+    except UnicodeDecodeError:
+        raise TlogProofError("tlog-proof header, got non-ASCII bytes, expected ASCII") from None
+    if lines[0] != TLOG_PROOF_HEADER:
+        raise TlogProofError(f"tlog-proof first line, got {lines[0][:40]!r}, expected header")
+    rest = lines[1:]
+    extra: bytes | None = None
+    if rest and rest[0].startswith("extra "):
+        extra = _strict_b64decode(rest[0][len("extra ") :])
+        if extra is None:
+            raise TlogProofError("tlog-proof extra, got malformed base64, expected base64")
+        rest = rest[1:]
+    if not rest or not rest[0].startswith("index "):
+        raise TlogProofError("tlog-proof index line, got none, expected 'index <decimal>'")
+    index_text = rest[0][len("index ") :]
+    if not _DECIMAL.fullmatch(index_text) or int(index_text) > merkle.MAX_TREE_SIZE:
+        raise TlogProofError(
+            f"tlog-proof index, got {index_text[:24]!r}, expected decimal without leading zeros"
+        )
+    hash_lines = rest[1:]
+    if len(hash_lines) > _MAX_PROOF_HASHES:
+        raise TlogProofError(f"tlog-proof hashes, got {len(hash_lines)}, expected at most 64")
+    hashes = []
+    for position, line in enumerate(hash_lines):
+        value = _strict_b64decode(line)
+        if value is None or len(value) != merkle.HASH_SIZE:
+            raise TlogProofError(
+                f"tlog-proof hash line {position}, got {line[:48]!r},"
+                " expected canonical base64 of 32 bytes"
+            )
+        hashes.append(value)
+    return TlogProof(int(index_text), tuple(hashes), note, extra)
+
+
+# --------------------------------------------------------------------------- building
+
+
+@dataclass(frozen=True)
+class LoggedItem:
+    """One logged object: stored bytes, entry record (leaf bytes) and its tlog-proof."""
+
+    digest: str
+    kind: str
+    data: bytes
+    leaf: bytes
+    proof: TlogProof
+
+
+@dataclass(frozen=True)
+class Bundle:
+    """An object with its attestations, every item proven against one checkpoint."""
+
+    subject: LoggedItem
+    attestations: tuple[LoggedItem, ...] = ()
+
+    def to_value(self) -> dict[str, Any]:
+        """The JSON value of the bundle (see docs/LOG.md, "Bundle format")."""
+        return {
+            "media_type": MEDIA_TYPE,
+            "object": {
+                "digest": self.subject.digest,
+                "kind": self.subject.kind,
+                "data": _b64encode(self.subject.data),
+            },
+            "leaf": self.subject.leaf.decode("utf-8"),
+            "proof": self.subject.proof.encode().decode("utf-8"),
+            "attestations": [
+                {
+                    "digest": item.digest,
+                    "data": _b64encode(item.data),
+                    "leaf": item.leaf.decode("utf-8"),
+                    "proof": item.proof.encode().decode("utf-8"),
+                }
+                for item in self.attestations
+            ],
+        }
+
+    def encode(self) -> bytes:
+        """The bundle file: RFC 8785 bytes of :meth:`to_value` and one newline."""
+        return canonicalize(self.to_value()) + b"\n"
+
+
+def _logged_item(store: LedgerReader, obj: StoredObject, size: int, note: bytes) -> LoggedItem:
+    entry = entry_at(store, obj.seq)
+    hashes = merkle.inclusion_proof(entry.seq, size, store)
+    proof = TlogProof(entry.seq, tuple(hashes), note)
+    return LoggedItem(obj.digest, obj.kind, obj.data, entry_leaf(entry), proof)
+
+
+def attestation_objects(store: LedgerReader, digest: str) -> list[StoredObject]:
+    """Attestation objects whose ``subject`` reference names ``digest``, in log order."""
+    found: dict[str, StoredObject] = {}
+    for from_digest, _rel in store.refs_to(digest, SUBJECT_REL):
+        obj = store.get(from_digest)
+        if obj is not None and obj.kind == ATTESTATION_KIND:
+            found[obj.digest] = obj
+    return sorted(found.values(), key=lambda o: o.seq)
+
+
+def build_bundle(store: LedgerReader, digest: str) -> tuple[Bundle, tuple[str, ...]]:
+    """The bundle of ``digest`` against the newest checkpoint that covers its entry.
+
+    Attestations appended after that checkpoint cannot be proven against it; their
+    digests are returned as the second value (left out of the bundle).
+    Raises ``NotFound`` when the object is unknown or no checkpoint covers it.
+    """
+    obj = store.get(digest)
+    if obj is None:
+        raise NotFound(f"object not found, got {digest}, expected a digest in the ledger")
+    row = latest_checkpoint(store, obj.seq + 1)
+    if row is None:
+        newest = latest_checkpoint(store)
+        covered = 0 if newest is None else newest.size
+        raise NotFound(
+            f"checkpoint covering entry seq {obj.seq}, got none (the newest covers {covered}"
+            " entries), expected one: run `provledger checkpoint` first"
+        )
+    subject = _logged_item(store, obj, row.size, row.note)
+    included: list[LoggedItem] = []
+    omitted: list[str] = []
+    for att in attestation_objects(store, obj.digest):
+        if att.seq < row.size:
+            included.append(_logged_item(store, att, row.size, row.note))
+        else:
+            omitted.append(att.digest)
+    bundle = Bundle(subject, tuple(included))
+    size = len(bundle.encode())
+    if size > MAX_BUNDLE_BYTES:
+        raise BundleError(
+            PART_BUNDLE, f"size, got {size} bytes, expected at most {MAX_BUNDLE_BYTES}"
+        )
+    return bundle, tuple(omitted)
+
+
+# --------------------------------------------------------------------------- verifying
+
+
+@dataclass(frozen=True)
+class VerifiedItem:
+    """A logged item whose bytes, entry and inclusion were verified."""
+
+    digest: str
+    kind: str
+    index: int
+    appended_at: str
+
+
+@dataclass(frozen=True)
+class VerifiedBundle:
+    """The result of :func:`verify_bundle`: what the bundle proves."""
+
+    subject: VerifiedItem
+    data: bytes
+    checkpoint: Checkpoint
+    attestations: tuple[VerifiedItem, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        def item(v: VerifiedItem) -> dict[str, Any]:
+            return {
+                "digest": v.digest,
+                "kind": v.kind,
+                "index": v.index,
+                "appended_at": v.appended_at,
+            }
+
+        return {
+            "ok": True,
+            "media_type": MEDIA_TYPE,
+            "object": item(self.subject),
+            "checkpoint": {
+                "origin": self.checkpoint.origin,
+                "size": self.checkpoint.size,
+                "root": self.checkpoint.root_hash.hex(),
+            },
+            "attestations": [item(a) for a in self.attestations],
+        }
+
+
+def _fields(value: Any, keys: frozenset[str], part: str, what: str) -> dict[str, Any]:
+    if not isinstance(value, dict) or set(value) != keys:
+        got = sorted(value) if isinstance(value, dict) else type(value).__name__
+        raise BundleError(part, f"{what} members, got {got}, expected {sorted(keys)}")
+    for key in keys:
+        if not isinstance(value[key], str):
+            raise BundleError(part, f"{what}.{key}, got {type(value[key]).__name__}, expected str")
+    return value
+
+
+def decode_bundle(data: bytes) -> Bundle:
+    """Parse a bundle's structure (nothing is verified yet).
+
+    Malformed JSON, a non-canonical spelling, unknown or missing top-level members and
+    the wrong media type fail as part ``bundle``; wrong members of the object, malformed
+    data or a malformed tlog-proof fail as ``object`` / ``proof`` (``attestation[i]`` for
+    an attestation's).
+    """
+    if len(data) > MAX_BUNDLE_BYTES:
+        raise BundleError(
+            PART_BUNDLE, f"size, got {len(data)} bytes, expected at most {MAX_BUNDLE_BYTES}"
+        )
+    if not data.endswith(b"\n"):
+        raise BundleError(PART_BUNDLE, "final byte, got no newline, expected canonical JSON + LF")
+    try:
+        value = require_canonical(data[:-1], Limits(max_bytes=MAX_BUNDLE_BYTES))
+    except LedgerError as exc:
+        raise BundleError(PART_BUNDLE, str(exc)) from None
+    top = value if isinstance(value, dict) else None
+    if top is None or set(top) != _BUNDLE_KEYS:
+        got = sorted(top) if top is not None else type(value).__name__
+        raise BundleError(PART_BUNDLE, f"members, got {got}, expected {sorted(_BUNDLE_KEYS)}")
+    if top["media_type"] != MEDIA_TYPE:
+        raise BundleError(
+            PART_BUNDLE, f"media_type, got {top['media_type']!r}, expected {MEDIA_TYPE}"
+        )
+    obj = _fields(top["object"], _OBJECT_KEYS, PART_OBJECT, "object")
+    for key in ("leaf", "proof"):
+        if not isinstance(top[key], str):
+            raise BundleError(PART_BUNDLE, f"{key}, got {type(top[key]).__name__}, expected str")
+    if not isinstance(top["attestations"], list):
+        raise BundleError(PART_BUNDLE, "attestations, got no array, expected an array")
+    subject = _decode_item(obj["digest"], obj["kind"], obj["data"], top["leaf"], top["proof"], None)
+    attestations = []
+    for position, raw in enumerate(top["attestations"]):
+        att = _fields(raw, _ATTESTATION_KEYS, attestation_part(position), "attestation")
+        attestations.append(
+            _decode_item(
+                att["digest"], ATTESTATION_KIND, att["data"], att["leaf"], att["proof"], position
+            )
+        )
+    return Bundle(subject, tuple(attestations))
+
+
+def _decode_item(
+    digest: str, kind: str, data: str, leaf: str, proof: str, position: int | None
+) -> LoggedItem:
+    object_part = PART_OBJECT if position is None else attestation_part(position)
+    proof_part = PART_PROOF if position is None else attestation_part(position)
+    raw = _strict_b64decode(data)
+    if raw is None:
+        raise BundleError(object_part, "data, got malformed base64, expected canonical base64")
+    try:
+        parsed = parse_tlog_proof(proof.encode("utf-8"))
+    except TlogProofError as exc:
+        raise BundleError(proof_part, str(exc)) from None
+    if parsed.extra is not None:
+        raise BundleError(proof_part, "tlog-proof extra, got extra data, expected none in v1")
+    return LoggedItem(digest, kind, raw, leaf.encode("utf-8"), parsed)
+
+
+def _open_checkpoint(note: bytes, log_key: str) -> Checkpoint:
+    name, kid, _ = parse_verifier_key(log_key)
+    try:
+        # The log signs with key name = origin; v1 bundles carry only the log's signature,
+        # so no line of the note goes unchecked.
+        checkpoint = open_checkpoint(note, log_key, name)
+        signatures = parse_note(note).signatures
+    except LedgerError as exc:
+        raise BundleError(PART_CHECKPOINT, str(exc)) from None
+    if len(signatures) != 1:
+        raise BundleError(
+            PART_CHECKPOINT, f"signatures, got {len(signatures)}, expected exactly the log's one"
+        )
+    if signatures[0].key_id != kid:  # pragma: no cover - open_checkpoint verified it
+        raise BundleError(PART_CHECKPOINT, "signature key, got another key, expected the log's")
+    return checkpoint
+
+
+def _check_object(item: LoggedItem, part: str) -> None:
+    if not is_digest(item.digest):
+        raise BundleError(part, f"digest, got {item.digest[:80]!r}, expected sha256:<64 hex>")
+    actual = sha256_digest(item.data)
+    if actual != item.digest:
+        raise BundleError(part, f"digest of data, got {actual}, expected {item.digest}")
+    if item.kind == BLOB:
+        return
+    if item.kind not in KINDS:
+        raise BundleError(part, f"kind, got {item.kind[:40]!r}, expected a registered kind")
+    try:
+        value = require_canonical(item.data)
+        detected = detect_kind(value).name
+    except LedgerError as exc:
+        raise BundleError(part, f"data: {exc}") from None
+    if detected != item.kind:
+        raise BundleError(part, f"kind of data, got {detected}, expected {item.kind}")
+
+
+def _check_leaf(item: LoggedItem, part: str) -> tuple[int, str]:
+    """Check the entry record names the item; return its ``(seq, appended_at)``."""
+    try:
+        value = require_canonical(item.leaf)
+    except LedgerError as exc:
+        raise BundleError(part, f"entry record: {exc}") from None
+    if not isinstance(value, dict) or set(value) != _LEAF_KEYS:
+        got = sorted(value) if isinstance(value, dict) else type(value).__name__
+        raise BundleError(part, f"entry record members, got {got}, expected {sorted(_LEAF_KEYS)}")
+    seq, appended_at = value["seq"], value["appended_at"]
+    if value["digest"] != item.digest:
+        raise BundleError(part, f"entry digest, got {value['digest']!r}, expected {item.digest}")
+    if value["kind"] != item.kind:
+        raise BundleError(part, f"entry kind, got {value['kind']!r}, expected {item.kind}")
+    if not isinstance(seq, int) or isinstance(seq, bool) or seq < 0:
+        raise BundleError(part, f"entry seq, got {seq!r}, expected an integer >= 0")
+    if not isinstance(appended_at, str) or not _APPENDED_AT.fullmatch(appended_at):
+        raise BundleError(
+            part, f"entry appended_at, got {appended_at!r}, expected UTC RFC 3339 with micros"
+        )
+    return seq, appended_at
+
+
+def _check_inclusion(
+    item: LoggedItem, seq: int, checkpoint: Checkpoint, leaf_part: str, proof_part: str
+) -> None:
+    leaf_hash = merkle.leaf_hash(item.leaf)
+    index = item.proof.index
+
+    def included_at(position: int) -> bool:
+        try:
+            merkle.verify_inclusion(
+                position, checkpoint.size, leaf_hash, item.proof.hashes, checkpoint.root_hash
+            )
+        except merkle.ProofError:
+            return False
+        return True
+
+    if seq != index:
+        # Blame the side that was changed: an intact leaf is still included at its seq.
+        if included_at(seq):
+            raise BundleError(proof_part, f"index, got {index}, expected the entry seq {seq}")
+        raise BundleError(leaf_part, f"entry seq, got {seq}, expected the proof index {index}")
+    try:
+        merkle.verify_inclusion(
+            index, checkpoint.size, leaf_hash, item.proof.hashes, checkpoint.root_hash
+        )
+    except merkle.ProofError as exc:
+        raise BundleError(
+            proof_part,
+            f"entry record at index {index} not included in the checkpoint of size"
+            f" {checkpoint.size}: {exc}",
+        ) from None
+
+
+def _subject_refs(data: bytes) -> Iterable[tuple[str, str]]:
+    return get_kind(ATTESTATION_KIND).refs(require_canonical(data))
+
+
+def verify_bundle(data: bytes, log_key: str) -> VerifiedBundle:
+    """Verify a bundle with no database, trusting only ``log_key`` (verifier key string).
+
+    Checks, in order: structure (``bundle``); the checkpoint note's signature under
+    ``log_key`` and origin = key name (``checkpoint``); the object's digest, canonical
+    form and kind (``object``); the entry record names it (``leaf``); the leaf's
+    inclusion at its index under the checkpoint root (``proof``); then each attestation
+    (``attestation[i]``): same checks against the same checkpoint, kind ``attestation``,
+    subject = the object, indices strictly increasing.
+    A malformed ``log_key`` raises ``VerifierKeyError`` (exit 3); failures ``BundleError``.
+    """
+    parse_verifier_key(log_key)
+    bundle = decode_bundle(data)
+    subject = bundle.subject
+    checkpoint = _open_checkpoint(subject.proof.checkpoint, log_key)
+    _check_object(subject, PART_OBJECT)
+    seq, appended_at = _check_leaf(subject, PART_LEAF)
+    _check_inclusion(subject, seq, checkpoint, PART_LEAF, PART_PROOF)
+    verified = VerifiedItem(subject.digest, subject.kind, seq, appended_at)
+
+    attestations: list[VerifiedItem] = []
+    previous = -1
+    for position, item in enumerate(bundle.attestations):
+        part = attestation_part(position)
+        if item.proof.checkpoint != subject.proof.checkpoint:
+            raise BundleError(part, "checkpoint, got another note, expected the object's")
+        _check_object(item, part)
+        if (SUBJECT_REL, subject.digest) not in _subject_refs(item.data):
+            raise BundleError(part, f"subject, got another object, expected {subject.digest}")
+        att_seq, att_at = _check_leaf(item, part)
+        _check_inclusion(item, att_seq, checkpoint, part, part)
+        if att_seq <= previous:
+            raise BundleError(part, f"index, got {att_seq}, expected > {previous} (log order)")
+        previous = att_seq
+        attestations.append(VerifiedItem(item.digest, item.kind, att_seq, att_at))
+    return VerifiedBundle(verified, subject.data, checkpoint, tuple(attestations))

@@ -1,0 +1,107 @@
+"""Bundle commands: export an object with its proofs; verify a bundle with no database."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from ledger.cli.common import DbOption, JsonOption, console, emit_json, new_app
+
+bundle_app = new_app("Offline bundles: an object, its attestations, proofs and checkpoint.")
+
+
+@bundle_app.command("export")
+def export(
+    ref: Annotated[str, typer.Argument(help="Object digest (or legacy digest / id).")],
+    output: Annotated[
+        str, typer.Option("-o", "--output", help="Bundle file to write; - is stdout.")
+    ],
+    db: DbOption = Path("ledger.db"),
+    json_out: JsonOption = False,
+) -> None:
+    """Write one object, its attestations and their proofs against the newest checkpoint."""
+    from ledger.bundle import build_bundle, verify_bundle
+    from ledger.log import verifier_key_of
+    from ledger.resolve import resolve
+    from ledger.sqlite_store import open_store
+
+    with open_store(db, readonly=True) as store:
+        obj = resolve(store, ref)
+        bundle, omitted = build_bundle(store, obj.digest)
+        vkey = verifier_key_of(store)
+    data = bundle.encode()
+    # Never hand out a bundle that would not verify (e.g. from a tampered ledger).
+    verified = verify_bundle(data, vkey)
+    if omitted:
+        typer.echo(
+            f"note: {len(omitted)} attestation(s) appended after checkpoint size"
+            f" {verified.checkpoint.size} left out; run `provledger checkpoint` to include them",
+            err=True,
+        )
+    if output == "-":
+        sys.stdout.buffer.write(data)
+        sys.stdout.buffer.flush()
+        return
+    Path(output).write_bytes(data)
+    info = verified.to_json()
+    info.update({"file": output, "bytes": len(data), "omitted_attestations": list(omitted)})
+    if json_out:
+        emit_json(info)
+        return
+    sys.stdout.write(
+        f"wrote {output}: {obj.kind} {obj.digest} seq {verified.subject.index},"
+        f" {len(verified.attestations)} attestation(s),"
+        f" checkpoint size {verified.checkpoint.size}\n"
+    )
+
+
+@bundle_app.command("verify")
+def verify(
+    file: Annotated[str, typer.Argument(help="Bundle file; - reads stdin.")],
+    log_key: Annotated[
+        str,
+        typer.Option(
+            "--log-key", help="Trusted log verifier key (signed-note form, or a file holding it)."
+        ),
+    ],
+    json_out: JsonOption = False,
+) -> None:
+    """Check a bundle offline: bytes, digests, entry records, proofs and checkpoint signature."""
+    from ledger.bundle import BundleError, verify_bundle
+    from ledger.cli.common import read_input
+
+    key = _read_verifier_key(log_key)
+    data = read_input(file)
+    try:
+        verified = verify_bundle(data, key)
+    except BundleError as exc:
+        if json_out:
+            emit_json({"ok": False, "part": exc.part, "error": exc.detail})
+        raise
+    if json_out:
+        emit_json(verified.to_json())
+        return
+    out = console()
+    subject, cp = verified.subject, verified.checkpoint
+    out.print(f"object      {subject.kind} {subject.digest}", markup=False)
+    out.print(f"entry       seq {subject.index} appended {subject.appended_at}", markup=False)
+    out.print(f"checkpoint  {cp.origin} size {cp.size} root {cp.root_hash.hex()}", markup=False)
+    for att in verified.attestations:
+        out.print(f"attestation {att.digest} seq {att.index}", markup=False)
+    out.print(f"bundle ok: {len(verified.attestations)} attestation(s) verified", markup=False)
+
+
+def _read_verifier_key(value: str) -> str:
+    """A verifier key given inline or as a file path."""
+    path = Path(value)
+    if path.is_file():
+        return path.read_text("utf-8").strip()
+    return value.strip()
+
+
+def register(app: typer.Typer) -> None:
+    """Mount ``provledger bundle``."""
+    app.add_typer(bundle_app, name="bundle")

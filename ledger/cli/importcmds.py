@@ -1,0 +1,92 @@
+"""Bulk import commands: ``provledger import jsonl`` (more importers mount on ``import_app``)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from ledger.cli.common import DbOption, JsonOption, emit_json, new_app, progress
+
+import_app = new_app("Import many documents at once.")
+
+# Kept equal to ledger.bulk.DEFAULT_BATCH; not imported so `--help` stays light.
+_DEFAULT_BATCH = 5000
+
+
+@import_app.command("jsonl")
+def jsonl(
+    file: Annotated[
+        str, typer.Argument(help="JSON Lines file, one document per line; - reads stdin.")
+    ],
+    db: DbOption = Path("ledger.db"),
+    kind: Annotated[
+        str | None, typer.Option(help="Kind of every line (else inferred per line).")
+    ] = None,
+    batch: Annotated[
+        int, typer.Option("--batch", min=1, help="Valid lines per transaction.")
+    ] = _DEFAULT_BATCH,
+    workers: Annotated[
+        int | None,
+        typer.Option(
+            "--workers",
+            min=1,
+            help="Processes preparing lines (default: min(2, CPUs); 1 = in this process).",
+            show_default=False,
+        ),
+    ] = None,
+    json_out: JsonOption = False,
+) -> None:
+    """Validate every line like `append`; append the valid ones in ordered batches.
+
+    Rejected lines (with line numbers and reasons) are never written; the others are.
+    Exit 0 when no line was rejected, 3 when any was.
+    """
+    from ledger.bulk import default_workers, import_jsonl
+    from ledger.errors import InputError, NotFound
+    from ledger.sqlite_store import open_store
+
+    if file == "-":
+        source = sys.stdin.buffer
+        total: int | None = None
+    else:
+        path = Path(file)
+        if not path.is_file():
+            raise NotFound(f"input file not found, got {file}, expected a readable file")
+        source = path.open("rb")
+        total = path.stat().st_size
+    try:
+        with (
+            open_store(db) as store,
+            progress(total, "importing", enabled=not json_out) as advance,
+        ):
+            summary = import_jsonl(
+                store,
+                source,
+                kind=kind,
+                batch=batch,
+                workers=workers if workers is not None else default_workers(),
+                advance=advance,
+            )
+    finally:
+        if source is not sys.stdin.buffer:
+            source.close()
+    if json_out:
+        emit_json(summary.to_json())
+    else:
+        for r in summary.rejected:
+            typer.echo(f"error: line {r.line}: {r.reason}", err=True)
+        sys.stdout.write(
+            f"imported {summary.lines} lines: {summary.new} new, {summary.present} already"
+            f" present, {len(summary.rejected)} rejected, {summary.blank} blank;"
+            f" ledger size {summary.size}\n"
+        )
+    if not summary.ok:
+        raise typer.Exit(InputError.exit_code)
+
+
+def register(app: typer.Typer) -> None:
+    """Mount the ``import`` sub-app on the root app."""
+    app.add_typer(import_app, name="import")

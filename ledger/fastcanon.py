@@ -1,0 +1,299 @@
+"""Fast paths to exactly the bytes ``ledger.canonical`` produces, with a fallback to it.
+
+``rfc8785`` is pure Python; the C ``json`` encoder is ~10x faster. For the values
+``parse_strict`` returns, ``json.dumps(sort_keys=True, separators=(",", ":"),
+ensure_ascii=False)`` writes the RFC 8785 form whenever these hold (checked per call):
+
+1. Strings. Both escape exactly ``"``, ``\\`` and U+0000..U+001F (``\\b \\f \\n \\r \\t``
+   short forms, otherwise ``\\u00xx`` with lowercase hex) and write every other
+   character literally. A lone surrogate would be written raw by ``json`` but is
+   refused by the final ``.encode("utf-8")``, which sends the value to the fallback.
+2. Member order. ``sort_keys`` orders by code point, RFC 8785 by UTF-16 code unit.
+   The two orders agree on strings without characters above U+FFFF; any such
+   character anywhere in the output sends the value to the fallback.
+3. Integers within +-(2**53 - 1) print as plain decimals in both; booleans and null
+   print the same.
+4. Floats. ``rfc8785`` formats ``str(f)``; when that text has no exponent it only drops
+   a trailing ``.0``. So a float whose ``repr`` has no ``e`` is written as ``int(f)``
+   when integral and as ``repr(f)`` (what ``json`` writes) otherwise. Floats whose
+   ``repr`` has an exponent (below 1e-4 or at least 1e16) go to the fallback.
+
+Anything else (other types, non-string keys, out-of-range numbers, malformed input)
+goes to ``ledger.canonical``, so results and errors are always exactly its own.
+tests/test_fastcanon_differential.py checks the equality on the RFC 8785 vectors,
+ES6 number vectors and generated values.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from ledger import canonical
+from ledger.canonical import DEFAULT_LIMITS, MAX_SAFE_INTEGER, Limits
+
+_ENCODER = json.JSONEncoder(
+    sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+)
+_NON_BMP = re.compile("[\U00010000-\U0010ffff]")
+_WS = " \t\n\r"
+_BOM = b"\xef\xbb\xbf"
+
+
+class _Unsure(Exception):
+    """Internal: the fast path cannot vouch for this value; use the reference path."""
+
+
+def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    obj = dict(pairs)
+    if len(obj) != len(pairs):
+        raise _Unsure  # duplicate member name: parse_strict reports it
+    return obj
+
+
+def _constant(_text: str) -> Any:
+    raise _Unsure  # NaN / Infinity: parse_strict reports it
+
+
+_DECODER = json.JSONDecoder(object_pairs_hook=_pairs, parse_constant=_constant)
+
+_SCALARS = (str, bool, type(None))
+
+
+def _scan(node: Any, depth: int, max_depth: int, keys: bool) -> bool:
+    """Check a container; True when it holds a float. Raises ``_Unsure`` on anything odd.
+
+    Mirrors the checks of ``canonical.parse_strict`` (depth, integer range, finite
+    floats, integral doubles beyond the safe range); strings are checked later by
+    UTF-8 encoding. ``keys`` also demands exact ``str`` member names (arbitrary values).
+    """
+    if depth >= max_depth:
+        raise _Unsure
+    has_float = False
+    if type(node) is dict:
+        if keys:
+            for key in node:
+                if type(key) is not str:
+                    raise _Unsure
+        items: Any = node.values()
+    else:
+        items = node
+    for item in items:
+        kind = type(item)
+        if kind is str or kind is bool or item is None:
+            continue
+        if kind is int:
+            if not -MAX_SAFE_INTEGER <= item <= MAX_SAFE_INTEGER:
+                raise _Unsure
+        elif kind is dict or kind is list:
+            if _scan(item, depth + 1, max_depth, keys):
+                has_float = True
+        elif kind is float:
+            has_float = True
+            # Not finite, or integral beyond the safe range (parse_strict refuses those
+            # below 1e21; the fallback handles 1e21 and above).
+            if item != item or abs(item) > MAX_SAFE_INTEGER:
+                raise _Unsure
+        else:
+            raise _Unsure
+    return has_float
+
+
+def _jcs_float(number: float) -> float | int:
+    text = repr(number)
+    if "e" in text or "n" in text:  # exponent form, inf, nan
+        raise _Unsure
+    return int(number) if number.is_integer() else number
+
+
+def _jcs_floats(node: Any, path: list[Any], hints: list[list[Any]]) -> Any:
+    """``node`` with integral floats turned into ints (copy on write); ``_Unsure`` if unsafe.
+
+    Returns ``node`` itself when nothing needs to change, so documents whose floats
+    are all non-integral share one encoding for both byte forms. Each converted float
+    is recorded in ``hints`` as ``ledger.digest.float_hints`` would list it (same order).
+    """
+    kind = type(node)
+    if kind is float:
+        new = _jcs_float(node)
+        if new is not node:
+            hints.append([*path, repr(node)])
+        return new
+    copy: Any = None
+    pairs: Any = node.items() if kind is dict else enumerate(node) if kind is list else ()
+    for key, value in pairs:
+        vkind = type(value)
+        if vkind is float:
+            new = _jcs_float(value)
+            if new is not value:
+                hints.append([*path, key, repr(value)])
+        elif vkind is dict or vkind is list:
+            path.append(key)
+            new = _jcs_floats(value, path, hints)
+            path.pop()
+        else:
+            continue
+        if new is not value:
+            if copy is None:
+                copy = dict(node) if kind is dict else list(node)
+            copy[key] = new
+    return node if copy is None else copy
+
+
+def _encode(value: Any, has_float: bool) -> tuple[bytes, bytes | None, list[list[Any]] | None]:
+    """(legacy bytes, canonical bytes, float hints); None where the fast path cannot vouch."""
+    text = _ENCODER.encode(value)
+    legacy = text.encode("utf-8")  # UnicodeEncodeError on lone surrogates
+    if not has_float:
+        hints: list[list[Any]] | None = []
+        fixed = value
+    else:
+        hints = []
+        try:
+            fixed = _jcs_floats(value, [], hints)
+        except _Unsure:
+            return legacy, None, None
+    if not text.isascii() and _NON_BMP.search(text):
+        return legacy, None, hints
+    if fixed is value:
+        return legacy, legacy, hints
+    return legacy, _ENCODER.encode(fixed).encode("utf-8"), hints
+
+
+def canonicalize(value: Any) -> bytes:
+    """RFC 8785 bytes of ``value``: identical to ``canonical.canonicalize`` (errors too)."""
+    kind = type(value)
+    try:
+        if kind is dict or kind is list:
+            has_float = _scan(value, 0, 1 << 30, True)
+        elif kind is float:
+            has_float = True
+        elif kind is int:
+            if not -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER:
+                raise _Unsure
+            has_float = False
+        elif kind in _SCALARS:
+            has_float = False
+        else:
+            raise _Unsure
+        _, data, _ = _encode(value, has_float)
+    except (_Unsure, ValueError, TypeError, RecursionError):
+        data = None
+    return data if data is not None else canonical.canonicalize(value)
+
+
+@dataclass(frozen=True, slots=True)
+class Encoded:
+    """A strictly parsed document with its RFC 8785 bytes and upstream legacy bytes.
+
+    ``legacy`` is ``json.dumps(value, sort_keys=True, separators=(",", ":"),
+    ensure_ascii=False)`` in UTF-8 (``ledger.digest.legacy_bytes``); it is the same
+    object as ``canonical`` when the two byte strings are equal by construction.
+    """
+
+    value: Any
+    canonical: bytes
+    legacy: bytes
+    has_float: bool
+    float_hints: list[list[Any]] | None = None  # as ledger.digest.float_hints; None: unknown
+
+
+def parse_encode(data: bytes, limits: Limits = DEFAULT_LIMITS) -> Encoded:
+    """``parse_strict`` + ``canonicalize`` + ``legacy_bytes`` in one pass.
+
+    Same value, same bytes and same exceptions as the reference functions: any
+    input the fast path does not fully vouch for is handed to them.
+    """
+    try:
+        if len(data) > limits.max_bytes or data.startswith(_BOM):
+            raise _Unsure
+        text = data.decode("utf-8")
+        start = len(text) - len(text.lstrip(_WS))
+        value, end = _DECODER.raw_decode(text, start)
+        if end != len(text) and text[end:].strip(_WS):
+            raise _Unsure
+        kind = type(value)
+        if kind is dict or kind is list:
+            has_float = _scan(value, 0, limits.max_depth, False)
+        elif kind is int:
+            if not -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER:
+                raise _Unsure
+            has_float = False
+        elif kind is float:
+            if value != value or abs(value) > MAX_SAFE_INTEGER:
+                raise _Unsure
+            has_float = True
+        else:
+            has_float = False
+        legacy, data_canonical, hints = _encode(value, has_float)
+    except (_Unsure, ValueError, TypeError, RecursionError):
+        # ValueError covers JSONDecodeError, UnicodeDecodeError and UnicodeEncodeError.
+        return _reference(data, limits)
+    if data_canonical is None:
+        data_canonical = canonical.canonicalize(value)
+    return Encoded(value, data_canonical, legacy, has_float, hints)
+
+
+def _reference(data: bytes, limits: Limits) -> Encoded:
+    """The slow path: the reference functions decide, and raise, everything."""
+    from ledger.digest import legacy_bytes
+
+    value = canonical.parse_strict(data, limits)
+    return Encoded(value, canonical.canonicalize(value), legacy_bytes(value), _has_float(value))
+
+
+def _has_float(node: Any) -> bool:
+    if isinstance(node, float):
+        return True
+    if isinstance(node, dict):
+        return any(_has_float(v) for v in node.values())
+    if isinstance(node, list):
+        return any(_has_float(v) for v in node)
+    return False
+
+
+def is_canonical(data: bytes, limits: Limits = DEFAULT_LIMITS) -> bool:
+    """True iff ``data`` parses strictly and is its own RFC 8785 form (no exceptions)."""
+    from ledger.errors import LedgerError
+
+    try:
+        return parse_encode(data, limits).canonical == data
+    except LedgerError:
+        return False
+
+
+def float_hints(value: Any) -> list[list[Any]]:
+    """Same list as ``ledger.digest.float_hints`` (same order), without per-node copies."""
+    hints: list[list[Any]] = []
+    path: list[Any] = []
+
+    def hint(number: float, last: Any) -> None:
+        if number.is_integer() and abs(number) < 1e21:
+            hints.append([*path, last, repr(number)] if last is not _ROOT else [repr(number)])
+
+    def walk(node: Any) -> None:
+        pairs: Any = node.items() if type(node) is dict else enumerate(node)
+        for key, item in pairs:
+            kind = type(item)
+            if kind is float:
+                hint(item, key)
+            elif kind is dict or kind is list:
+                path.append(key)
+                walk(item)
+                path.pop()
+
+    kind = type(value)
+    if kind is float:
+        hint(value, _ROOT)
+    elif kind is dict or kind is list:
+        walk(value)
+    else:
+        from ledger.digest import float_hints as reference
+
+        return reference(value)
+    return hints
+
+
+_ROOT = object()
