@@ -19,8 +19,17 @@ N = 2000
 def test_bench_quick_run(tmp_path: Path) -> None:
     out = tmp_path / "bench.json"
     proc = subprocess.run(
-        [sys.executable, str(ROOT / "scripts" / "bench.py"), "--sizes", str(N), "--quick"]
-        + ["--out", str(out), "--workdir", str(tmp_path / "work")],
+        [
+            sys.executable,
+            str(ROOT / "scripts" / "bench.py"),
+            "--sizes",
+            str(N),
+            "--quick",
+            "--out",
+            str(out),
+            "--workdir",
+            str(tmp_path / "work"),
+        ],
         capture_output=True,
         text=True,
         timeout=600,

@@ -163,6 +163,8 @@ def test_cli_writers_checkpointer_and_readers(ledger: tuple[Path, str], tmp_path
     seed = [doc_file(f"seed-{i}") for i in range(3)]
     seeded = _cli(db, "append", *seed)
     seed_digest = seeded[0]["digest"]
+    # A checkpoint before the writers start, so at least two sizes get signed.
+    first_checkpoint = _cli(db, "checkpoint")
 
     shared_docs = [doc_file(f"shared-{r}") for r in range(CLI_ROUNDS + 1)]
     shared_blobs = [blob_file(f"shared-{r}") for r in range(CLI_ROUNDS)]
@@ -219,9 +221,9 @@ def test_cli_writers_checkpointer_and_readers(ledger: tuple[Path, str], tmp_path
     statuses = [row["status"] for rows in results[:CLI_WRITERS] for row in rows]
     assert "present" in statuses and "new" in statuses, "duplicates and new objects must mix"
 
-    checkpoints = sorted(
-        {(c["size"], c["root"], c["note"]) for c in results[CLI_WRITERS]}, key=lambda c: c[0]
-    )
+    last_checkpoint = _cli(db, "checkpoint")
+    signed_heads = [first_checkpoint, *results[CLI_WRITERS], last_checkpoint]
+    checkpoints = sorted({(c["size"], c["root"], c["note"]) for c in signed_heads})
     trusted = []
     for size, root, note in checkpoints:
         signed = open_checkpoint(note.encode("utf-8"), vkey)
@@ -256,7 +258,7 @@ def _check_all_checkpoints_consistent(db: Path, vkey: str) -> int:
 
 
 HAMMER_WRITER = """
-import json, sys
+import json, sys, time
 from pathlib import Path
 from ledger.objects import prepare_blob
 from ledger.sqlite_store import open_store
@@ -265,7 +267,7 @@ db, me, txns, go = Path(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), Path(s
 out = []
 with open_store(db) as store:
     while not go.exists():
-        pass
+        time.sleep(0.001)
     for t in range(txns):
         items = [prepare_blob(f"hammer {me} {t}".encode())]
         items.append(prepare_blob(f"shared {t % 17}".encode()))
@@ -277,7 +279,7 @@ json.dump(out, sys.stdout)
 """
 
 HAMMER_CHECKPOINTER = """
-import json, sys
+import json, sys, time
 from pathlib import Path
 from ledger.keys import load_private_key
 from ledger.log import make_checkpoint
@@ -288,14 +290,14 @@ log_key = load_private_key(key)
 sizes = []
 with open_store(db) as store:
     while not go.exists():
-        pass
+        time.sleep(0.001)
     for _ in range(rounds):
         sizes.append(make_checkpoint(store, log_key).size)
 json.dump(sizes, sys.stdout)
 """
 
 HAMMER_READER = """
-import json, sys
+import json, sys, time
 from pathlib import Path
 from ledger import merkle
 from ledger.log import entry_leaf, prove_inclusion
@@ -304,7 +306,7 @@ from ledger.sqlite_store import open_store
 db, rounds, go = Path(sys.argv[1]), int(sys.argv[2]), Path(sys.argv[3])
 checked = 0
 while not go.exists():
-    pass
+    time.sleep(0.001)
 for i in range(rounds):
     with open_store(db, readonly=True) as store:
         entries = list(store.entries())

@@ -197,7 +197,7 @@ def _kill_at_random_moment(
                     time.sleep(0.001)
             finally:
                 conn.close()
-            time.sleep(rng.uniform(0.0, 0.005))
+            time.sleep(rng.uniform(0.0, 0.002))
         else:
             deadline = time.monotonic() + delay
             while proc.poll() is None and time.monotonic() < deadline:
