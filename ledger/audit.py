@@ -427,6 +427,7 @@ def _audit(
     ref_count = 0
     ref_trouble = False
     nodes = fastcheck.NodeReader(conn)
+    ref_rows = fastcheck.RefReader(conn)
     # fastcheck computes _check_object's result cheaply (maybe in workers), in row order.
     for row, checked in fastcheck.with_object_checks(conn.execute(sql), _check_object, workers):
         seq, digest, kind, appended_at = row[0], row[1], row[2], row[3]
@@ -471,13 +472,7 @@ def _audit(
             findings.extend(problems)
             for rel, target in refs:
                 ref_count += 1
-                if (
-                    conn.execute(
-                        "SELECT 1 FROM refs WHERE to_digest = ? AND rel = ? AND from_digest = ?",
-                        (target, rel, obj.digest),
-                    ).fetchone()
-                    is None
-                ):
+                if not ref_rows.has(obj.digest, rel, target):
                     ref_trouble = True
                     findings.append(
                         Finding("ref-missing", f"reference {rel} -> {target} missing", seq, name)

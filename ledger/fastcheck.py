@@ -196,3 +196,29 @@ class NodeReader:
         if head[0] == idx:
             return (head[1],)
         return None
+
+
+class RefReader:
+    """``has(from_digest, rel, to_digest)``: does ``refs`` hold that row? Like a point query.
+
+    Appends write an object's references right after it, so the audit asks for them in
+    ``rowid`` order; one sequential cursor answers those, anything else a point query.
+    """
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self._conn = conn
+        self._rows = iter(
+            conn.execute("SELECT from_digest, rel, to_digest FROM refs ORDER BY rowid")
+        )
+        self._head: tuple[Any, ...] | None = next(self._rows, None)
+
+    def has(self, from_digest: str, rel: str, to_digest: str) -> bool:
+        head = self._head
+        if head is not None and head[0] == from_digest and head[1] == rel and head[2] == to_digest:
+            self._head = next(self._rows, None)
+            return True
+        row = self._conn.execute(
+            "SELECT 1 FROM refs WHERE to_digest = ? AND rel = ? AND from_digest = ?",
+            (to_digest, rel, from_digest),
+        ).fetchone()
+        return row is not None

@@ -148,8 +148,16 @@ class Built:
 
 
 @pytest.fixture(scope="module")
-def built(tmp_path_factory: pytest.TempPathFactory) -> Built:
-    runner = CliRunner()
+def cli() -> Iterator[CliRunner]:
+    # typer rebuilds the click command on every invoke; build it once for many calls.
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(typer.testing, "_get_command", functools.cache(typer.main.get_command))
+        yield CliRunner()
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory, cli: CliRunner) -> Built:
+    runner = cli
     db = tmp_path_factory.mktemp("interop") / "ledger.db"
     init = runner.invoke(app, ["init", "--db", str(db)])
     assert init.exit_code == 0, init.output
@@ -168,14 +176,6 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Built:
         assert (head.size, head.root.hex()) == (size, info["root"])
         heads[size] = head
     return Built(db, vkey, digests, heads)
-
-
-@pytest.fixture(scope="module")
-def cli() -> Iterator[CliRunner]:
-    # typer rebuilds the click command on every invoke; build it once for many calls.
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(typer.testing, "_get_command", functools.cache(typer.main.get_command))
-        yield CliRunner()
 
 
 def _json(cli: CliRunner, *args: str) -> dict[str, Any]:
