@@ -340,6 +340,7 @@ def audit(
     store: SQLiteStore,
     *,
     trusted_key: str | None = None,
+    trusted_authority: str | None = None,
     from_checkpoint: bytes | None = None,
     object_checks: Sequence[ObjectCheck] = (),
     advance: Callable[[int], None] = lambda _n: None,
@@ -361,7 +362,9 @@ def audit(
     try:
         if workers is None:
             workers = fastcheck.default_workers(store.size())
-        return _audit(store, trusted_key, from_checkpoint, object_checks, advance, workers)
+        return _audit(
+            store, trusted_key, trusted_authority, from_checkpoint, object_checks, advance, workers
+        )
     finally:
         conn.text_factory = saved_factory
 
@@ -369,6 +372,7 @@ def audit(
 def _audit(
     store: SQLiteStore,
     trusted_key: str | None,
+    trusted_authority: str | None,
     from_checkpoint: bytes | None,
     object_checks: Sequence[ObjectCheck],
     advance: Callable[[int], None],
@@ -386,6 +390,15 @@ def _audit(
             Finding(
                 "log-key-mismatch",
                 f"ledger records log key {meta_key}, expected the trusted key {trusted_key}",
+            )
+        )
+    meta_authority = store.get_meta("authority_public_key")
+    if trusted_authority is not None and trusted_authority != meta_authority:
+        findings.append(
+            Finding(
+                "authority-key-mismatch",
+                f"ledger records authority key {meta_authority},"
+                f" expected the trusted key {trusted_authority}",
             )
         )
     findings.extend(_check_triggers(conn))

@@ -619,3 +619,18 @@ def test_legacy_digest_column_pointed_elsewhere(
     assert code == 1
     assert has(findings, "index-mismatch", seq=0, digest=prepared[0].digest)
     assert hashlib.sha256(prepared[0].data).hexdigest() in prepared[0].digest
+
+
+def test_authority_key_anchor(led: Ledger, runner: CliRunner) -> None:
+    real_pub = led.db.with_name("ledger.db.authority.key.pub")
+    assert verify(runner, led, "--authority-key", str(real_pub)) == (0, [])
+    forged = Ed25519PrivateKey.generate().public_key()
+    with tampered(led.db) as conn:
+        conn.execute(
+            "UPDATE meta SET value = ? WHERE key = 'authority_public_key'",
+            (base64.b64encode(forged.public_bytes_raw()).decode(),),
+        )
+        conn.execute("UPDATE meta SET value = ? WHERE key = 'authority_key_id'", (key_id(forged),))
+    code, findings = verify(runner, led, "--authority-key", str(real_pub))
+    assert code == 1
+    assert has(findings, "authority-key-mismatch")

@@ -117,6 +117,13 @@ def verify(
             help="Trusted log verifier key (signed-note form, or a file holding it).",
         ),
     ] = None,
+    authority_key: Annotated[
+        Path | None,
+        typer.Option(
+            "--authority-key",
+            help="Trusted authority public key file (PEM, e.g. ledger.db.authority.key.pub).",
+        ),
+    ] = None,
     from_checkpoint: Annotated[
         Path | None,
         typer.Option("--from-checkpoint", help="A checkpoint note saved earlier by an auditor."),
@@ -130,6 +137,14 @@ def verify(
     from ledger.sqlite_store import open_store
 
     trusted = _read_verifier_key(log_key) if log_key else None
+    trusted_authority = None
+    if authority_key is not None:
+        import base64
+
+        from ledger.keys import load_public_key, public_key_raw
+
+        raw = public_key_raw(load_public_key(authority_key))
+        trusted_authority = base64.b64encode(raw).decode("ascii")
     saved = None
     if from_checkpoint is not None:
         from ledger.cli.common import read_input
@@ -141,6 +156,7 @@ def verify(
             report = audit(
                 store,
                 trusted_key=trusted,
+                trusted_authority=trusted_authority,
                 from_checkpoint=saved,
                 object_checks=default_object_checks(),
                 advance=advance,
