@@ -261,18 +261,24 @@ def provenance_cmd(
 def import_idkmesh_cmd(
     path: Annotated[Path, typer.Argument(help="Folder laid out like an IDKMesh repository.")],
     db: DbOption = Path("ledger.db"),
+    authority_key: AuthorityKey = None,
+    unsigned: Annotated[
+        bool, typer.Option("--unsigned", help="Do not attest burn notices with the authority key.")
+    ] = False,
     json_out: JsonOption = False,
 ) -> None:
     """Import an IDKMesh tree: objects, cohorts (frozen through the gate), burn notices.
 
-    Idempotent. Exit 0 when nothing was invalid, 3 otherwise.
+    Burn notices are attested by the authority key (default <db>.authority.key) unless
+    --unsigned. Idempotent. Exit 0 when nothing was invalid, 3 otherwise.
     """
     from cohorts.importer import import_idkmesh
     from ledger.errors import InputError
     from ledger.sqlite_store import open_store
 
+    signer = None if unsigned else _signer(db, authority_key)
     with open_store(db) as store:
-        report = import_idkmesh(store, path)
+        report = import_idkmesh(store, path, signer)
     if json_out:
         emit_json(report.to_json())
     else:

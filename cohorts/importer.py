@@ -21,6 +21,9 @@ from pathlib import Path
 from typing import Any, Literal
 
 from cohorts.burn import Reference, burn_facts_from_extensions
+from cohorts.service import check_authority
+from ledger.attestation import attest_prepared
+from ledger.keys import Signer
 from cohorts.errors import GateError
 from cohorts.lifecycle import require_freezable
 from cohorts.lookup import BENCHMARK_COHORT, BURN_NOTICE
@@ -88,8 +91,13 @@ def _files(root: Path) -> Iterator[tuple[Path, str | None]]:
                 yield path, None
 
 
-def import_idkmesh(store: Store, root: Path) -> ImportReport:
-    """Import every object under ``root``; see the module docstring."""
+def import_idkmesh(store: Store, root: Path, authority: Signer | None = None) -> ImportReport:
+    """Import every object under ``root``; see the module docstring.
+
+    With ``authority`` (the ledger's authority key), each burn notice is appended together
+    with the authority's attestation over it; signatures are deterministic, so a re-run
+    rebuilds the same bytes and adds nothing.
+    """
     from ledger.errors import NotFound
 
     if not root.is_dir():
@@ -120,7 +128,7 @@ def import_idkmesh(store: Store, root: Path) -> ImportReport:
         for (rel, prep), res in zip(pending, results, strict=True):
             items.append(_done(rel, prep, res.new))
     for rel, path in cohorts:
-        items += _import_cohort(store, rel, path)
+        items += _import_cohort(store, rel, path, authority)
     return ImportReport(tuple(sorted(items, key=lambda i: (i.path, i.kind or ""))))
 
 
@@ -134,7 +142,9 @@ def _done(rel: str, prep: Prepared, new: bool) -> ImportItem:
     )
 
 
-def _import_cohort(store: Store, rel: str, path: Path) -> list[ImportItem]:
+def _import_cohort(
+    store: Store, rel: str, path: Path, authority: Signer | None
+) -> list[ImportItem]:
     raw = path.read_bytes()
     try:
         value = parse_strict(raw)
@@ -164,12 +174,17 @@ def _import_cohort(store: Store, rel: str, path: Path) -> list[ImportItem]:
             return [ImportItem(rel, "invalid", str(exc), BENCHMARK_COHORT)]
     out = [_done(rel, prepared, results[0].new)]
     if stage == "burned":
-        out.append(_burn_notice(store, rel, path, value, results[0].entry.appended_at))
+        out.append(_burn_notice(store, rel, path, value, results[0].entry.appended_at, authority))
     return out
 
 
 def _burn_notice(
-    store: Store, rel: str, path: Path, cohort: dict[str, Any], issued_at: str
+    store: Store,
+    rel: str,
+    path: Path,
+    cohort: dict[str, Any],
+    issued_at: str,
+    authority: Signer | None,
 ) -> ImportItem:
     where = f"{rel}#burn"
     try:
@@ -194,7 +209,11 @@ def _burn_notice(
         prepared = prepare_value(
             facts.to_notice(issued_at=_rfc3339(issued_at), references=refs), BURN_NOTICE
         )
-        result = store.append_many([prepared])[0]
+        batch = [prepared]
+        if authority is not None:
+            check_authority(store, authority)
+            batch.append(attest_prepared(prepared, authority))
+        result = store.append_many(batch)[0]
     except LedgerError as exc:
         return ImportItem(where, "invalid", str(exc), BURN_NOTICE)
     return _done(where, prepared, result.new)

@@ -62,6 +62,14 @@ def test_import_corpus_and_audit(corpus: Path, ledger_path: Path, runner: CliRun
     with open_store(ledger_path, readonly=True) as store:
         assert store.size() == size
 
+    # The burn notice is attested by the ledger's authority key and that attestation checks.
+    notice = items["benchmarks/phase-b2-first-five/cohort.json#burn"]["digest"]
+    checked = runner.invoke(
+        app, ["attestation", "check", notice, "--db", str(ledger_path), "--json"]
+    )
+    assert checked.exit_code == 0, checked.output
+    assert runner.invoke(app, ["verify", "--db", str(ledger_path)]).exit_code == 0
+
     # first-five (burned): no errors; the burn notice built from its extensions clears
     # burn.notice.missing; no stored cohort claims to succeed it (all three were refused).
     code, audit = _audit(runner, ledger_path, "benchmark/phase-b2-first-five")
