@@ -21,17 +21,17 @@ from pathlib import Path
 from typing import Any, Literal
 
 from cohorts.burn import Reference, burn_facts_from_extensions
-from cohorts.service import check_authority
-from ledger.attestation import attest_prepared
-from ledger.keys import Signer
 from cohorts.errors import GateError
 from cohorts.lifecycle import require_freezable
 from cohorts.lookup import BENCHMARK_COHORT, BURN_NOTICE
+from cohorts.service import check_authority
 from cohorts.store_lookup import StoreLookup
 from cohorts.validation import schema_validator
+from ledger.attestation import attest_prepared
 from ledger.canonical import parse_strict
 from ledger.digest import sha256_digest
 from ledger.errors import KindError, LedgerError
+from ledger.keys import Signer
 from ledger.objects import Prepared, prepare_blob, prepare_json, prepare_value
 from ledger.store import Store
 
