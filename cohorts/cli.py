@@ -6,6 +6,7 @@ the cohort logic happen inside the commands so ``--help`` stays light.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -46,6 +47,24 @@ def _print_findings(findings: list[Finding] | tuple[Finding, ...]) -> None:
     for f in findings:
         where = " / ".join(p for p in (f.task, f.attempt) if p)
         typer.echo(f"{f.severity:7} {f.code}{f' [{where}]' if where else ''}: {f.message}")
+
+
+def _append_gated(db: Path, action: Callable[[Any], Any], json_out: bool) -> None:
+    """Run one gated append on the open ledger and report it (a refusal exits 4)."""
+    from cohorts.errors import GateError
+    from ledger.sqlite_store import open_store
+
+    with open_store(db) as store:
+        try:
+            done = action(store)
+        except GateError as exc:
+            _gate_refusal(exc, json_out)
+            return
+    if json_out:
+        emit_json({"ok": True, **done.to_json()})
+        return
+    for kind, dig, new in done.objects:
+        typer.echo(f"{'appended' if new else 'present '} {kind} {dig}")
 
 
 def _gate_refusal(exc: Any, json_out: bool) -> None:
@@ -90,22 +109,10 @@ def freeze_cmd(
     json_out: JsonOption = False,
 ) -> None:
     """Append the cohort as frozen when the freeze gate holds; else list every failure (4)."""
-    from cohorts.errors import GateError
     from cohorts.service import freeze_cohort
-    from ledger.sqlite_store import open_store
 
     cohort = _parse(file)
-    with open_store(db) as store:
-        try:
-            done = freeze_cohort(store, cohort)
-        except GateError as exc:
-            _gate_refusal(exc, json_out)
-            return
-    if json_out:
-        emit_json({"ok": True, **done.to_json()})
-        return
-    for kind, dig, new in done.objects:
-        typer.echo(f"{'appended' if new else 'present '} {kind} {dig}")
+    _append_gated(db, lambda store: freeze_cohort(store, cohort), json_out)
 
 
 def _task_reasons(items: list[str]) -> list[Any]:
@@ -142,30 +149,23 @@ def burn_cmd(
     json_out: JsonOption = False,
 ) -> None:
     """Burn a frozen cohort: burned cohort + authority-signed burn notice, one transaction."""
-    from cohorts.errors import GateError
     from cohorts.service import burn_cohort
-    from ledger.sqlite_store import open_store
 
     excluded = _task_reasons(exclude) if exclude else None
-    with open_store(db) as store:
-        try:
-            done = burn_cohort(
-                store,
-                cohort_id,
-                reason=reason,
-                signer=_signer(db, authority_key),
-                excluded=excluded,
-                observed=observed or (),
-                successors=successor or (),
-            )
-        except GateError as exc:
-            _gate_refusal(exc, json_out)
-            return
-    if json_out:
-        emit_json({"ok": True, **done.to_json()})
-        return
-    for kind, dig, new in done.objects:
-        typer.echo(f"{'appended' if new else 'present '} {kind} {dig}")
+    signer = _signer(db, authority_key)
+    _append_gated(
+        db,
+        lambda store: burn_cohort(
+            store,
+            cohort_id,
+            reason=reason,
+            signer=signer,
+            excluded=excluded,
+            observed=observed or (),
+            successors=successor or (),
+        ),
+        json_out,
+    )
 
 
 @cohort_app.command("bind")
@@ -180,23 +180,11 @@ def bind_cmd(
     json_out: JsonOption = False,
 ) -> None:
     """Append a cohort-binding when the successor gate holds; else list every failure (4)."""
-    from cohorts.errors import GateError
     from cohorts.service import bind_cohort
-    from ledger.sqlite_store import open_store
 
     successor = _parse(file)
-    with open_store(db) as store:
-        signer = None if unsigned else _signer(db, authority_key)
-        try:
-            done = bind_cohort(store, successor, predecessor, signer)
-        except GateError as exc:
-            _gate_refusal(exc, json_out)
-            return
-    if json_out:
-        emit_json({"ok": True, **done.to_json()})
-        return
-    for kind, dig, new in done.objects:
-        typer.echo(f"{'appended' if new else 'present '} {kind} {dig}")
+    signer = None if unsigned else _signer(db, authority_key)
+    _append_gated(db, lambda store: bind_cohort(store, successor, predecessor, signer), json_out)
 
 
 @cohort_app.command("audit")
