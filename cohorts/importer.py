@@ -79,14 +79,16 @@ def _files(root: Path) -> Iterator[tuple[Path, str | None]]:
         if not base.is_dir():
             continue
         for path in sorted(base.rglob("*")):
-            if path.is_symlink():
-                target = path.resolve()
-                if not target.is_relative_to(real_root):
+            # Resolve every path, not only links: a symlinked directory on the way (or the
+            # sub-root itself) would otherwise lead the walk out of PATH.
+            target = path.resolve()
+            if not target.is_relative_to(real_root):
+                if path.is_file() or path.is_symlink():
                     yield (
                         path,
                         f"symlink leaves PATH, got {target}, expected a target under {real_root}",
                     )
-                    continue
+                continue
             if path.is_file():
                 yield path, None
 

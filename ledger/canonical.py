@@ -82,7 +82,26 @@ def _constant_hook(text: str) -> Any:
     return _Constant(text)
 
 
-_DECODER = json.JSONDecoder(object_pairs_hook=_pairs_hook, parse_constant=_constant_hook)
+class _BigInt:
+    """Stands in for an integer literal too long to be safe; reported with its path."""
+
+    __slots__ = ("text",)
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+
+def _int_hook(text: str) -> Any:
+    # 2**53 has 16 digits; longer literals are out of range, and past 4300 digits
+    # Python's int() would raise a bare ValueError, so never convert them.
+    if len(text.lstrip("-")) > 16:
+        return _BigInt(text)
+    return int(text)
+
+
+_DECODER = json.JSONDecoder(
+    object_pairs_hook=_pairs_hook, parse_constant=_constant_hook, parse_int=_int_hook
+)
 
 
 def path_child(path: str, key: str | int) -> str:
@@ -150,6 +169,12 @@ def _walk(value: Any, path: str, depth: int, limits: Limits) -> None:
         raise DuplicateKeyError(
             f"duplicate member name at {path_child(path, value.key)},"
             f" got {json.dumps(value.key)} twice, expected unique names"
+        )
+    elif isinstance(value, _BigInt):
+        shown = value.text if len(value.text) <= 40 else value.text[:37] + "..."
+        raise IntegerRangeError(
+            f"integer out of range at {path}, got {shown} ({len(value.text)} characters),"
+            f" expected at most {MAX_SAFE_INTEGER} in magnitude"
         )
     elif isinstance(value, _Constant):
         raise NonFiniteNumberError(

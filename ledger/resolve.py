@@ -22,7 +22,7 @@ def resolve(store: LedgerReader, ref: str) -> StoredObject:
     object_id, _, version_text = ref.partition("@")
     version: int | None = None
     if version_text:
-        if not version_text.isdigit():
+        if not (version_text.isascii() and version_text.isdigit()):
             raise InputError(f"malformed reference version, got {version_text!r}, expected digits")
         version = int(version_text)
     matches = store.by_id(object_id, version)

@@ -280,11 +280,6 @@ def test_prepare_json_raises_only_ledger_errors(data: bytes) -> None:
         prepare_json(data)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="ledger/canonical.py: json's int() raises a bare ValueError past Python's"
-    " 4300-digit limit; parse_strict should refuse it as IntegerRangeError",
-)
 def test_integer_beyond_python_digit_limit_is_a_parse_error() -> None:
     with pytest.raises(ParseError):
         parse_strict(b"[" + b"7" * 4301 + b"]")

@@ -123,13 +123,26 @@ def console() -> Any:
     return Console(highlight=False, soft_wrap=True)
 
 
-def read_input(name: str) -> bytes:
-    """Bytes of a file argument; ``-`` is standard input. Missing files are NotFound."""
-    from ledger.errors import NotFound
+def read_input(name: str, max_bytes: int | None = None) -> bytes:
+    """Bytes of a file argument; ``-`` is standard input. Missing files are NotFound.
 
+    ``max_bytes`` (default: the document size limit) is enforced before the whole input
+    is held in memory, so an oversized file costs nothing.
+    """
+    from ledger.canonical import DEFAULT_MAX_BYTES
+    from ledger.errors import DocumentTooLargeError, NotFound
+
+    limit = DEFAULT_MAX_BYTES if max_bytes is None else max_bytes
     if name == "-":
-        return sys.stdin.buffer.read()
-    path = Path(name)
-    if not path.is_file():
-        raise NotFound(f"input file not found, got {name}, expected a readable file")
-    return path.read_bytes()
+        data = sys.stdin.buffer.read(limit + 1)
+    else:
+        path = Path(name)
+        if not path.is_file():
+            raise NotFound(f"input file not found, got {name}, expected a readable file")
+        with path.open("rb") as handle:
+            data = handle.read(limit + 1)
+    if len(data) > limit:
+        raise DocumentTooLargeError(
+            f"document too large, got more than {limit} bytes, expected at most {limit}"
+        )
+    return data

@@ -68,6 +68,7 @@ def append(
 
     store = open_store(db)
     prepared = []
+    # Blobs (patches, logs) obey the same size limit as documents (16 MiB by default).
     with progress(len(files), "validating", enabled=not json_out and len(files) > 1) as advance:
         for name in files:
             try:
@@ -177,14 +178,18 @@ def stats(db: DbOption = Path("ledger.db"), json_out: JsonOption = False) -> Non
     from ledger.sqlite_store import open_store
 
     store = open_store(db, readonly=True)
+    # One read transaction: every figure comes from the same snapshot of the log.
+    store.connection.execute("BEGIN")
     counts = store.counts()
     row = store.connection.execute(
         "SELECT count(*), coalesce(sum(length(data)), 0) FROM objects"
     ).fetchone()
     checkpoints = store.checkpoints()
+    size = store.size()
+    store.connection.execute("COMMIT")
     info = {
         "db": str(db),
-        "entries": store.size(),
+        "entries": size,
         "by_kind": counts,
         "object_bytes": int(row[1]),
         "file_bytes": db.stat().st_size,
