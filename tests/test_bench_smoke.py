@@ -1,8 +1,8 @@
-"""scripts/bench.py runs end to end on a small corpus and writes well-formed JSON.
+"""scripts/bench.py runs end to end on 10,000 objects and writes well-formed JSON.
 
-The issue asks for a 10,000-object smoke run; on the 2-core CI machine that takes about
-a minute (corpus generation, import, peers, verify, 1,000 proofs), so CI runs 2,000
-objects with --quick (100 proof queries). No timing is asserted, only shape and sense.
+--quick keeps it to ~15 s on the idle 2-core machine (100 proof queries, 3 --help runs;
+about a minute when other test suites share the cores). No timing is asserted, only the
+shape and sense of the results.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-N = 2000
+N = 10_000
 
 
 def test_bench_quick_run(tmp_path: Path) -> None:
@@ -54,6 +54,8 @@ def test_bench_quick_run(tmp_path: Path) -> None:
     assert run["import_rerun"]["present"] == N
     assert run["verify"]["exit"] == 0 and run["verify"]["findings"] == 0
     assert run["verify"]["entries_per_s"] > 0
+    core = run["verify_core_in_process"]
+    assert (core["entries"], core["problems"]) == (N, 0)
     size = run["size"]
     assert size["db_bytes"] > size["canonical_bytes"] > 0
     assert size["db_over_canonical"] > 1
