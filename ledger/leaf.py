@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from ledger.canonical import canonicalize
+# Byte-identical to ledger.canonical.canonicalize (tests/test_fastcanon_differential.py).
+from ledger.fastcanon import canonicalize
 
 
 def entry_record(seq: int, kind: str, digest: str, appended_at: str) -> bytes:

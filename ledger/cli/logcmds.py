@@ -128,6 +128,12 @@ def verify(
         Path | None,
         typer.Option("--from-checkpoint", help="A checkpoint note saved earlier by an auditor."),
     ] = None,
+    workers: Annotated[
+        int | None,
+        typer.Option(
+            "--workers", min=1, help="Processes for per-object checks (default: automatic)."
+        ),
+    ] = None,
     json_out: JsonOption = False,
 ) -> None:
     """Audit the whole ledger: digests, canonical form, schemas, sequence, tree, checkpoints."""
@@ -160,6 +166,7 @@ def verify(
                 from_checkpoint=saved,
                 object_checks=default_object_checks(),
                 advance=advance,
+                workers=workers,
             )
     if json_out:
         emit_json(report.to_json())
