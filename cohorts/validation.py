@@ -11,6 +11,7 @@ from typing import Any
 
 from ledger.canonical import path_child
 from ledger.errors import KindError
+from ledger.fastschema import fast_check
 from ledger.schema import validator
 
 
@@ -26,6 +27,9 @@ def schema_validator(kind: str, doc: Mapping[str, Any]) -> list[str]:
     version = doc.get("schema_version")
     if not isinstance(version, str):
         return [f"$.schema_version: not a string ({version!r})"]
+    # The compiled check only vouches for validity; jsonschema lists every violation.
+    if fast_check(kind, version, doc):
+        return []
     try:
         compiled = validator(kind, version)
     except KindError as exc:
