@@ -29,7 +29,7 @@ from ledger.errors import DocumentTooLargeError, InputError, LedgerError
 from ledger.objects import Prepared, prepare_json
 from ledger.store import Store
 
-DEFAULT_BATCH = 5000  # valid lines per transaction (docs/PERFORMANCE.md: why)
+DEFAULT_BATCH = 12500  # valid lines per transaction (docs/PERFORMANCE.md: why)
 BULK_CACHE_KIB = 65536  # SQLite page cache while importing
 BLOCK_BYTES = 1 << 20  # lines are shipped to workers in blocks of about this size
 _BLANK = b" \t\r"

@@ -13,7 +13,7 @@ from ledger.cli.common import DbOption, JsonOption, emit_json, new_app, progress
 import_app = new_app("Import many documents at once.")
 
 # Kept equal to ledger.bulk.DEFAULT_BATCH; not imported so `--help` stays light.
-_DEFAULT_BATCH = 5000
+_DEFAULT_BATCH = 12500
 
 
 @import_app.command("jsonl")
