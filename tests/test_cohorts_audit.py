@@ -7,10 +7,10 @@ import copy
 import json
 import random
 from functools import cache
-from pathlib import Path
 from typing import Any
 
 import pytest
+from cohort_corpus import CORPUS, TOY, load, lookup_from
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -19,32 +19,7 @@ from cohorts.burn import burn_facts_from_extensions
 from cohorts.errors import AuditFailed
 from cohorts.lookup import MemoryLookup
 from cohorts.validation import schema_validator
-from ledger.errors import CheckFailed, KindError
-from ledger.kinds import detect_kind
-
-CORPUS = Path(__file__).resolve().parents[2] / "shared" / "reference" / "idkmesh"
-TOY = Path(__file__).resolve().parents[1] / "examples" / "cohorts" / "toy"
-
-
-def _load(path: Path) -> Any:
-    return json.loads(path.read_text("utf-8"))
-
-
-def lookup_from(root: Path) -> tuple[MemoryLookup, dict[str, dict[str, Any]]]:
-    lookup = MemoryLookup()
-    cohorts: dict[str, dict[str, Any]] = {}
-    for path in sorted(root.rglob("*.json")):
-        if "schemas" in path.relative_to(root).parts:
-            continue
-        doc = _load(path)
-        try:
-            kind = detect_kind(doc).name
-        except KindError:
-            continue
-        lookup.add(kind, doc)
-        if kind == "benchmark-cohort":
-            cohorts[path.stem if path.parent == root else path.parent.name] = doc
-    return lookup, cohorts
+from ledger.errors import CheckFailed
 
 
 def corpus() -> tuple[MemoryLookup, dict[str, dict[str, Any]]]:
@@ -211,7 +186,7 @@ def test_toy_relation_problems() -> None:
     assert ("error", "relation.binding.definition", None, None) in found
     assert ("error", "cohort.definition_digest", None, None) in found
     # A burn notice for a cohort that is not burned.
-    notice_for_v2 = dict(_load(TOY / "burn-notice.json"), cohort_id=v2["id"])
+    notice_for_v2 = dict(load(TOY / "burn-notice.json"), cohort_id=v2["id"])
     lookup.add("burn-notice", notice_for_v2)
     assert ("error", "burn.stage", None, None) in keys(audit_cohort(v2, lookup, None))
     # A claimed predecessor that is not burned.

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import copy
-import json
-from pathlib import Path
 from typing import Any
 
 import pytest
+from cohort_corpus import CORPUS, TOY, load, lookup_from
 
 from cohorts.binding import (
     CalibrationResult,
@@ -24,11 +23,8 @@ from cohorts.definition import definition_digests
 from cohorts.errors import GateError
 from cohorts.lookup import MemoryLookup
 from cohorts.validation import schema_validator
-from ledger.errors import KindError, RuleViolation
-from ledger.kinds import detect_kind
+from ledger.errors import RuleViolation
 
-CORPUS = Path(__file__).resolve().parents[2] / "shared" / "reference" / "idkmesh"
-TOY = Path(__file__).resolve().parents[1] / "examples" / "cohorts" / "toy"
 ISSUED = "2026-09-01T08:30:00Z"
 CALIBRATED = [
     CalibrationResult(version, candidate, recommendation)
@@ -40,34 +36,13 @@ CALIBRATED = [
 ]
 
 
-def _load(path: Path) -> Any:
-    return json.loads(path.read_text("utf-8"))
-
-
-def lookup_from(root: Path) -> tuple[MemoryLookup, dict[str, dict[str, Any]]]:
-    lookup = MemoryLookup()
-    cohorts: dict[str, dict[str, Any]] = {}
-    for path in sorted(root.rglob("*.json")):
-        if "schemas" in path.relative_to(root).parts:
-            continue
-        doc = _load(path)
-        try:
-            kind = detect_kind(doc).name
-        except KindError:
-            continue
-        lookup.add(kind, doc)
-        if kind == "benchmark-cohort":
-            cohorts[path.stem if path.parent == root else path.parent.name] = doc
-    return lookup, cohorts
-
-
 class Toy:
     def __init__(self) -> None:
         self.lookup, cohorts = lookup_from(TOY)
         self.v1 = cohorts["cohort-v1"]
         self.v2 = cohorts["cohort-v2"]
-        self.notice: dict[str, Any] = _load(TOY / "burn-notice.json")
-        self.calibrations = [CalibrationResult(**c) for c in _load(TOY / "calibrations.json")]
+        self.notice: dict[str, Any] = load(TOY / "burn-notice.json")
+        self.calibrations = [CalibrationResult(**c) for c in load(TOY / "calibrations.json")]
 
     def gate(self, **changes: Any) -> Any:
         args = {
@@ -102,7 +77,7 @@ def test_toy_successor_passes_and_binding_reproduces() -> None:
         )
     ]
     binding = bind_successor(world.v1, world.notice, world.v2, world.lookup, world.calibrations)
-    assert binding == _load(TOY / "cohort-binding.json")
+    assert binding == load(TOY / "cohort-binding.json")
     assert schema_validator("cohort-binding", binding) == []
     assert binding["successor_definition_digest"]["legacy"] == world.v2["definition_digest"]
     assert binding["predecessor_definition_digest"]["legacy"] == world.v1["definition_digest"]

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import copy
 import itertools
-import json
-from pathlib import Path
 from typing import Any
 
 import pytest
+from cohort_corpus import CORPUS, TOY, lookup_from
 
 from cohorts.definition import definition_digests
 from cohorts.errors import CohortError, CohortInputError, GateError, LifecycleError
@@ -25,33 +24,7 @@ from cohorts.lifecycle import (
 )
 from cohorts.lookup import MemoryLookup
 from cohorts.validation import schema_validator
-from ledger.errors import KindError, RuleViolation
-from ledger.kinds import detect_kind
-
-CORPUS = Path(__file__).resolve().parents[2] / "shared" / "reference" / "idkmesh"
-TOY = Path(__file__).resolve().parents[1] / "examples" / "cohorts" / "toy"
-
-
-def _load(path: Path) -> Any:
-    return json.loads(path.read_text("utf-8"))
-
-
-def lookup_from(root: Path) -> tuple[MemoryLookup, dict[str, dict[str, Any]]]:
-    """Every protocol object under ``root`` (kind by structure) and its cohorts by dir."""
-    lookup = MemoryLookup()
-    cohorts: dict[str, dict[str, Any]] = {}
-    for path in sorted(root.rglob("*.json")):
-        if "schemas" in path.relative_to(root).parts:
-            continue
-        doc = _load(path)
-        try:
-            kind = detect_kind(doc).name
-        except KindError:
-            continue
-        lookup.add(kind, doc)
-        if kind == "benchmark-cohort":
-            cohorts[path.stem if path.parent == root else path.parent.name] = doc
-    return lookup, cohorts
+from ledger.errors import RuleViolation
 
 
 def toy() -> tuple[MemoryLookup, dict[str, Any], dict[str, Any]]:
