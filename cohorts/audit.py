@@ -293,24 +293,28 @@ def _attempt(
     wu_ref = as_map(task.get("work_unit"))
     revision = dig(task, "source", "revision")
     wu_digests = refs.work_unit.digests()
-    manifest = rm.value
-    if manifest is not None:
-        got_wu = (manifest.get("work_unit_id"), manifest.get("work_unit_version"))
+    def work_unit_binding(doc: Mapping[str, Any], code: str, label: str) -> None:
+        # Manifest and result each name the task's WorkUnit by id, version and digest.
+        got_wu = (doc.get("work_unit_id"), doc.get("work_unit_version"))
         if got_wu != (wu_ref.get("id"), wu_ref.get("version")):
             drift(
-                "attempt.manifest.work_unit",
-                "ResultManifest WorkUnit",
+                f"attempt.{code}.work_unit",
+                f"{label} WorkUnit",
                 got_wu,
                 (wu_ref.get("id"), wu_ref.get("version")),
             )
-        got = dig(manifest, "provenance", "work_unit_digest")
+        got = dig(doc, "provenance", "work_unit_digest")
         if not member(got, wu_digests):
             drift(
-                "attempt.manifest.work_unit_digest",
-                "ResultManifest WorkUnit digest",
+                f"attempt.{code}.work_unit_digest",
+                f"{label} WorkUnit digest",
                 got,
                 wu_ref.get("digest"),
             )
+
+    manifest = rm.value
+    if manifest is not None:
+        work_unit_binding(manifest, "manifest", "ResultManifest")
         got = dig(manifest, "provenance", "source_revision")
         if got != revision:
             drift(
@@ -336,22 +340,7 @@ def _attempt(
                 verification.get("result_manifest_id"),
                 rm_ref.get("id"),
             )
-        got_wu = (verification.get("work_unit_id"), verification.get("work_unit_version"))
-        if got_wu != (wu_ref.get("id"), wu_ref.get("version")):
-            drift(
-                "attempt.verification.work_unit",
-                "VerificationResult WorkUnit",
-                got_wu,
-                (wu_ref.get("id"), wu_ref.get("version")),
-            )
-        got = dig(verification, "provenance", "work_unit_digest")
-        if not member(got, wu_digests):
-            drift(
-                "attempt.verification.work_unit_digest",
-                "VerificationResult WorkUnit digest",
-                got,
-                wu_ref.get("digest"),
-            )
+        work_unit_binding(verification, "verification", "VerificationResult")
         got = dig(verification, "provenance", "result_manifest_digest")
         if not member(got, rm.digests()):
             drift(
