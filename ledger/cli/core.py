@@ -66,17 +66,18 @@ def append(
     from ledger.objects import prepare_json
     from ledger.sqlite_store import open_store
 
-    store = open_store(db)
-    prepared = []
-    # Blobs (patches, logs) obey the same size limit as documents (16 MiB by default).
-    with progress(len(files), "validating", enabled=not json_out and len(files) > 1) as advance:
-        for name in files:
-            try:
-                prepared.append(prepare_json(read_input(name), kind))
-            except LedgerError as exc:
-                raise type(exc)(f"{name}: {exc}") from None
-            advance(1)
-    results = store.append_many(prepared)
+    # Open first so a missing ledger is reported before any work; nothing is written
+    # until every input has been read (blobs too obey the 16 MiB limit) and validated.
+    with open_store(db) as store:
+        prepared = []
+        with progress(len(files), "validating", enabled=not json_out and len(files) > 1) as advance:
+            for name in files:
+                try:
+                    prepared.append(prepare_json(read_input(name), kind))
+                except LedgerError as exc:
+                    raise type(exc)(f"{name}: {exc}") from None
+                advance(1)
+        results = store.append_many(prepared)
     rows = [
         {
             "file": name,
@@ -105,13 +106,13 @@ def show(
     from ledger.resolve import resolve
     from ledger.sqlite_store import open_store
 
-    store = open_store(db, readonly=True)
-    obj = resolve(store, ref)
+    with open_store(db, readonly=True) as store:
+        obj = resolve(store, ref)
+        entry = next(store.entries(since=obj.seq, limit=1))
     if raw:
         sys.stdout.buffer.write(obj.data)
         sys.stdout.buffer.flush()
         return
-    entry = next(store.entries(since=obj.seq, limit=1))
     info: dict[str, Any] = {
         "digest": obj.digest,
         "seq": obj.seq,
@@ -155,8 +156,8 @@ def log(
     """List log entries in sequence order."""
     from ledger.sqlite_store import open_store
 
-    store = open_store(db, readonly=True)
-    entries = store.entries(since=since, limit=limit, kind=kind)
+    with open_store(db, readonly=True) as store:
+        entries = list(store.entries(since=since, limit=limit, kind=kind))
     if json_out:
         emit_json(
             [
@@ -177,24 +178,25 @@ def stats(db: DbOption = Path("ledger.db"), json_out: JsonOption = False) -> Non
     """Entry counts by kind, sizes and the latest checkpoint."""
     from ledger.sqlite_store import open_store
 
-    store = open_store(db, readonly=True)
-    # One read transaction: every figure comes from the same snapshot of the log.
-    store.connection.execute("BEGIN")
-    counts = store.counts()
-    row = store.connection.execute(
-        "SELECT count(*), coalesce(sum(length(data)), 0) FROM objects"
-    ).fetchone()
-    checkpoints = store.checkpoints()
-    size = store.size()
-    store.connection.execute("COMMIT")
+    with open_store(db, readonly=True) as store:
+        # One read transaction: every figure comes from the same snapshot of the log.
+        store.connection.execute("BEGIN")
+        counts = store.counts()
+        (object_bytes,) = store.connection.execute(
+            "SELECT coalesce(sum(length(data)), 0) FROM objects"
+        ).fetchone()
+        (latest,) = store.connection.execute("SELECT max(size) FROM checkpoints").fetchone()
+        size = store.size()
+        origin = store.get_meta("origin")
+        store.connection.execute("COMMIT")
     info = {
         "db": str(db),
         "entries": size,
         "by_kind": counts,
-        "object_bytes": int(row[1]),
+        "object_bytes": int(object_bytes),
         "file_bytes": db.stat().st_size,
-        "origin": store.get_meta("origin"),
-        "latest_checkpoint_size": checkpoints[-1].size if checkpoints else None,
+        "origin": origin,
+        "latest_checkpoint_size": latest,
     }
     if json_out:
         emit_json(info)
