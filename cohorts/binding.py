@@ -34,7 +34,7 @@ from cohorts.findings import Finding, error, info, sort_key
 from cohorts.lookup import EVALUATOR_PLAN, WORK_UNIT, CohortLookup, Resolution, resolve
 from cohorts.task_checks import binding_problems
 from cohorts.upstream import FULL_GIT_SHA, predecessor_claims, version_key
-from ledger.digest import canonical_digest
+from ledger.encoding.digest import canonical_digest
 
 KIND = "cohort-binding"
 SCHEMA_VERSION = "0.1"

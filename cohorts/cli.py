@@ -28,7 +28,7 @@ AuthorityKey = Annotated[
 
 def _parse(name: str) -> dict[str, Any]:
     from cohorts.errors import CohortInputError
-    from ledger.canonical import parse_strict
+    from ledger.encoding.canonical import parse_strict
 
     value = parse_strict(read_input(name))
     if not isinstance(value, dict):
@@ -38,7 +38,7 @@ def _parse(name: str) -> dict[str, Any]:
 
 def _signer(db: Path, given: Path | None) -> Any:
     from ledger.cli.core import authority_key_path
-    from ledger.keys import Ed25519Signer
+    from ledger.trust.keys import Ed25519Signer
 
     return Ed25519Signer.from_file(authority_key_path(db, given))
 
@@ -52,7 +52,7 @@ def _print_findings(findings: list[Finding] | tuple[Finding, ...]) -> None:
 def _append_gated(db: Path, action: Callable[[Any], Any], json_out: bool) -> None:
     """Run one gated append on the open ledger and report it (a refusal exits 4)."""
     from cohorts.errors import GateError
-    from ledger.sqlite_store import open_store
+    from ledger.store.sqlite import open_store
 
     with open_store(db) as store:
         try:
@@ -195,7 +195,7 @@ def audit_cmd(
 ) -> None:
     """Audit a stored cohort; exit 1 when any error finding is reported."""
     from cohorts.service import audit
-    from ledger.sqlite_store import open_store
+    from ledger.store.sqlite import open_store
 
     with open_store(db, readonly=True) as store:
         report = audit(store, cohort_id)
@@ -229,7 +229,7 @@ def provenance_cmd(
     from rich.tree import Tree
 
     from cohorts.provenance import provenance
-    from ledger.sqlite_store import open_store
+    from ledger.store.sqlite import open_store
 
     with open_store(db, readonly=True) as store:
         report = provenance(store, digest)
@@ -262,7 +262,7 @@ def import_idkmesh_cmd(
     """
     from cohorts.importer import import_idkmesh
     from ledger.errors import InputError
-    from ledger.sqlite_store import open_store
+    from ledger.store.sqlite import open_store
 
     signer = None if unsigned else _signer(db, authority_key)
     with open_store(db) as store:

@@ -33,8 +33,8 @@ from typing import Any
 
 from cohorts.errors import DefinitionError
 from cohorts.findings import DigestScheme
-from ledger.canonical import path_child
-from ledger.digest import canonical_digest, legacy_digest
+from ledger.encoding.canonical import path_child
+from ledger.encoding.digest import canonical_digest, legacy_digest
 
 
 def _member(obj: object, key: str, path: str) -> Any:

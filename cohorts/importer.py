@@ -27,13 +27,13 @@ from cohorts.lookup import BENCHMARK_COHORT, BURN_NOTICE
 from cohorts.service import check_authority
 from cohorts.store_lookup import StoreLookup
 from cohorts.validation import schema_validator
-from ledger.attestation import attest_prepared
-from ledger.canonical import parse_strict
-from ledger.digest import sha256_digest
+from ledger.encoding.canonical import parse_strict
+from ledger.encoding.digest import sha256_digest
 from ledger.errors import KindError, LedgerError
-from ledger.keys import Signer
-from ledger.objects import Prepared, prepare_blob, prepare_json, prepare_value
-from ledger.store import Store
+from ledger.store.base import Store
+from ledger.store.prepared import Prepared, prepare_blob, prepare_json, prepare_value
+from ledger.trust.attestation import attest_prepared
+from ledger.trust.keys import Signer
 
 Status = Literal["imported", "skipped", "invalid"]
 ROOTS = ("benchmarks", "examples", "verification/fixtures")

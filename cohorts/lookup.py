@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 from cohorts.findings import DigestScheme
-from ledger.digest import canonical_digest, legacy_digest
+from ledger.encoding.digest import canonical_digest, legacy_digest
 
 #: (kind, document) -> one-line schema error messages; empty means valid. Kinds are the
 #: ledger's kind names: "benchmark-cohort", "work-unit", "evaluator-plan",

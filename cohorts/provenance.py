@@ -2,7 +2,7 @@
 
 ``provenance(store, digest)`` walks result -> ResultManifest -> WorkUnit and
 EvaluatorPlan (bindings replayed), the artifacts and evidence blobs (present, SHA-256 of
-the stored bytes), the attestations (``ledger.attestation_checks``), cohort membership
+the stored bytes), the attestations (``ledger.trust.judgement``), cohort membership
 and burn status, and inclusion of every chain object under the newest signed
 checkpoint (note verified with the ledger's log key, proof verified against its root).
 Total: a broken link is a failed check, never an exception. JSON shape::
@@ -22,9 +22,9 @@ from cohorts.access import as_list, as_map, as_str, dig, maps, shown
 from cohorts.lookup import StoredDoc
 from cohorts.store_lookup import StoreLookup
 from cohorts.validation import schema_validator
-from ledger.digest import sha256_digest
+from ledger.encoding.digest import sha256_digest
 from ledger.errors import LedgerError
-from ledger.store import LedgerReader
+from ledger.store.base import LedgerReader
 
 Status = Literal["passed", "failed"]
 
@@ -156,7 +156,7 @@ def _blobs(chain: _Chain, refs: list[tuple[str, Any]]) -> Check:
 
 
 def _attestations(chain: _Chain, digest: str, result: Mapping[str, Any]) -> Check:
-    from ledger.attestation_checks import check_subject_attestations, subject_verdict
+    from ledger.trust.judgement import check_subject_attestations, subject_verdict
 
     try:
         verdicts = check_subject_attestations(chain.reader, digest)
@@ -224,9 +224,9 @@ def _cohorts(chain: _Chain, result: StoredDoc) -> tuple[Check, str]:
 
 
 def _inclusion(chain: _Chain) -> Check:
-    from ledger import merkle
-    from ledger.log import latest_checkpoint, prove_inclusion, verifier_key_of
-    from ledger.note import open_checkpoint
+    from ledger.log import merkle
+    from ledger.log.checkpoints import latest_checkpoint, prove_inclusion, verifier_key_of
+    from ledger.log.note import open_checkpoint
 
     members = list(dict.fromkeys(chain.members))
     if not members:

@@ -31,11 +31,11 @@ from cohorts.lifecycle import check_update, freeze, require_freezable
 from cohorts.lookup import BENCHMARK_COHORT, BURN_NOTICE, StoredDoc
 from cohorts.store_lookup import StoreLookup
 from cohorts.validation import schema_validator
-from ledger.attestation import attest_prepared
 from ledger.errors import NotFound, RuleViolation
-from ledger.keys import Signer
-from ledger.objects import Prepared, prepare_value
-from ledger.store import AppendResult, LedgerReader, Store
+from ledger.store.base import AppendResult, LedgerReader, Store
+from ledger.store.prepared import Prepared, prepare_value
+from ledger.trust.attestation import attest_prepared
+from ledger.trust.keys import Signer
 
 CALIBRATION_RECORD = "calibration-record"
 

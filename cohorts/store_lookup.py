@@ -16,8 +16,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from cohorts.lookup import StoredDoc
-from ledger.digest import apply_float_hints
-from ledger.store import LedgerReader, StoredObject
+from ledger.encoding.digest import apply_float_hints
+from ledger.store.base import LedgerReader, StoredObject
 
 BLOB = "blob"
 

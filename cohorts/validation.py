@@ -9,10 +9,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ledger.canonical import path_child
+from ledger.encoding.canonical import path_child
 from ledger.errors import KindError
-from ledger.fastschema import fast_check
-from ledger.schema import validator
+from ledger.schema._compiled import fast_check
+from ledger.schema.validation import validator
 
 
 def _path(parts: Any) -> str:

@@ -92,7 +92,7 @@ def _time(rng: random.Random, base: float) -> str:
 
 
 def _digest(value: Any) -> str:
-    from ledger.fastcanon import canonicalize
+    from ledger.encoding._fast import canonicalize
 
     return "sha256:" + hashlib.sha256(canonicalize(value)).hexdigest()
 
@@ -484,8 +484,8 @@ def corpus(n: int, seed: int, signer: Any = None) -> Iterator[dict[str, Any]]:
 
 
 def _attestation(wu: dict[str, Any], signer: Any) -> dict[str, Any]:
-    from ledger.attestation import attest_prepared
-    from ledger.objects import prepare_value
+    from ledger.store.prepared import prepare_value
+    from ledger.trust.attestation import attest_prepared
 
     value: dict[str, Any] = json.loads(attest_prepared(prepare_value(wu), signer).data)
     return value
@@ -616,11 +616,11 @@ def _verify_core(db: Path) -> dict[str, Any]:
     import hmac
     import sqlite3
 
-    from ledger import merkle
-    from ledger.audit import CompactRange
-    from ledger.fastcanon import parse_encode
-    from ledger.fastcheck import NodeReader
-    from ledger.leaf import entry_record
+    from ledger.audit.full import CompactRange
+    from ledger.audit.object_check import NodeReader
+    from ledger.encoding._fast import parse_encode
+    from ledger.log import merkle
+    from ledger.log.leaf import entry_record
 
     conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
     nodes = NodeReader(conn)
@@ -654,8 +654,8 @@ def _verify_core(db: Path) -> dict[str, Any]:
 
 
 def _proofs(db: Path, queries: int, seed: int) -> dict[str, Any]:
-    from ledger.log import prove_consistency, prove_inclusion
-    from ledger.sqlite_store import open_store
+    from ledger.log.checkpoints import prove_consistency, prove_inclusion
+    from ledger.store.sqlite import open_store
 
     rng = random.Random(seed)
     out: dict[str, Any] = {}
@@ -758,7 +758,7 @@ def bench_size(n: int, args: argparse.Namespace, base: Path) -> dict[str, Any]:
     run([PROVLEDGER, "init", "--db", str(db), "--json"])
     signer = None
     if not args.no_attestations:
-        from ledger.keys import Ed25519Signer
+        from ledger.trust.keys import Ed25519Signer
 
         signer = Ed25519Signer.from_file(db.with_name(db.name + ".authority.key"))
     jsonl = work / "corpus.jsonl"

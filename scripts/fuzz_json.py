@@ -24,9 +24,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from ledger.canonical import canonicalize, parse_strict, require_canonical
+from ledger.encoding.canonical import canonicalize, parse_strict, require_canonical
 from ledger.errors import LedgerError, ParseError
-from ledger.objects import prepare_json
+from ledger.store.prepared import prepare_json
 
 SEEDS = [
     b'{"schema_version":"0.2","id":"a/b","version":1,"objective":"x","validators":[]}',

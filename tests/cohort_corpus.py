@@ -8,7 +8,7 @@ from typing import Any
 
 from cohorts.lookup import MemoryLookup
 from ledger.errors import KindError
-from ledger.kinds import detect_kind
+from ledger.schema.kinds import detect_kind
 
 CORPUS = Path(__file__).resolve().parents[2] / "shared" / "reference" / "idkmesh"
 TOY = Path(__file__).resolve().parents[1] / "examples" / "cohorts" / "toy"

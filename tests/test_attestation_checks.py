@@ -11,7 +11,11 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ledger.attestation import (
+from ledger.encoding.digest import sha256_digest
+from ledger.errors import AttestationError, IdentityError, NotFound
+from ledger.store.prepared import Prepared, prepare_blob, prepare_json, prepare_value
+from ledger.store.sqlite import SQLiteStore, open_store
+from ledger.trust.attestation import (
     attest,
     attest_prepared,
     attestation_from_value,
@@ -19,25 +23,21 @@ from ledger.attestation import (
     parse_attestation,
     rebuild_envelope,
 )
-from ledger.attestation_checks import (
-    check_attestation,
-    check_envelope,
-    check_subject_attestations,
-    subject_verdict,
-)
-from ledger.digest import sha256_digest
-from ledger.dsse import Envelope, Signature, payload_type_for, sign_envelope
-from ledger.errors import AttestationError, IdentityError, NotFound
-from ledger.identity import (
+from ledger.trust.dsse import Envelope, Signature, payload_type_for, sign_envelope
+from ledger.trust.identity import (
     identity_value,
     register_identity,
     revocation_value,
     revoke_key,
     trust_index,
 )
-from ledger.keys import Ed25519Signer
-from ledger.objects import Prepared, prepare_blob, prepare_json, prepare_value
-from ledger.sqlite_store import SQLiteStore, open_store
+from ledger.trust.judgement import (
+    check_attestation,
+    check_envelope,
+    check_subject_attestations,
+    subject_verdict,
+)
+from ledger.trust.keys import Ed25519Signer
 
 SMOKE_VR = "examples/results/phase0-smoke.verification-result.json"
 WORK_UNIT = "examples/work-units/phase0-smoke.work-unit.json"
@@ -184,7 +184,7 @@ def test_check_envelope_judges_as_if_appended_now(
 
 
 def test_check_attestation_reads_malformed_objects(store: SQLiteStore) -> None:
-    from ledger.store import StoredObject
+    from ledger.store.base import StoredObject
 
     bogus = StoredObject(
         "sha256:" + "1" * 64, 9, "attestation", "0.1", None, None, None, None, b"{}"
@@ -217,7 +217,7 @@ def test_detached_round_trip_rebuilds_the_signed_envelope(
 @pytest.fixture(scope="module")
 def signed_store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[SQLiteStore, bytes]]:
     """One ledger (built once) holding a registered key and an object it signed."""
-    from ledger.setup import initialise
+    from ledger.create import initialise
 
     root = tmp_path_factory.mktemp("prop")
     db = root / "ledger.db"

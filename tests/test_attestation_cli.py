@@ -25,9 +25,9 @@ from securesystemslib.signer import SSlibKey  # type: ignore[attr-defined]
 from typer.testing import CliRunner, Result
 
 from ledger.cli import app
-from ledger.dsse import parse_envelope, payload_type_for, verify_envelope
-from ledger.intoto import INTOTO_PAYLOAD_TYPE, PREDICATE_TYPE, STATEMENT_TYPE
-from ledger.keys import load_public_key
+from ledger.trust.dsse import parse_envelope, payload_type_for, verify_envelope
+from ledger.trust.intoto import INTOTO_PAYLOAD_TYPE, PREDICATE_TYPE, STATEMENT_TYPE
+from ledger.trust.keys import load_public_key
 
 SMOKE_VR = "examples/results/phase0-smoke.verification-result.json"
 SMOKE_RM = "examples/results/phase0-smoke.result-manifest.json"

@@ -16,10 +16,10 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner, Result
 
-from ledger.canonical import canonicalize
 from ledger.cli import app
-from ledger.schema import validate
-from ledger.sqlite_store import open_store
+from ledger.encoding.canonical import canonicalize
+from ledger.schema.validation import validate
+from ledger.store.sqlite import open_store
 from verifiers.behavioral import tree_digest
 from verifiers.calibration import FIXTURE_DIR
 

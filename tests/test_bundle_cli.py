@@ -19,12 +19,12 @@ import typer.testing
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from typer.testing import CliRunner
 
-from ledger.attestation import attest_prepared
 from ledger.cli import app
-from ledger.keys import Ed25519Signer
-from ledger.note import verifier_key
-from ledger.objects import prepare_blob
-from ledger.sqlite_store import open_store, trigger_names
+from ledger.log.note import verifier_key
+from ledger.store.prepared import prepare_blob
+from ledger.store.sqlite import open_store, trigger_names
+from ledger.trust.attestation import attest_prepared
+from ledger.trust.keys import Ed25519Signer
 
 ROOT = Path(__file__).resolve().parents[1]
 PROVLEDGER = ROOT / ".venv" / "bin" / "provledger"

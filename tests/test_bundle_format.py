@@ -1,4 +1,4 @@
-"""ledger.bundle: tlog-proof text, bundle build/verify, and that every changed byte fails.
+"""ledger.log.bundle: tlog-proof text, bundle build/verify, and that every changed byte fails.
 
 Bundles are built from real SQLite ledgers (``build_bundle``) and checked with the pure
 ``verify_bundle``; the CLI side is in test_bundle_cli.py.
@@ -21,9 +21,9 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ledger import merkle
-from ledger.attestation import attest_prepared
-from ledger.bundle import (
+from ledger.create import initialise
+from ledger.errors import InputError, NotFound
+from ledger.log.bundle import (
     MEDIA_TYPE,
     TLOG_PROOF_HEADER,
     BundleError,
@@ -33,13 +33,12 @@ from ledger.bundle import (
     parse_tlog_proof,
     verify_bundle,
 )
-from ledger.errors import InputError, NotFound
-from ledger.keys import Ed25519Signer, load_private_key
-from ledger.log import make_checkpoint
-from ledger.note import parse_verifier_key, sign_note, verifier_key
-from ledger.objects import Prepared, prepare_blob
-from ledger.setup import initialise
-from ledger.sqlite_store import open_store
+from ledger.log.checkpoints import make_checkpoint, merkle
+from ledger.log.note import parse_verifier_key, sign_note, verifier_key
+from ledger.store.prepared import Prepared, prepare_blob
+from ledger.store.sqlite import open_store
+from ledger.trust.attestation import attest_prepared
+from ledger.trust.keys import Ed25519Signer, load_private_key
 
 # --------------------------------------------------------------------------- tlog-proof
 
@@ -192,7 +191,7 @@ def test_bundle_shape_and_verify(small: Built) -> None:
 
 def test_json_object_bundle_and_no_attestations(tmp_path: Path) -> None:
     db, vkey = _ledger(tmp_path)
-    from ledger.attestation import attest_prepared as attest
+    from ledger.trust.attestation import attest_prepared as attest
 
     blob = prepare_blob(b"x")
     att = attest(blob, Ed25519Signer(Ed25519PrivateKey.generate()))

@@ -17,13 +17,13 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner, Result
 
-from ledger.attestation import attestations_of
-from ledger.attestation_checks import check_subject_attestations, subject_verdict
 from ledger.cli import app
 from ledger.errors import SchemaError
-from ledger.objects import prepare_value
-from ledger.schema import validate
-from ledger.sqlite_store import open_store
+from ledger.schema.validation import validate
+from ledger.store.prepared import prepare_value
+from ledger.store.sqlite import open_store
+from ledger.trust.attestation import attestations_of
+from ledger.trust.judgement import check_subject_attestations, subject_verdict
 from verifiers.calibration import FIXTURE_DIR, calibration_table
 
 VERIFIER = ["--verifier-id", "idkmesh-local-verifier", "--adapter", "deterministic-patch-verifier"]

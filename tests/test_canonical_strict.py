@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ledger import errors
-from ledger.canonical import Limits, parse_strict
+from ledger.encoding.canonical import Limits, parse_strict
 
 CASES = [
     (b'{"tasks":[{},{},{"id":1,"id":2}]}', errors.DuplicateKeyError, "$.tasks[2].id"),

@@ -13,8 +13,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ledger.canonical import canonicalize, parse_strict, require_canonical
-from ledger.digest import canonical_digest, legacy_digest, sha256_digest
+from ledger.encoding.canonical import canonicalize, parse_strict, require_canonical
+from ledger.encoding.digest import canonical_digest, legacy_digest, sha256_digest
 from ledger.errors import CanonicalFormError, IntegerRangeError
 
 JCS = Path(__file__).parent / "vectors" / "jcs"

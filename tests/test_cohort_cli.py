@@ -11,8 +11,8 @@ from typer.testing import CliRunner
 
 from cohorts.definition import definition_digests
 from ledger.cli import app
-from ledger.objects import prepare_value
-from ledger.sqlite_store import open_store
+from ledger.store.prepared import prepare_value
+from ledger.store.sqlite import open_store
 
 TOY = Path(__file__).resolve().parents[1] / "examples" / "cohorts" / "toy"
 V1 = "example/toy-v1"

@@ -27,7 +27,7 @@ from cohorts.definition import definition_digests
 from cohorts.errors import CohortInputError, GateError
 from cohorts.findings import errors
 from cohorts.validation import schema_validator
-from ledger.digest import canonical_digest
+from ledger.encoding.digest import canonical_digest
 
 CORPUS = Path(__file__).resolve().parents[2] / "shared" / "reference" / "idkmesh"
 FIRST_FIVE = CORPUS / "benchmarks" / "phase-b2-first-five"

@@ -1,4 +1,4 @@
-"""ledger.dsse: PAE vectors, the spec example, the Ed25519 envelope, parsing, verification."""
+"""ledger.trust.dsse: PAE vectors, the spec example, the Ed25519 envelope, parsing, verification."""
 
 from __future__ import annotations
 
@@ -15,7 +15,8 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ledger.dsse import (
+from ledger.errors import InputError, KeyFileError
+from ledger.trust.dsse import (
     Envelope,
     EnvelopeError,
     Signature,
@@ -28,8 +29,7 @@ from ledger.dsse import (
     verify_envelope,
     verify_envelope_detailed,
 )
-from ledger.errors import InputError, KeyFileError
-from ledger.keys import Ed25519Signer, key_id, public_key_from_raw
+from ledger.trust.keys import Ed25519Signer, key_id, public_key_from_raw
 
 VECTORS: dict[str, Any] = json.loads(
     (Path(__file__).resolve().parent / "vectors" / "dsse" / "dsse_vectors.json").read_text("utf-8")

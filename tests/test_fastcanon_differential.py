@@ -1,6 +1,7 @@
-"""ledger.fastcanon must give byte-identical results (and identical errors) to the reference.
+"""ledger.encoding._fast must give byte-identical results (and identical errors) to the reference.
 
-Reference = ``ledger.canonical`` (``parse_strict`` + ``rfc8785``) and ``ledger.digest``.
+Reference = ``ledger.encoding.canonical`` (``parse_strict`` + ``rfc8785``) and
+``ledger.encoding.digest``.
 Checked on the RFC 8785 vectors, the ES6 number vectors, the upstream corpus, generated
 documents, and hypothesis values; and the fast path must really be the one taken.
 """
@@ -18,12 +19,13 @@ import rfc8785
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ledger import canonical, fastcanon
-from ledger.canonical import Limits, parse_strict
-from ledger.digest import float_hints, legacy_bytes, legacy_digest, sha256_digest
+from ledger.encoding import _fast as fastcanon
+from ledger.encoding import canonical
+from ledger.encoding.canonical import Limits, parse_strict
+from ledger.encoding.digest import float_hints, legacy_bytes, legacy_digest, sha256_digest
 from ledger.errors import CanonicalFormError, LedgerError
-from ledger.kinds import detect_kind, schema_version_of
-from ledger.objects import Prepared, prepare_json
+from ledger.schema.kinds import detect_kind, schema_version_of
+from ledger.store.prepared import Prepared, prepare_json
 
 JCS = Path(__file__).parent / "vectors" / "jcs"
 
@@ -278,8 +280,8 @@ def test_float_hints_match(value: Any) -> None:
 
 
 def _reference_prepare(raw: bytes) -> Prepared:
-    """What prepare_json computed before ledger.fastcanon existed."""
-    from ledger import schema
+    """What prepare_json computed before ledger.encoding._fast existed."""
+    from ledger.schema import validation as schema
 
     value = parse_strict(raw)
     spec = detect_kind(value)

@@ -1,4 +1,4 @@
-"""ledger.fastcheck gives the audit exactly the results of its reference code, faster."""
+"""ledger.audit.object_check gives the audit exactly the results of its reference code, faster."""
 
 from __future__ import annotations
 
@@ -13,12 +13,12 @@ from typing import Any
 
 import pytest
 
-from ledger import audit as audit_mod
-from ledger import fastcheck
-from ledger.audit import audit, default_object_checks
-from ledger.bulk import import_jsonl
-from ledger.sqlite_store import open_store
-from ledger.store import StoredObject
+from ledger.audit import full as audit_mod
+from ledger.audit import object_check as fastcheck
+from ledger.audit.full import audit, default_object_checks
+from ledger.store.base import StoredObject
+from ledger.store.bulk import import_jsonl
+from ledger.store.sqlite import open_store
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -28,7 +28,7 @@ def _lines(n: int, db: Path) -> bytes:
     assert spec is not None and spec.loader is not None
     bench = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(bench)
-    from ledger.keys import Ed25519Signer
+    from ledger.trust.keys import Ed25519Signer
 
     signer = Ed25519Signer.from_file(db.with_name(db.name + ".authority.key"))
     return b"".join(json.dumps(d).encode() + b"\n" for d in bench.corpus(n, 9, signer))
@@ -76,7 +76,7 @@ def _tampered(obj: StoredObject, rng: random.Random) -> list[StoredObject]:
     # Canonical, correctly digested, but schema-invalid: only the schema check can tell.
     broken = dict(value)
     broken.pop(rng.choice(sorted(k for k in broken if k != "provledger_kind")))
-    from ledger.fastcanon import canonicalize
+    from ledger.encoding._fast import canonicalize
 
     data = canonicalize(broken)
     import hashlib

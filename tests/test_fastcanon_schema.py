@@ -1,4 +1,4 @@
-"""ledger.fastschema verdicts must equal jsonschema's (Draft 2020-12, no format checker).
+"""ledger.schema._compiled verdicts must equal jsonschema's (Draft 2020-12, no format checker).
 
 Only "valid" is ever trusted from the compiled predicates, so soundness (compiled True
 implies jsonschema valid) is the safety property; exact equality is also required
@@ -20,10 +20,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
-from ledger import fastschema, schema
-from ledger.canonical import parse_strict
+from ledger.encoding.canonical import parse_strict
 from ledger.errors import LedgerError, SchemaError
-from ledger.kinds import KINDS, detect_kind
+from ledger.schema import _compiled as fastschema
+from ledger.schema import validation as schema
+from ledger.schema.kinds import KINDS, detect_kind
 
 ROOT = Path(__file__).resolve().parents[1]
 SCHEMA_FILES = sorted((ROOT / "schemas").glob("*.schema.json"))

@@ -1,4 +1,4 @@
-"""Fuzzing offline bundle verification (``ledger.bundle.verify_bundle``).
+"""Fuzzing offline bundle verification (``ledger.log.bundle.verify_bundle``).
 
 tests/test_bundle_format.py flips every byte of encoded bundles. This file adds changes
 that keep the file well spelled (re-encoded as RFC 8785), so they get past the structure
@@ -19,7 +19,7 @@ import rfc8785
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-bundle = pytest.importorskip("ledger.bundle")
+bundle = pytest.importorskip("ledger.log.bundle")
 
 FUZZ = settings(
     max_examples=300,
@@ -35,12 +35,12 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[bytes, dict[str, An
 
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-    from ledger.attestation import attest_prepared
-    from ledger.keys import Ed25519Signer, load_private_key
-    from ledger.log import make_checkpoint
-    from ledger.objects import Prepared, prepare_blob
-    from ledger.setup import initialise
-    from ledger.sqlite_store import open_store
+    from ledger.create import initialise
+    from ledger.log.checkpoints import make_checkpoint
+    from ledger.store.prepared import Prepared, prepare_blob
+    from ledger.store.sqlite import open_store
+    from ledger.trust.attestation import attest_prepared
+    from ledger.trust.keys import Ed25519Signer, load_private_key
 
     tmp = tmp_path_factory.mktemp("fuzz-bundle")
     db = tmp / "ledger.db"

@@ -22,7 +22,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from ledger.canonical import (
+from ledger.encoding.canonical import (
     MAX_SAFE_INTEGER,
     Limits,
     canonicalize,
@@ -41,7 +41,7 @@ class _Reject(Exception):
 
 
 def _oracle(data: bytes) -> Any:
-    """The documented rules, stated independently of ledger.canonical's code.
+    """The documented rules, stated independently of ledger.encoding.canonical's code.
 
     UTF-8 without BOM; one JSON value with only JSON whitespace around it; no duplicate
     member names; no NaN/Infinity; integers within +-(2**53-1); floats finite, and an
@@ -274,7 +274,7 @@ def test_other_spellings_are_not_canonical(value: Any, data: st.DataObject) -> N
 @FUZZ
 @given(mutated_json())
 def test_prepare_json_raises_only_ledger_errors(data: bytes) -> None:
-    from ledger.objects import prepare_json
+    from ledger.store.prepared import prepare_json
 
     with contextlib.suppress(LedgerError):
         prepare_json(data)

@@ -21,9 +21,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ledger.canonical import require_canonical
+from ledger.encoding.canonical import require_canonical
 from ledger.errors import LedgerError
-from ledger.merkle import (
+from ledger.log.merkle import (
     MemoryTree,
     ProofError,
     consistency_proof,
@@ -32,7 +32,7 @@ from ledger.merkle import (
     verify_consistency,
     verify_inclusion,
 )
-from ledger.note import open_checkpoint
+from ledger.log.note import open_checkpoint
 
 FUZZ = settings(
     max_examples=250,
@@ -52,11 +52,11 @@ class Rejected(Exception):
 def proofs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     """A ledger with checkpoints at several sizes, and CLI-shaped proofs from it."""
     from ledger.cli.core import authority_key_path, log_key_path
-    from ledger.keys import load_private_key
-    from ledger.log import make_checkpoint, prove_consistency, prove_inclusion
-    from ledger.objects import prepare_blob
-    from ledger.setup import initialise
-    from ledger.sqlite_store import open_store
+    from ledger.create import initialise
+    from ledger.log.checkpoints import make_checkpoint, prove_consistency, prove_inclusion
+    from ledger.store.prepared import prepare_blob
+    from ledger.store.sqlite import open_store
+    from ledger.trust.keys import load_private_key
 
     db = tmp_path_factory.mktemp("fuzz-proofs") / "ledger.db"
     info = initialise(db, None, log_key_path(db), authority_key_path(db))

@@ -72,11 +72,11 @@ def fingerprint(db: Path) -> tuple[int, str]:
 def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A ledger with blobs, the corpus work-unit when present, and a checkpoint."""
     from ledger.cli.core import authority_key_path, log_key_path
-    from ledger.keys import load_private_key
-    from ledger.log import make_checkpoint
-    from ledger.objects import prepare_blob, prepare_json
-    from ledger.setup import initialise
-    from ledger.sqlite_store import open_store
+    from ledger.create import initialise
+    from ledger.log.checkpoints import make_checkpoint
+    from ledger.store.prepared import prepare_blob, prepare_json
+    from ledger.store.sqlite import open_store
+    from ledger.trust.keys import load_private_key
 
     db = tmp_path_factory.mktemp("hostile-template") / "ledger.db"
     initialise(db, None, log_key_path(db), authority_key_path(db))
@@ -371,7 +371,7 @@ def test_real_key_with_loose_permissions(ledger: Path, mode: int) -> None:
 
 
 def test_key_of_another_log_is_refused(ledger: Path, tmp_path: Path) -> None:
-    from ledger.keys import generate_key_file
+    from ledger.trust.keys import generate_key_file
 
     other = tmp_path / "other.key"
     generate_key_file(other)
@@ -385,7 +385,7 @@ def test_key_of_another_log_is_refused(ledger: Path, tmp_path: Path) -> None:
 
 def test_encrypted_key_without_and_with_wrong_passphrase(ledger: Path, tmp_path: Path) -> None:
     from ledger.errors import KeyFileError
-    from ledger.keys import generate_key_file, load_private_key
+    from ledger.trust.keys import generate_key_file, load_private_key
 
     key = tmp_path / "encrypted.key"
     generate_key_file(key, passphrase=b"correct horse battery staple")
@@ -609,7 +609,7 @@ def verifier_setup(ledger: Path, tmp_path: Path) -> Path:
         pytest.skip(f"reference corpus absent: {CORPUS} (it lives in ../shared, outside the repo)")
     if not _has_command("run-verifier"):
         pytest.skip("command not yet available: provledger run-verifier")
-    from ledger.keys import generate_key_file
+    from ledger.trust.keys import generate_key_file
 
     key = tmp_path / "verifier.key"
     generate_key_file(key)
@@ -655,7 +655,7 @@ def test_symlinked_artifact_outside_the_candidate_root_is_not_read(
     result = _run_verifier(ledger, verifier_setup, root, manifest_path)
     assert result.exit_code == 1, result.output
     assert "artifact-digest" in _failed_checks(result)
-    from ledger.sqlite_store import open_store
+    from ledger.store.sqlite import open_store
 
     with open_store(ledger, readonly=True) as store:
         assert store.get(_sha(secret)) is None, "bytes from outside the root were stored"
@@ -664,7 +664,7 @@ def test_symlinked_artifact_outside_the_candidate_root_is_not_read(
 def test_wrong_passphrase_through_sign(ledger: Path, tmp_path: Path) -> None:
     if not _has_command("sign"):
         pytest.skip("command not yet available: provledger sign")
-    from ledger.keys import generate_key_file
+    from ledger.trust.keys import generate_key_file
 
     key = tmp_path / "signer.key"
     generate_key_file(key, passphrase=b"the right one")
@@ -703,7 +703,7 @@ def _import(ledger: Path, tree: Path) -> Any:
 
 
 def _stored(ledger: Path, digest: str) -> bool:
-    from ledger.sqlite_store import open_store
+    from ledger.store.sqlite import open_store
 
     with open_store(ledger, readonly=True) as store:
         return store.get(digest) is not None
@@ -774,11 +774,11 @@ def test_hostile_lines_through_import_jsonl(ledger: Path, tmp_path: Path) -> Non
     for line in errors:
         number = int(line.removeprefix("error: line ").split(":", 1)[0])
         assert expected[number] in line, (number, line)
-    from ledger.sqlite_store import open_store
+    from ledger.store.sqlite import open_store
 
     with open_store(ledger, readonly=True) as store:
         added = [e.digest for e in store.entries(since=before[0])]
-    from ledger.objects import prepare_json
+    from ledger.store.prepared import prepare_json
 
     assert added == [prepare_json(v).digest for v in valid]
 
@@ -796,7 +796,7 @@ def test_huge_integer_line_does_not_abort_import_jsonl(ledger: Path, tmp_path: P
 
 def test_oversized_blob_is_refused_before_reading(ledger: Path, tmp_path: Path) -> None:
     """A blob over the size limit is refused (exit 3) and the ledger is unchanged."""
-    from ledger.canonical import DEFAULT_MAX_BYTES
+    from ledger.encoding.canonical import DEFAULT_MAX_BYTES
 
     big = tmp_path / "big.bin"
     with big.open("wb") as handle:

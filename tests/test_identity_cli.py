@@ -14,7 +14,7 @@ from cryptography.hazmat.primitives import serialization
 from typer.testing import CliRunner, Result
 
 from ledger.cli import app
-from ledger.keys import key_id, load_private_key, load_public_key, public_key_raw
+from ledger.trust.keys import key_id, load_private_key, load_public_key, public_key_raw
 
 VERIFIER = ("phase0-independent-verifier", "phase0-schema-verifier", "0.1")
 

@@ -16,7 +16,7 @@ from typing import Any
 from typer.testing import CliRunner
 
 from ledger.cli import app
-from ledger.sqlite_store import open_store
+from ledger.store.sqlite import open_store
 
 
 def _import(runner: CliRunner, db: Path, path: Path) -> tuple[int, dict[str, Any]]:

@@ -12,11 +12,11 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from ledger.bulk import Block, import_jsonl, prepare_block, read_blocks
-from ledger.canonical import Limits
 from ledger.cli import app
-from ledger.objects import prepare_json
-from ledger.sqlite_store import open_store
+from ledger.encoding.canonical import Limits
+from ledger.store.bulk import Block, import_jsonl, prepare_block, read_blocks
+from ledger.store.prepared import prepare_json
+from ledger.store.sqlite import open_store
 
 ROOT = Path(__file__).resolve().parents[1]
 SUMMARY_KEYS = {
@@ -37,7 +37,7 @@ def _lines(n: int, db: Path | None = None, seed: int = 3) -> list[bytes]:
     """``n`` generated documents of mixed kinds (attestations when a ledger is given)."""
     signer = None
     if db is not None:
-        from ledger.keys import Ed25519Signer
+        from ledger.trust.keys import Ed25519Signer
 
         signer = Ed25519Signer.from_file(db.with_name(db.name + ".authority.key"))
     return [json.dumps(doc).encode() for doc in _bench().corpus(n, seed, signer)]

@@ -1,4 +1,4 @@
-"""ledger.intoto: Statement v1 shape, canonical payload, and verification by securesystemslib."""
+"""ledger.trust.intoto: Statement v1 shape, canonical payload, verification by securesystemslib."""
 
 from __future__ import annotations
 
@@ -18,9 +18,9 @@ from securesystemslib.signer import (  # type: ignore[attr-defined]  # not re-ex
     SSlibKey,
 )
 
-from ledger.dsse import Envelope, parse_envelope, verify_envelope
 from ledger.errors import CanonicalFormError, InputError
-from ledger.intoto import (
+from ledger.trust.dsse import Envelope, parse_envelope, verify_envelope
+from ledger.trust.intoto import (
     INTOTO_PAYLOAD_TYPE,
     PREDICATE_TYPE,
     STATEMENT_TYPE,
@@ -28,7 +28,7 @@ from ledger.intoto import (
     statement,
     statement_bytes,
 )
-from ledger.keys import Ed25519Signer
+from ledger.trust.keys import Ed25519Signer
 
 SIGNER = Ed25519Signer(Ed25519PrivateKey.from_private_bytes(bytes(range(32))))
 OTHER = Ed25519Signer(Ed25519PrivateKey.from_private_bytes(bytes(range(1, 33))))

@@ -1,4 +1,4 @@
-"""ledger.keys sign/verify against RFC 8032, Wycheproof and go-securesystemslib vectors."""
+"""ledger.trust.keys sign/verify against RFC 8032, Wycheproof and go-securesystemslib vectors."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 import rfc8785
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from ledger.keys import key_id, public_key_from_raw, public_key_raw, sign, verify
+from ledger.trust.keys import key_id, public_key_from_raw, public_key_raw, sign, verify
 
 VECTORS = Path(__file__).resolve().parent / "vectors"
 RFC8032: list[dict[str, Any]] = json.loads(

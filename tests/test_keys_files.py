@@ -1,4 +1,4 @@
-"""Key files, key ids, public-key loading and the file-backed Signer of ledger.keys."""
+"""Key files, key ids, public-key loading and the file-backed Signer of ledger.trust.keys."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ledger.errors import InputError, KeyFileError
-from ledger.keys import (
+from ledger.trust.keys import (
     Ed25519Signer,
     Signer,
     generate_key_file,

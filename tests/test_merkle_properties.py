@@ -1,8 +1,8 @@
-"""Property tests for ledger.merkle against naive RFC 6962 definitions written here.
+"""Property tests for ledger.log.merkle against naive RFC 6962 definitions written here.
 
-The oracles are deliberately different code from ledger.merkle: recursive MTH/PATH/PROOF
+The oracles are deliberately different code from ledger.log.merkle: recursive MTH/PATH/PROOF
 over a list of leaves (RFC 6962 s2.1), and recursive verifiers that rebuild roots by
-walking the same recursion. ledger.merkle uses stored nodes and RFC 9162 bit arithmetic.
+walking the same recursion. ledger.log.merkle uses stored nodes and RFC 9162 bit arithmetic.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ledger.merkle import (
+from ledger.log.merkle import (
     MemoryTree,
     ProofError,
     consistency_proof,

@@ -1,4 +1,4 @@
-"""ledger.merkle against the vendored RFC 6962 / RFC 9162 vectors (tests/vectors/merkle)."""
+"""ledger.log.merkle against the vendored RFC 6962 / RFC 9162 vectors (tests/vectors/merkle)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from ledger.errors import CheckFailed, InputError
-from ledger.merkle import (
+from ledger.log.merkle import (
     EMPTY_ROOT,
     MemoryTree,
     ProofError,

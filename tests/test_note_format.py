@@ -1,4 +1,4 @@
-"""ledger.note: signed-note and checkpoint round trips, a pinned known answer, strictness."""
+"""ledger.log.note: signed-note and checkpoint round trips, a pinned known answer, strictness."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from ledger.errors import CheckFailed, InputError
-from ledger.note import (
+from ledger.log.note import (
     Checkpoint,
     CheckpointError,
     NoteError,

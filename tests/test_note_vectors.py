@@ -1,4 +1,4 @@
-"""ledger.note against third-party values from transparency-dev/formats (Apache-2.0).
+"""ledger.log.note against third-party values from transparency-dev/formats (Apache-2.0).
 
 Vendored in tests/vectors/merkle/signed-note/ (see PROVENANCE.md there): a real
 sum.golang.org checkpoint with three witness cosignatures, and four key pairs in the
@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from ledger.note import (
+from ledger.log.note import (
     Checkpoint,
     CheckpointError,
     NoteError,

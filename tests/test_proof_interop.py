@@ -1,8 +1,8 @@
 """CLI-printed proofs and checkpoints verify under independent code written here.
 
 The verifiers below follow RFC 9162 s2.1.3.2 and s2.1.4.2 step by step and the C2SP
-signed-note rules, using only hashlib and cryptography: nothing from ``ledger.merkle`` or
-``ledger.note``. The ledger is built with ``append_many`` of blobs and checkpointed at
+signed-note rules, using only hashlib and cryptography: nothing from ``ledger.log.merkle`` or
+``ledger.log.note``. The ledger is built with ``append_many`` of blobs and checkpointed at
 sizes from 1 to a few thousand, powers of two and their neighbours.
 """
 
@@ -27,8 +27,8 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 from typer.testing import CliRunner
 
 from ledger.cli import app
-from ledger.objects import prepare_blob
-from ledger.sqlite_store import open_store
+from ledger.store.prepared import prepare_blob
+from ledger.store.sqlite import open_store
 
 SIZES = [1, 2, 3, 4, 5, 7, 8, 9, 16, 17, 31, 32, 33, 100, 127, 128, 129, 255, 256, 257]
 SIZES += [1000, 1023, 1024, 1025, 2047, 2048, 2049, 3001]

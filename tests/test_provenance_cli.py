@@ -12,9 +12,9 @@ import pytest
 from typer.testing import CliRunner
 
 from ledger.cli import app
-from ledger.objects import prepare_blob, prepare_json
-from ledger.schema import validate
-from ledger.sqlite_store import open_store, trigger_names
+from ledger.schema.validation import validate
+from ledger.store.prepared import prepare_blob, prepare_json
+from ledger.store.sqlite import open_store, trigger_names
 
 ROOT = Path(__file__).resolve().parents[1]
 CAL = ROOT / "examples" / "calibration"

@@ -11,7 +11,7 @@ Two scenarios, each with at least four appending processes at once:
 
 Afterwards: sequence numbers contiguous from 0, every object exactly once, every reported
 sequence number the final one, every checkpoint consistent with every later one (proofs
-checked with ``ledger.merkle.verify_consistency`` against the roots of signed notes), and
+checked with ``ledger.log.merkle.verify_consistency`` against the roots of signed notes), and
 ``verify`` clean. ``PROVLEDGER_LONG=1`` multiplies the rounds.
 """
 
@@ -32,9 +32,9 @@ from typing import Any
 import pytest
 import rfc8785
 
-from ledger import merkle
-from ledger.merkle import leaf_hash, verify_consistency, verify_inclusion
-from ledger.note import open_checkpoint
+from ledger.log import merkle
+from ledger.log.merkle import leaf_hash, verify_consistency, verify_inclusion
+from ledger.log.note import open_checkpoint
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = ROOT.parent / "shared" / "reference" / "idkmesh"
@@ -62,7 +62,7 @@ def ledger(tmp_path: Path) -> tuple[Path, str]:
     if not PROVLEDGER.exists():
         pytest.skip(f"console script absent: {PROVLEDGER} (run scripts/test.sh to make .venv)")
     from ledger.cli.core import authority_key_path, log_key_path
-    from ledger.setup import initialise
+    from ledger.create import initialise
 
     db = tmp_path / "ledger.db"
     info = initialise(db, None, log_key_path(db), authority_key_path(db))
@@ -90,7 +90,7 @@ def _cli(db: Path, *args: str) -> Any:
 
 
 def _entries(db: Path) -> list[tuple[int, str]]:
-    from ledger.sqlite_store import open_store
+    from ledger.store.sqlite import open_store
 
     with open_store(db, readonly=True) as store:
         return [(e.seq, e.digest) for e in store.entries()]
@@ -243,8 +243,8 @@ def test_cli_writers_checkpointer_and_readers(ledger: tuple[Path, str], tmp_path
 
 def _check_all_checkpoints_consistent(db: Path, vkey: str) -> int:
     """Every stored checkpoint is consistent with every later one (signed roots)."""
-    from ledger.log import prove_consistency
-    from ledger.sqlite_store import open_store
+    from ledger.log.checkpoints import prove_consistency
+    from ledger.store.sqlite import open_store
 
     with open_store(db, readonly=True) as store:
         trusted = []
@@ -266,8 +266,8 @@ def _check_all_checkpoints_consistent(db: Path, vkey: str) -> int:
 HAMMER_WRITER = """
 import json, sys, time
 from pathlib import Path
-from ledger.objects import prepare_blob
-from ledger.sqlite_store import open_store
+from ledger.store.prepared import prepare_blob
+from ledger.store.sqlite import open_store
 
 db, me, txns, go = Path(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), Path(sys.argv[4])
 out = []
@@ -287,9 +287,9 @@ json.dump(out, sys.stdout)
 HAMMER_CHECKPOINTER = """
 import json, sys, time
 from pathlib import Path
-from ledger.keys import load_private_key
-from ledger.log import make_checkpoint
-from ledger.sqlite_store import open_store
+from ledger.trust.keys import load_private_key
+from ledger.log.checkpoints import make_checkpoint
+from ledger.store.sqlite import open_store
 
 db, key, rounds, go = Path(sys.argv[1]), Path(sys.argv[2]), int(sys.argv[3]), Path(sys.argv[4])
 log_key = load_private_key(key)
@@ -305,9 +305,9 @@ json.dump(sizes, sys.stdout)
 HAMMER_READER = """
 import json, sys, time
 from pathlib import Path
-from ledger import merkle
-from ledger.log import entry_leaf, prove_inclusion
-from ledger.sqlite_store import open_store
+from ledger.log import merkle
+from ledger.log.checkpoints import entry_leaf, prove_inclusion
+from ledger.store.sqlite import open_store
 
 db, rounds, go = Path(sys.argv[1]), int(sys.argv[2]), Path(sys.argv[3])
 checked = 0
@@ -371,8 +371,8 @@ def test_store_hammer_many_writers(ledger: tuple[Path, str], tmp_path: Path) -> 
     assert new_count == len(expected), "each object reported new exactly once"
     assert outputs[HAMMER_WRITERS + 1] > 0
     assert _check_all_checkpoints_consistent(db, vkey) >= 1
-    from ledger.audit import audit
-    from ledger.sqlite_store import open_store
+    from ledger.audit.full import audit
+    from ledger.store.sqlite import open_store
 
     with open_store(db, readonly=True) as store:
         report = audit(store)

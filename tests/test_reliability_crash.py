@@ -8,7 +8,7 @@ Two writers are killed, each in fresh copies of one initialised ledger:
   batches), which exercises the same transactions without the CLI around them.
 
 After every kill: the audit is clean (``provledger verify`` itself on every fourth run,
-the same ``ledger.audit.audit`` in-process on the others, to keep CI time down), the
+the same ``ledger.audit.full.audit`` in-process on the others, to keep CI time down), the
 entries present are exactly a prefix of the input in input order, no helper process (the
 import's worker pool) outlives the killed writer, and running the writer again completes
 with every input present exactly once, in input order. ``provledger append`` of many
@@ -70,10 +70,10 @@ CHILD_ENV.pop("PROVLEDGER_MAX_PAGE_COUNT", None)
 STORE_WRITER = """
 import sys
 from pathlib import Path
-from ledger.keys import load_private_key
-from ledger.log import make_checkpoint
-from ledger.objects import prepare_json
-from ledger.sqlite_store import open_store
+from ledger.trust.keys import load_private_key
+from ledger.log.checkpoints import make_checkpoint
+from ledger.store.prepared import prepare_json
+from ledger.store.sqlite import open_store
 
 db, src, batch, key = Path(sys.argv[1]), Path(sys.argv[2]), int(sys.argv[3]), Path(sys.argv[4])
 lines = [line for line in src.read_bytes().splitlines() if line.strip()]
@@ -113,7 +113,7 @@ def _documents(count: int, tag: str) -> Iterator[dict[str, Any]]:
 
 
 def _workload(directory: Path, count: int, tag: str) -> Workload:
-    from ledger.objects import prepare_value
+    from ledger.store.prepared import prepare_value
 
     lines, digests = [], []
     for doc in _documents(count, tag):
@@ -141,7 +141,7 @@ def corpus_present() -> None:
 def template(tmp_path_factory: pytest.TempPathFactory, corpus_present: None) -> Path:
     """One initialised ledger; each run copies its database file."""
     from ledger.cli.core import authority_key_path, log_key_path
-    from ledger.setup import initialise
+    from ledger.create import initialise
 
     db = tmp_path_factory.mktemp("crash-template") / "ledger.db"
     initialise(db, None, log_key_path(db), authority_key_path(db))
@@ -253,8 +253,8 @@ def _cli_verify(db: Path) -> None:
 
 
 def _audit(db: Path) -> None:
-    from ledger.audit import audit
-    from ledger.sqlite_store import open_store
+    from ledger.audit.full import audit
+    from ledger.store.sqlite import open_store
 
     with open_store(db, readonly=True) as store:
         report = audit(store)

@@ -22,11 +22,11 @@ import pytest
 import rfc8785
 from typer.testing import CliRunner, Result
 
-from ledger.attestation import attestations_of, parse_attestation
-from ledger.attestation_checks import check_subject_attestations, subject_verdict
 from ledger.cli import app
-from ledger.schema import validate
-from ledger.sqlite_store import open_store
+from ledger.schema.validation import validate
+from ledger.store.sqlite import open_store
+from ledger.trust.attestation import attestations_of, parse_attestation
+from ledger.trust.judgement import check_subject_attestations, subject_verdict
 from verifiers.calibration import FIXTURE_DIR, calibration_table
 
 ROOT = Path(__file__).resolve().parents[1]

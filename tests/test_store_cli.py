@@ -12,7 +12,7 @@ import rfc8785
 from typer.testing import CliRunner
 
 from ledger.cli import app
-from ledger.sqlite_store import LEDGER_TABLES, open_store
+from ledger.store.sqlite import LEDGER_TABLES, open_store
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 
@@ -21,7 +21,7 @@ def _upstream_verdicts(corpus: Path) -> dict[Path, bool]:
     """Each protocol document of the corpus -> does upstream's own schema accept it."""
     from jsonschema import Draft202012Validator
 
-    from ledger.kinds import detect_kind
+    from ledger.schema.kinds import detect_kind
 
     verdicts: dict[Path, bool] = {}
     for path in sorted(corpus.rglob("*.json")):
@@ -73,7 +73,7 @@ def test_append_twice_is_one_entry(corpus: Path, ledger_path: Path, runner: CliR
 
 
 def test_legacy_digest_and_id_resolve(corpus: Path, ledger_path: Path, runner: CliRunner) -> None:
-    from ledger.digest import legacy_digest
+    from ledger.encoding.digest import legacy_digest
 
     doc_path = corpus / "examples" / "work-units" / "phase0-smoke.work-unit.json"
     doc = json.loads(doc_path.read_bytes())
@@ -197,7 +197,7 @@ def test_init_refuses_existing(ledger_path: Path, runner: CliRunner) -> None:
 
 
 def test_store_sequence_contiguous_and_tree_nodes(corpus: Path, ledger_path: Path) -> None:
-    from ledger.objects import prepare_blob
+    from ledger.store.prepared import prepare_blob
 
     store = open_store(ledger_path)
     store.append_many([prepare_blob(str(i).encode()) for i in range(13)])

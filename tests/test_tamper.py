@@ -26,14 +26,14 @@ import typer.testing
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from typer.testing import CliRunner
 
-from ledger import merkle
-from ledger.attestation import attest_prepared
 from ledger.cli import app
-from ledger.keys import Ed25519Signer, key_id, load_private_key
-from ledger.leaf import entry_record
-from ledger.note import Checkpoint, sign_note, verifier_key
-from ledger.objects import prepare_blob, prepare_json
-from ledger.sqlite_store import open_store, trigger_names
+from ledger.log import merkle
+from ledger.log.leaf import entry_record
+from ledger.log.note import Checkpoint, sign_note, verifier_key
+from ledger.store.prepared import prepare_blob, prepare_json
+from ledger.store.sqlite import open_store, trigger_names
+from ledger.trust.attestation import attest_prepared
+from ledger.trust.keys import Ed25519Signer, key_id, load_private_key
 
 ORIGIN = "tamper.example/log"
 SUBJECT_SEQ = 5

@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from ledger.canonical import canonicalize
-from ledger.digest import canonical_digest, sha256_digest
-from ledger.schema import validate
+from ledger.encoding.canonical import canonicalize
+from ledger.encoding.digest import canonical_digest, sha256_digest
+from ledger.schema.validation import validate
 from verifiers.behavioral import (
     evidence_bytes,
     load_probe_plan,

@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 from jsonschema import Draft202012Validator, FormatChecker
 
-from ledger.digest import canonical_digest, legacy_digest, sha256_digest
-from ledger.schema import validate
+from ledger.encoding.digest import canonical_digest, legacy_digest, sha256_digest
+from ledger.schema.validation import validate
 from verifiers.calibration import FIXTURE_DIR, calibration_table
 from verifiers.diff import parse_patch
 from verifiers.patch_apply import apply_patch

@@ -21,8 +21,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator, FormatChecker
 
-from ledger.digest import canonical_digest, sha256_digest
-from ledger.schema import validate
+from ledger.encoding.digest import canonical_digest, sha256_digest
+from ledger.schema.validation import validate
 from verifiers.runner import BEHAVIORAL_CLAIM_KEY, VerificationOutcome, evaluate, rfc3339
 from verifiers.v0_1_json import json_equal
 

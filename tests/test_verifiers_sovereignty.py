@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from ledger.digest import canonical_digest, legacy_digest
+from ledger.encoding.digest import canonical_digest, legacy_digest
 from ledger.errors import LedgerError, RuleViolation
-from ledger.schema import validate
+from ledger.schema.validation import validate
 from verifiers import checks as checks_module
 from verifiers.errors import SovereigntyError, VerifierError
 from verifiers.runner import evaluate

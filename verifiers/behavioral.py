@@ -34,8 +34,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from ledger.canonical import canonicalize
-from ledger.digest import canonical_digest, sha256_digest
+from ledger.encoding.canonical import canonicalize
+from ledger.encoding.digest import canonical_digest, sha256_digest
 from verifiers.candidate import list_tree, locator_problem
 from verifiers.diff import parse_patch
 from verifiers.errors import DiffError, PatchApplyError, ProbeError

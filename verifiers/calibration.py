@@ -18,8 +18,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from ledger.canonical import parse_strict
-from ledger.digest import canonical_digest
+from ledger.encoding.canonical import parse_strict
+from ledger.encoding.digest import canonical_digest
 from verifiers.behavioral import load_probe_plan, run_probes
 from verifiers.errors import VerifierError
 from verifiers.fields import get

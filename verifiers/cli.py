@@ -21,9 +21,9 @@ import typer
 from ledger.cli.common import DbOption, JsonOption, emit_json, new_app
 
 if TYPE_CHECKING:
-    from ledger.attestation_checks import AttestationVerdict
-    from ledger.keys import Ed25519Signer
-    from ledger.store import AppendResult, Store
+    from ledger.store.base import AppendResult, Store
+    from ledger.trust.judgement import AttestationVerdict
+    from ledger.trust.keys import Ed25519Signer
     from verifiers.calibration import CalibrationTable, Fixture
     from verifiers.record import RunRecord
 
@@ -48,7 +48,7 @@ def _now() -> datetime:
 
 def _signer(path: Path, passphrase_env: str | None) -> Ed25519Signer:
     from ledger.cli.identity import passphrase_from_env
-    from ledger.keys import Ed25519Signer
+    from ledger.trust.keys import Ed25519Signer
 
     return Ed25519Signer.from_file(path, passphrase_from_env(passphrase_env))
 
@@ -62,7 +62,7 @@ def _read(path: Path, what: str) -> bytes:
 
 
 def _parse(raw: bytes, path: Path) -> Any:
-    from ledger.canonical import parse_strict
+    from ledger.encoding.canonical import parse_strict
     from ledger.errors import LedgerError
 
     try:
@@ -89,8 +89,8 @@ def _append(store: Store, record: RunRecord) -> list[dict[str, Any]]:
 
 def _check_attestations(store: Store, digests: list[str]) -> list[AttestationVerdict]:
     """Each appended attestation judged at its own seq; failures warned on stderr."""
-    from ledger.attestation_checks import check_attestation
-    from ledger.identity import trust_index
+    from ledger.trust.identity import trust_index
+    from ledger.trust.judgement import check_attestation
 
     index = trust_index(store)
     verdicts = []
@@ -143,10 +143,10 @@ def run_verifier(
     inline observations, the VerificationResult and its DSSE attestation by KEY. A
     sovereignty refusal exits 4 and records nothing.
     """
-    from ledger.digest import canonical_digest
+    from ledger.encoding.digest import canonical_digest
     from ledger.errors import InputError
-    from ledger.schema import validate
-    from ledger.sqlite_store import open_store
+    from ledger.schema.validation import validate
+    from ledger.store.sqlite import open_store
     from verifiers.record import run_record
     from verifiers.runner import evaluate
 
@@ -268,7 +268,7 @@ def calibrate(
     is reproducible byte for byte.
     """
     from ledger.errors import CheckFailed, InputError
-    from ledger.schema import validate
+    from ledger.schema.validation import validate
     from verifiers.calibration import FIXTURE_DIR, Fixture, calibration_table, fixed_clock
 
     root = FIXTURE_DIR if fixture is None else fixture
@@ -308,7 +308,7 @@ def calibrate(
 def _record_calibration(
     db: Path, fx: Fixture, table: CalibrationTable, signer: Ed25519Signer
 ) -> dict[str, Any]:
-    from ledger.sqlite_store import open_store
+    from ledger.store.sqlite import open_store
     from verifiers.record import CalibrationInputs, calibration_record
     from verifiers.runner import rfc3339
 
@@ -383,7 +383,7 @@ def behavioral_run(
     Exit 0 when every probe met its expectation, 1 otherwise.
     """
     from ledger.errors import NotFound
-    from ledger.sqlite_store import open_store
+    from ledger.store.sqlite import open_store
     from verifiers.behavioral import load_probe_plan, run_probes
     from verifiers.record import behavioral_record
 
@@ -440,9 +440,9 @@ def behavioral_run(
 
 def _linked_result(store: Store, ref: str, patch: bytes) -> str:
     """The stored VerificationResult ``ref`` names, which must have observed ``patch``."""
-    from ledger.digest import sha256_digest
+    from ledger.encoding.digest import sha256_digest
     from ledger.errors import InputError
-    from ledger.resolve import resolve
+    from ledger.store.resolve import resolve
     from verifiers.errors import EvidenceMismatch
 
     obj = resolve(store, ref)

@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ledger.canonical import canonicalize
+from ledger.encoding.canonical import canonicalize
 from verifiers.checks import (
     SubCheck,
     artifact_digest_check,

@@ -26,10 +26,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from ledger.attestation import attest_prepared
-from ledger.canonical import canonicalize
-from ledger.keys import Signer
-from ledger.objects import Prepared, prepare_blob, prepare_json, prepare_value
+from ledger.encoding.canonical import canonicalize
+from ledger.store.prepared import Prepared, prepare_blob, prepare_json, prepare_value
+from ledger.trust.attestation import attest_prepared
+from ledger.trust.keys import Signer
 from verifiers.behavioral import ProbePlan
 from verifiers.calibration import CalibrationRow, CalibrationTable
 from verifiers.errors import VerifierError

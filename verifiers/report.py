@@ -12,8 +12,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from ledger.canonical import canonicalize
-from ledger.digest import sha256_digest
+from ledger.encoding.canonical import canonicalize
+from ledger.encoding.digest import sha256_digest
 
 CheckStatus = Literal["passed", "failed"]
 

@@ -20,8 +20,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from ledger.canonical import canonicalize
-from ledger.digest import canonical_digest, sha256_digest
+from ledger.encoding.canonical import canonicalize
+from ledger.encoding.digest import canonical_digest, sha256_digest
 from verifiers.errors import VerifierError
 from verifiers.fields import get
 from verifiers.report import Evidence, InputArtifact, VerifierReport
@@ -259,7 +259,7 @@ def evaluate(
     ``plan_digest`` must be the plan's RFC 8785 or legacy digest; it becomes
     ``provenance.verifier_config_digest``. ``manifest_digest`` defaults to the
     ResultManifest's RFC 8785 digest. ``validate(kind, version, obj)`` is the schema
-    check (e.g. ``ledger.schema.validate``). Raises ``SovereigntyError`` when a rule
+    check (e.g. ``ledger.schema.validation.validate``). Raises ``SovereigntyError`` when a rule
     refuses the evaluation; every candidate defect is a failed check instead.
     """
     sovereignty = check_pre_evaluation(

@@ -48,7 +48,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
-from ledger.digest import canonical_digest, is_digest, legacy_digest
+from ledger.encoding.digest import canonical_digest, is_digest, legacy_digest
 from ledger.errors import LedgerError
 from verifiers.errors import SovereigntyError
 from verifiers.fields import get, is_int, str_list

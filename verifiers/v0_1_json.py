@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ledger.canonical import parse_strict
+from ledger.encoding.canonical import parse_strict
 from ledger.errors import LedgerError
 from verifiers.candidate import list_tree, locator_problem
 from verifiers.checks import artifact_digest_check, read_artifact

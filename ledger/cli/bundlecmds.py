@@ -23,10 +23,10 @@ def export(
     json_out: JsonOption = False,
 ) -> None:
     """Write one object, its attestations and their proofs against the newest checkpoint."""
-    from ledger.bundle import build_bundle, verify_bundle
-    from ledger.log import verifier_key_of
-    from ledger.resolve import resolve
-    from ledger.sqlite_store import open_store
+    from ledger.log.bundle import build_bundle, verify_bundle
+    from ledger.log.checkpoints import verifier_key_of
+    from ledger.store.resolve import resolve
+    from ledger.store.sqlite import open_store
 
     with open_store(db, readonly=True) as store:
         obj = resolve(store, ref)
@@ -70,8 +70,8 @@ def verify(
     json_out: JsonOption = False,
 ) -> None:
     """Check a bundle offline: bytes, digests, entry records, proofs and checkpoint signature."""
-    from ledger.bundle import MAX_BUNDLE_BYTES, BundleError, verify_bundle
     from ledger.cli.common import read_input
+    from ledger.log.bundle import MAX_BUNDLE_BYTES, BundleError, verify_bundle
 
     key = _read_verifier_key(log_key)
     # One byte over the limit still reaches verify_bundle, which names the part (exit 1).

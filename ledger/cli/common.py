@@ -129,7 +129,7 @@ def read_input(name: str, max_bytes: int | None = None) -> bytes:
     ``max_bytes`` (default: the document size limit) is enforced before the whole input
     is held in memory, so an oversized file costs nothing.
     """
-    from ledger.canonical import DEFAULT_MAX_BYTES
+    from ledger.encoding.canonical import DEFAULT_MAX_BYTES
     from ledger.errors import DocumentTooLargeError, NotFound
 
     limit = DEFAULT_MAX_BYTES if max_bytes is None else max_bytes

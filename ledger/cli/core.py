@@ -37,7 +37,7 @@ def init(
     json_out: JsonOption = False,
 ) -> None:
     """Create a ledger, its log key and its authority key; print the log verifier key."""
-    from ledger.setup import initialise
+    from ledger.create import initialise
 
     info = initialise(db, origin, log_key_path(db, log_key), authority_key_path(db, authority_key))
     if json_out:
@@ -63,8 +63,8 @@ def append(
 ) -> None:
     """Validate every input fully, then append all of them in one transaction."""
     from ledger.errors import LedgerError
-    from ledger.objects import prepare_json
-    from ledger.sqlite_store import open_store
+    from ledger.store.prepared import prepare_json
+    from ledger.store.sqlite import open_store
 
     # Open first so a missing ledger is reported before any work; nothing is written
     # until every input has been read (blobs too obey the 16 MiB limit) and validated.
@@ -103,8 +103,8 @@ def show(
     json_out: JsonOption = False,
 ) -> None:
     """Show one object by digest, legacy digest or id."""
-    from ledger.resolve import resolve
-    from ledger.sqlite_store import open_store
+    from ledger.store.resolve import resolve
+    from ledger.store.sqlite import open_store
 
     with open_store(db, readonly=True) as store:
         obj = resolve(store, ref)
@@ -154,7 +154,7 @@ def log(
     json_out: JsonOption = False,
 ) -> None:
     """List log entries in sequence order."""
-    from ledger.sqlite_store import open_store
+    from ledger.store.sqlite import open_store
 
     with open_store(db, readonly=True) as store:
         entries = list(store.entries(since=since, limit=limit, kind=kind))
@@ -176,7 +176,7 @@ def log(
 
 def stats(db: DbOption = Path("ledger.db"), json_out: JsonOption = False) -> None:
     """Entry counts by kind, sizes and the latest checkpoint."""
-    from ledger.sqlite_store import open_store
+    from ledger.store.sqlite import open_store
 
     with open_store(db, readonly=True) as store:
         # One read transaction: every figure comes from the same snapshot of the log.

@@ -20,9 +20,9 @@ import typer
 from ledger.cli.common import DbOption, JsonOption, console, emit_json, new_app
 
 if TYPE_CHECKING:
-    from ledger.attestation_checks import AttestationVerdict
-    from ledger.keys import Ed25519Signer
-    from ledger.store import LedgerReader, Store
+    from ledger.store.base import LedgerReader, Store
+    from ledger.trust.judgement import AttestationVerdict
+    from ledger.trust.keys import Ed25519Signer
 
 key_app = new_app("Ed25519 key files (PKCS#8 PEM, mode 0600, optional passphrase).")
 identity_app = new_app("Verifier identities: register, list, show, revoke (authority-attested).")
@@ -76,7 +76,7 @@ def passphrase_from_env(var: str | None) -> bytes | None:
 
 
 def _signer(path: Path, passphrase_env: str | None) -> Ed25519Signer:
-    from ledger.keys import Ed25519Signer
+    from ledger.trust.keys import Ed25519Signer
 
     return Ed25519Signer.from_file(path, passphrase_from_env(passphrase_env))
 
@@ -88,7 +88,7 @@ def _authority(db: Path, given: Path | None, passphrase_env: str | None) -> Ed25
 
 
 def _subject_digest(store: LedgerReader, ref: str) -> str:
-    from ledger.resolve import resolve
+    from ledger.store.resolve import resolve
 
     return resolve(store, ref).digest
 
@@ -100,8 +100,8 @@ def _warn_failures(verdict: AttestationVerdict) -> None:
 
 def _append_attestations(store: Store, prepared: list[Any]) -> list[dict[str, Any]]:
     """Append attestations in one transaction, check each at its position, warn on stderr."""
-    from ledger.attestation_checks import check_attestation
-    from ledger.identity import trust_index
+    from ledger.trust.identity import trust_index
+    from ledger.trust.judgement import check_attestation
 
     results = store.append_many(prepared)
     index = trust_index(store)
@@ -140,7 +140,7 @@ def key_generate(
     json_out: JsonOption = False,
 ) -> None:
     """Create an Ed25519 key pair (never overwrites); print its key id."""
-    from ledger.keys import generate_key_file, public_key_path
+    from ledger.trust.keys import generate_key_file, public_key_path
 
     _, kid = generate_key_file(path, passphrase_from_env(passphrase_env))
     info = {"key_id": kid, "private_key": str(path), "public_key": str(public_key_path(path))}
@@ -167,9 +167,9 @@ def identity_register(
     json_out: JsonOption = False,
 ) -> None:
     """Append a verifier identity and its authority attestation in one transaction."""
-    from ledger.identity import register_identity
-    from ledger.keys import load_public_key
-    from ledger.sqlite_store import open_store
+    from ledger.store.sqlite import open_store
+    from ledger.trust.identity import register_identity
+    from ledger.trust.keys import load_public_key
 
     key = load_public_key(public_key)
     authority = _authority(db, authority_key, passphrase_env)
@@ -208,8 +208,8 @@ def identity_list(
     json_out: JsonOption = False,
 ) -> None:
     """List every verifier identity with its current status."""
-    from ledger.identity import trust_index
-    from ledger.sqlite_store import open_store
+    from ledger.store.sqlite import open_store
+    from ledger.trust.identity import trust_index
 
     with open_store(db, readonly=True) as store:
         index = trust_index(store)
@@ -244,8 +244,8 @@ def identity_show(
 ) -> None:
     """Show the identities a key id, verifier id or digest names, and their revocations."""
     from ledger.errors import NotFound
-    from ledger.identity import identities_matching, trust_index
-    from ledger.sqlite_store import open_store
+    from ledger.store.sqlite import open_store
+    from ledger.trust.identity import identities_matching, trust_index
 
     with open_store(db, readonly=True) as store:
         index = trust_index(store)
@@ -289,8 +289,8 @@ def identity_revoke(
     json_out: JsonOption = False,
 ) -> None:
     """Append an authority-attested revocation of a key (nothing is deleted)."""
-    from ledger.identity import revoke_key
-    from ledger.sqlite_store import open_store
+    from ledger.store.sqlite import open_store
+    from ledger.trust.identity import revoke_key
 
     authority = _authority(db, authority_key, passphrase_env)
     with open_store(db) as store:
@@ -319,8 +319,8 @@ def sign(
     json_out: JsonOption = False,
 ) -> None:
     """Append a DSSE attestation by KEY over a stored object; warn if it would not verify."""
-    from ledger.attestation import attest
-    from ledger.sqlite_store import open_store
+    from ledger.store.sqlite import open_store
+    from ledger.trust.attestation import attest
 
     signer = _signer(key, passphrase_env)
     with open_store(db) as store:
@@ -352,8 +352,8 @@ def _print_verdicts(verdicts: list[AttestationVerdict]) -> None:
 
 
 def _finish_check(subject: str, verdicts: list[AttestationVerdict], json_out: bool) -> None:
-    from ledger.attestation_checks import subject_verdict
     from ledger.errors import CheckFailed
+    from ledger.trust.judgement import subject_verdict
 
     ok, reason = subject_verdict(verdicts)
     if json_out:
@@ -382,10 +382,10 @@ def attestation_check(
     json_out: JsonOption = False,
 ) -> None:
     """Check every attestation of a subject. Exit 0 iff >= 1 attestation and all are valid."""
-    from ledger.attestation import attestations_of
-    from ledger.attestation_checks import check_subject_attestations
-    from ledger.digest import is_digest
-    from ledger.sqlite_store import open_store
+    from ledger.encoding.digest import is_digest
+    from ledger.store.sqlite import open_store
+    from ledger.trust.attestation import attestations_of
+    from ledger.trust.judgement import check_subject_attestations
 
     with open_store(db, readonly=True) as store:
         # An attestation may name a digest that is not stored (subject-missing): check it.
@@ -404,9 +404,9 @@ def attestation_export(
     output: OutOption = None,
 ) -> None:
     """Print the full standard DSSE envelope (payload = the subject's stored bytes)."""
-    from ledger.attestation import rebuild_envelope
-    from ledger.attestation_checks import find_attestation
-    from ledger.sqlite_store import open_store
+    from ledger.store.sqlite import open_store
+    from ledger.trust.attestation import rebuild_envelope
+    from ledger.trust.judgement import find_attestation
 
     with open_store(db, readonly=True) as store:
         envelope = rebuild_envelope(store, find_attestation(store, attestation))
@@ -414,9 +414,9 @@ def attestation_export(
 
 
 def _read_envelope(name: str) -> Any:
-    from ledger.canonical import parse_strict
     from ledger.cli.common import read_input
-    from ledger.dsse import parse_envelope
+    from ledger.encoding.canonical import parse_strict
+    from ledger.trust.dsse import parse_envelope
 
     return parse_envelope(parse_strict(read_input(name)))
 
@@ -428,9 +428,9 @@ def attestation_verify_envelope(
     json_out: JsonOption = False,
 ) -> None:
     """Check an envelope from outside against the ledger, as if appended now (same rule)."""
-    from ledger.attestation_checks import check_envelope
-    from ledger.digest import sha256_digest
-    from ledger.sqlite_store import open_store
+    from ledger.encoding.digest import sha256_digest
+    from ledger.store.sqlite import open_store
+    from ledger.trust.judgement import check_envelope
 
     envelope = _read_envelope(file)
     with open_store(db, readonly=True) as store:
@@ -445,8 +445,8 @@ def attestation_import(
     json_out: JsonOption = False,
 ) -> None:
     """Store a full envelope over a stored object as detached attestation(s); warn on failures."""
-    from ledger.attestation import detach_envelope
-    from ledger.sqlite_store import open_store
+    from ledger.store.sqlite import open_store
+    from ledger.trust.attestation import detach_envelope
 
     envelope = _read_envelope(file)
     with open_store(db) as store:
@@ -473,8 +473,8 @@ def export_intoto(
     output: OutOption = None,
 ) -> None:
     """Write an in-toto Statement v1 about the object in a DSSE envelope signed by KEY."""
-    from ledger.attestation import intoto_export
-    from ledger.sqlite_store import open_store
+    from ledger.store.sqlite import open_store
+    from ledger.trust.attestation import intoto_export
 
     signer = _signer(key, passphrase_env)
     with open_store(db, readonly=True) as store:

@@ -12,7 +12,7 @@ from ledger.cli.common import DbOption, JsonOption, emit_json, new_app, progress
 
 import_app = new_app("Import many documents at once.")
 
-# Kept equal to ledger.bulk.DEFAULT_BATCH; not imported so `--help` stays light.
+# Kept equal to ledger.store.bulk.DEFAULT_BATCH; not imported so `--help` stays light.
 _DEFAULT_BATCH = 12500
 
 
@@ -44,9 +44,9 @@ def jsonl(
     Rejected lines (with line numbers and reasons) are never written; the others are.
     Exit 0 when no line was rejected, 3 when any was.
     """
-    from ledger.bulk import default_workers, import_jsonl
     from ledger.errors import InputError, NotFound
-    from ledger.sqlite_store import open_store
+    from ledger.store.bulk import default_workers, import_jsonl
+    from ledger.store.sqlite import open_store
 
     if file == "-":
         source = sys.stdin.buffer

@@ -22,9 +22,9 @@ def checkpoint(
 ) -> None:
     """Sign the current tree head as a C2SP checkpoint and store it."""
     from ledger.cli.core import log_key_path
-    from ledger.keys import load_private_key
-    from ledger.log import make_checkpoint
-    from ledger.sqlite_store import open_store
+    from ledger.log.checkpoints import make_checkpoint
+    from ledger.store.sqlite import open_store
+    from ledger.trust.keys import load_private_key
 
     key = load_private_key(log_key_path(db, log_key))
     with open_store(db) as store:
@@ -54,9 +54,9 @@ def inclusion(
     json_out: JsonOption = False,
 ) -> None:
     """Prove that an object's entry is in the log."""
-    from ledger.log import prove_inclusion
-    from ledger.resolve import resolve
-    from ledger.sqlite_store import open_store
+    from ledger.log.checkpoints import prove_inclusion
+    from ledger.store.resolve import resolve
+    from ledger.store.sqlite import open_store
 
     with open_store(db, readonly=True) as store:
         obj = resolve(store, digest)
@@ -85,8 +85,8 @@ def consistency(
     json_out: JsonOption = False,
 ) -> None:
     """Prove that the log at OLD_SIZE is a prefix of the log at NEW_SIZE."""
-    from ledger.log import prove_consistency
-    from ledger.sqlite_store import open_store
+    from ledger.log.checkpoints import prove_consistency
+    from ledger.store.sqlite import open_store
 
     with open_store(db, readonly=True) as store:
         proof = prove_consistency(store, old_size, new_size)
@@ -137,17 +137,17 @@ def verify(
     json_out: JsonOption = False,
 ) -> None:
     """Audit the whole ledger: digests, canonical form, schemas, sequence, tree, checkpoints."""
-    from ledger.audit import audit, default_object_checks
+    from ledger.audit.full import audit, default_object_checks
     from ledger.cli.common import progress
     from ledger.errors import CheckFailed
-    from ledger.sqlite_store import open_store
+    from ledger.store.sqlite import open_store
 
     trusted = _read_verifier_key(log_key) if log_key else None
     trusted_authority = None
     if authority_key is not None:
         import base64
 
-        from ledger.keys import load_public_key, public_key_raw
+        from ledger.trust.keys import load_public_key, public_key_raw
 
         raw = public_key_raw(load_public_key(authority_key))
         trusted_authority = base64.b64encode(raw).decode("ascii")

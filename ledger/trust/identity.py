@@ -11,7 +11,7 @@ Invariants:
   *in force* from the log position of its first valid authority attestation; one without
   any is ignored by the checks and reported by ``provledger verify``.
 * "Before" always means an earlier log sequence number, never a wall-clock time.
-* A key id is computed from the stored raw key (``ledger.keys.key_id``); the declared
+* A key id is computed from the stored raw key (``ledger.trust.keys.key_id``); the declared
   ``public_key.key_id`` is checked against it and an identity whose two disagree binds
   nothing.
 * Rotation appends a new identity for the same verifier id; nothing is updated or
@@ -32,17 +32,17 @@ from typing import Any, Final, Literal, get_args
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
-from ledger.attestation import (
+from ledger.errors import IdentityError, InputError, KeyFileError, NotFound
+from ledger.store.base import AppendResult, LedgerReader, Store, StoredObject
+from ledger.store.prepared import prepare_value
+from ledger.trust.attestation import (
     ATTESTATION_KIND,
     SUBJECT_REL,
     attest_prepared,
     parse_attestation,
 )
-from ledger.dsse import pae, payload_type_for
-from ledger.errors import IdentityError, InputError, KeyFileError, NotFound
-from ledger.keys import Signer, is_key_id, key_id, public_key_from_raw, public_key_raw, verify
-from ledger.objects import prepare_value
-from ledger.store import AppendResult, LedgerReader, Store, StoredObject
+from ledger.trust.dsse import pae, payload_type_for
+from ledger.trust.keys import Signer, is_key_id, key_id, public_key_from_raw, public_key_raw, verify
 
 IDENTITY_KIND: Final = "verifier-identity"
 REVOCATION_KIND: Final = "revocation"

@@ -10,14 +10,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ledger import schema
-from ledger.canonical import DEFAULT_LIMITS, Limits
-from ledger.digest import legacy_digest, sha256_digest
+from ledger.encoding._fast import Encoded, parse_encode
+from ledger.encoding._fast import canonicalize as fast_canonicalize
+from ledger.encoding._fast import float_hints as fast_float_hints
+from ledger.encoding.canonical import DEFAULT_LIMITS, Limits
+from ledger.encoding.digest import legacy_digest, sha256_digest
 from ledger.errors import KindError
-from ledger.fastcanon import Encoded, parse_encode
-from ledger.fastcanon import canonicalize as fast_canonicalize
-from ledger.fastcanon import float_hints as fast_float_hints
-from ledger.kinds import BLOB, KindSpec, detect_kind, get_kind, schema_version_of
+from ledger.schema import validation as schema
+from ledger.schema.kinds import BLOB, KindSpec, detect_kind, get_kind, schema_version_of
 
 
 @dataclass(frozen=True)
@@ -44,7 +44,7 @@ def prepare_json(raw: bytes, kind: str | None = None, limits: Limits = DEFAULT_L
     """Parse strictly, detect or check the kind, validate, canonicalize, digest."""
     if kind == BLOB:
         return prepare_blob(raw)
-    # One pass gives the value, its RFC 8785 bytes and the legacy bytes (ledger.fastcanon
+    # One pass gives the value, its RFC 8785 bytes and the legacy bytes (ledger.encoding._fast
     # proves them equal to parse_strict / canonicalize / legacy_bytes, errors included).
     encoded = parse_encode(raw, limits)
     return _prepare(encoded.value, kind, encoded)

@@ -1,7 +1,7 @@
 """Loading the project's JSON Schemas (draft 2020-12) shipped in ``schemas/``.
 
 Validators are compiled once per (kind, version) and cached for the process. A verdict
-of "valid" may come from ``ledger.fastschema`` (compiled predicates, exact by
+of "valid" may come from ``ledger.schema._compiled`` (compiled predicates, exact by
 construction); every rejection and its message come from ``jsonschema``.
 """
 
@@ -15,9 +15,9 @@ from typing import Any
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import best_match
 
-from ledger.canonical import path_child
+from ledger.encoding.canonical import path_child
 from ledger.errors import KindError, SchemaError
-from ledger.fastschema import fast_check
+from ledger.schema._compiled import fast_check
 
 
 def schema_filename(kind: str, version: str) -> str:

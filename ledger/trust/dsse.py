@@ -8,7 +8,7 @@ Invariants:
   verification and never re-encode or re-parse the envelope to get them.
 * ``to_json_obj`` writes standard base64 with padding; ``parse_envelope`` accepts standard
   or URL-safe base64 (the spec requires both), padded and canonical, one alphabet per value.
-* Trusted keys are keyed by ``ledger.keys.key_id``; a verified key id is always that value.
+* Trusted keys are keyed by ``ledger.trust.keys.key_id``; a verified key id is always that value.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ import rfc8785
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from ledger.errors import InputError, KeyFileError
-from ledger.keys import SIGNATURE_SIZE, Signer, key_id, verify
+from ledger.trust.keys import SIGNATURE_SIZE, Signer, key_id, verify
 
 PAE_PREFIX: Final = b"DSSEv1"
 PROVLEDGER_PAYLOAD_TYPE_PREFIX: Final = "application/vnd.provledger."

@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from ledger.errors import RuleViolation
-from ledger.keys import generate_key_file, key_id, public_key_raw
-from ledger.note import verifier_key
-from ledger.sqlite_store import create_store
+from ledger.log.note import verifier_key
+from ledger.store.sqlite import create_store
+from ledger.trust.keys import generate_key_file, key_id, public_key_raw
 
 
 def default_origin() -> str:

@@ -19,7 +19,7 @@ import json
 import re
 from typing import Any
 
-from ledger.canonical import canonicalize
+from ledger.encoding.canonical import canonicalize
 from ledger.errors import InputError
 
 DIGEST_RE = re.compile(r"sha256:[0-9a-f]{64}\Z")

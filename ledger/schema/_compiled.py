@@ -4,7 +4,7 @@
 built here cost a few tens of microseconds. They are used only to answer "valid":
 
 - ``fast_check(kind, version, value)`` is True only when ``jsonschema``'s
-  ``Draft202012Validator`` (as configured in ``ledger.schema``) accepts ``value``.
+  ``Draft202012Validator`` (as configured in ``ledger.schema.validation``) accepts ``value``.
   False means "not shown valid": the caller asks ``jsonschema``, which decides and
   explains. So a gap here costs time, never correctness.
 - Every supported keyword is implemented with ``jsonschema``'s own semantics (type
@@ -396,7 +396,7 @@ def compile_schema(schema: Any, *, formats_asserted: bool = False) -> Check:
 
 @cache
 def _compiled(kind: str, version: str) -> Check | None:
-    from ledger import schema as schemas
+    from ledger.schema import validation as schemas
 
     validator = schemas.validator(kind, version)  # also checks the schema itself
     try:

@@ -1,4 +1,4 @@
-"""Fast per-object checks and ordered node reads for ``provledger verify`` (``ledger.audit``).
+"""Fast per-object checks and ordered node reads for ``provledger verify`` (``ledger.audit.full``).
 
 ``check_object(obj, reference)`` returns exactly what ``reference(obj)`` (the audit's
 own ``_check_object``) returns. It recomputes the clean case cheaply (one SHA-256,
@@ -21,12 +21,12 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-from ledger.digest import apply_float_hints, legacy_bytes, sha256_digest
+from ledger.encoding._fast import parse_encode
+from ledger.encoding.digest import apply_float_hints, legacy_bytes, sha256_digest
 from ledger.errors import LedgerError
-from ledger.fastcanon import parse_encode
-from ledger.fastschema import fast_check
-from ledger.kinds import BLOB, detect_kind
-from ledger.store import StoredObject
+from ledger.schema._compiled import fast_check
+from ledger.schema.kinds import BLOB, detect_kind
+from ledger.store.base import StoredObject
 
 CheckResult = tuple[list[Any], list[tuple[str, str]]]
 Reference = Callable[[StoredObject], CheckResult]

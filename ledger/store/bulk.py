@@ -2,7 +2,7 @@
 
 Guarantees (docs/PERFORMANCE.md states them for users):
 - Each non-blank line is one document, prepared exactly as ``provledger append`` does
-  (``ledger.objects.prepare_json``: strict parse, kind, schema, canonical bytes).
+  (``ledger.store.prepared.prepare_json``: strict parse, kind, schema, canonical bytes).
 - Lines that fail are rejected with their line number and a one-line reason and are
   never written; blank (whitespace-only) lines are skipped.
 - Valid lines are appended in input order, ``batch`` at a time, each batch one
@@ -24,10 +24,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO
 
-from ledger.canonical import DEFAULT_LIMITS, Limits
+from ledger.encoding.canonical import DEFAULT_LIMITS, Limits
 from ledger.errors import DocumentTooLargeError, InputError, LedgerError
-from ledger.objects import Prepared, prepare_json
-from ledger.store import Store
+from ledger.store.base import Store
+from ledger.store.prepared import Prepared, prepare_json
 
 DEFAULT_BATCH = 12500  # valid lines per transaction (docs/PERFORMANCE.md: why)
 BULK_CACHE_KIB = 65536  # SQLite page cache while importing
@@ -311,7 +311,7 @@ def _bulk_tuning(store: Store) -> Iterator[None]:
     for almost every insert; a 64 MB cache keeps the upper levels and recent leaves in
     memory. The final checkpoint (bounded wait) leaves a small WAL behind.
     """
-    from ledger.sqlite_store import BUSY_TIMEOUT_S, SQLiteStore
+    from ledger.store.sqlite import BUSY_TIMEOUT_S, SQLiteStore
 
     if not isinstance(store, SQLiteStore):
         yield

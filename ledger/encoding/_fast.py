@@ -1,4 +1,4 @@
-"""Fast paths to exactly the bytes ``ledger.canonical`` produces, with a fallback to it.
+"""Fast paths to exactly the bytes ``ledger.encoding.canonical`` produces, with a fallback to it.
 
 ``rfc8785`` is pure Python; the C ``json`` encoder is ~10x faster. For the values
 ``parse_strict`` returns, ``json.dumps(sort_keys=True, separators=(",", ":"),
@@ -19,7 +19,7 @@ ensure_ascii=False)`` writes the RFC 8785 form whenever these hold (checked per 
    ``repr`` has an exponent (below 1e-4 or at least 1e16) go to the fallback.
 
 Anything else (other types, non-string keys, out-of-range numbers, malformed input)
-goes to ``ledger.canonical``, so results and errors are always exactly its own.
+goes to ``ledger.encoding.canonical``, so results and errors are always exactly its own.
 tests/test_fastcanon_differential.py checks the equality on the RFC 8785 vectors,
 ES6 number vectors and generated values.
 """
@@ -31,8 +31,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from ledger import canonical
-from ledger.canonical import DEFAULT_LIMITS, MAX_SAFE_INTEGER, Limits
+from ledger.encoding import canonical
+from ledger.encoding.canonical import DEFAULT_LIMITS, MAX_SAFE_INTEGER, Limits
 
 _ENCODER = json.JSONEncoder(
     sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
@@ -113,7 +113,7 @@ def _jcs_floats(node: Any, path: list[Any], hints: list[list[Any]]) -> Any:
 
     Returns ``node`` itself when nothing needs to change, so documents whose floats
     are all non-integral share one encoding for both byte forms. Each converted float
-    is recorded in ``hints`` as ``ledger.digest.float_hints`` would list it (same order).
+    is recorded in ``hints`` as ``ledger.encoding.digest.float_hints`` would list it (same order).
     """
     kind = type(node)
     if kind is float:
@@ -189,7 +189,7 @@ class Encoded:
     """A strictly parsed document with its RFC 8785 bytes and upstream legacy bytes.
 
     ``legacy`` is ``json.dumps(value, sort_keys=True, separators=(",", ":"),
-    ensure_ascii=False)`` in UTF-8 (``ledger.digest.legacy_bytes``); it is the same
+    ensure_ascii=False)`` in UTF-8 (``ledger.encoding.digest.legacy_bytes``); it is the same
     object as ``canonical`` when the two byte strings are equal by construction.
     """
 
@@ -197,7 +197,7 @@ class Encoded:
     canonical: bytes
     legacy: bytes
     has_float: bool
-    float_hints: list[list[Any]] | None = None  # as ledger.digest.float_hints; None: unknown
+    float_hints: list[list[Any]] | None = None  # as encoding.digest.float_hints; None: unknown
 
 
 def parse_encode(data: bytes, limits: Limits = DEFAULT_LIMITS) -> Encoded:
@@ -238,7 +238,7 @@ def parse_encode(data: bytes, limits: Limits = DEFAULT_LIMITS) -> Encoded:
 
 def _reference(data: bytes, limits: Limits) -> Encoded:
     """The slow path: the reference functions decide, and raise, everything."""
-    from ledger.digest import legacy_bytes
+    from ledger.encoding.digest import legacy_bytes
 
     value = canonical.parse_strict(data, limits)
     return Encoded(value, canonical.canonicalize(value), legacy_bytes(value), _has_float(value))
@@ -265,7 +265,7 @@ def is_canonical(data: bytes, limits: Limits = DEFAULT_LIMITS) -> bool:
 
 
 def float_hints(value: Any) -> list[list[Any]]:
-    """Same list as ``ledger.digest.float_hints`` (same order), without per-node copies."""
+    """Same list as ``ledger.encoding.digest.float_hints`` (same order), without per-node copies."""
     hints: list[list[Any]] = []
     path: list[Any] = []
 
@@ -290,7 +290,7 @@ def float_hints(value: Any) -> list[list[Any]]:
     elif kind is dict or kind is list:
         walk(value)
     else:
-        from ledger.digest import float_hints as reference
+        from ledger.encoding.digest import float_hints as reference
 
         return reference(value)
     return hints

@@ -25,16 +25,18 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ledger import fastcheck, merkle, schema
-from ledger.canonical import require_canonical
-from ledger.digest import apply_float_hints, legacy_digest
+from ledger.audit import object_check as fastcheck
+from ledger.encoding.canonical import require_canonical
+from ledger.encoding.digest import apply_float_hints, legacy_digest
 from ledger.errors import LedgerError
-from ledger.keys import key_id as raw_key_id
-from ledger.kinds import BLOB, detect_kind
-from ledger.leaf import entry_record
-from ledger.note import Checkpoint, open_checkpoint, parse_note, parse_verifier_key
-from ledger.sqlite_store import LEDGER_TABLES, SQLiteStore, trigger_names
-from ledger.store import CheckpointRow, StoredObject
+from ledger.log import merkle
+from ledger.log.leaf import entry_record
+from ledger.log.note import Checkpoint, open_checkpoint, parse_note, parse_verifier_key
+from ledger.schema import validation as schema
+from ledger.schema.kinds import BLOB, detect_kind
+from ledger.store.base import CheckpointRow, StoredObject
+from ledger.store.sqlite import LEDGER_TABLES, SQLiteStore, trigger_names
+from ledger.trust.keys import key_id as raw_key_id
 
 _APPENDED_AT = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{6}Z")
 # What an append-only trigger must be, whitespace-normalised: nothing but an abort.
@@ -72,7 +74,7 @@ ObjectCheck = Callable[[StoredObject, Any], list[Finding]]
 def default_object_checks() -> list[ObjectCheck]:
     """Per-object checks beyond bytes and schema (attestations, ...); extend here."""
     # Imported here: attestation_checks imports this module for ``Finding``.
-    from ledger.attestation_checks import attestation_object_check
+    from ledger.trust.judgement import attestation_object_check
 
     return [attestation_object_check()]
 

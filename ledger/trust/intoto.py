@@ -13,9 +13,9 @@ from typing import Any, Final
 
 import rfc8785
 
-from ledger.dsse import Envelope, sign_envelope
 from ledger.errors import CanonicalFormError, InputError
-from ledger.keys import Signer
+from ledger.trust.dsse import Envelope, sign_envelope
+from ledger.trust.keys import Signer
 
 STATEMENT_TYPE: Final = "https://in-toto.io/Statement/v1"
 PREDICATE_TYPE: Final = "https://provledger.dev/attestation/ledger-object/v0.1"

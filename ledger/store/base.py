@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from ledger.objects import Prepared
+from ledger.store.prepared import Prepared
 
 
 @dataclass(frozen=True)

@@ -337,7 +337,7 @@ def verify(public_key: PublicKeyLike, message: bytes, signature: bytes) -> bool:
 class Signer(Protocol):
     """Something that signs with one Ed25519 key (a file today, an HSM/KMS later).
 
-    ``key_id`` must equal ``ledger.keys.key_id(public_key)``.
+    ``key_id`` must equal ``ledger.trust.keys.key_id(public_key)``.
     """
 
     @property

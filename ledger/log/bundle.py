@@ -25,14 +25,14 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Final
 
-from ledger import merkle
-from ledger.canonical import Limits, canonicalize, require_canonical
-from ledger.digest import is_digest, sha256_digest
+from ledger.encoding.canonical import Limits, canonicalize, require_canonical
+from ledger.encoding.digest import is_digest, sha256_digest
 from ledger.errors import CheckFailed, LedgerError, NotFound
-from ledger.kinds import BLOB, KINDS, detect_kind, get_kind
-from ledger.log import entry_at, entry_leaf, latest_checkpoint
-from ledger.note import Checkpoint, open_checkpoint, parse_note, parse_verifier_key
-from ledger.store import LedgerReader, StoredObject
+from ledger.log import merkle
+from ledger.log.checkpoints import entry_at, entry_leaf, latest_checkpoint
+from ledger.log.note import Checkpoint, open_checkpoint, parse_note, parse_verifier_key
+from ledger.schema.kinds import BLOB, KINDS, detect_kind, get_kind
+from ledger.store.base import LedgerReader, StoredObject
 
 MEDIA_TYPE: Final = "application/vnd.provledger.bundle.v1+json"
 TLOG_PROOF_HEADER: Final = "c2sp.org/tlog-proof@v1"

@@ -35,16 +35,17 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
-from ledger.attestation import (
+from ledger.encoding.digest import is_digest, sha256_digest
+from ledger.errors import InputError, NotFound
+from ledger.store.base import LedgerReader, StoredObject
+from ledger.trust.attestation import (
     ATTESTATION_KIND,
     DetachedAttestation,
     attestations_of,
     parse_attestation,
 )
-from ledger.digest import is_digest, sha256_digest
-from ledger.dsse import Envelope, Signature, kind_of_payload_type, pae, payload_type_for
-from ledger.errors import InputError, NotFound
-from ledger.identity import (
+from ledger.trust.dsse import Envelope, Signature, kind_of_payload_type, pae, payload_type_for
+from ledger.trust.identity import (
     GOVERNANCE_KINDS,
     IDENTITY_KIND,
     REVOCATION_KIND,
@@ -52,8 +53,7 @@ from ledger.identity import (
     TrustIndex,
     trust_index,
 )
-from ledger.keys import SIGNATURE_SIZE, verify
-from ledger.store import LedgerReader, StoredObject
+from ledger.trust.keys import SIGNATURE_SIZE, verify
 
 FailureCode = Literal[
     "malformed",
@@ -500,7 +500,7 @@ class AttestationAudit:
         return self._index
 
     def __call__(self, obj: StoredObject, reader: Any) -> list[Any]:
-        from ledger.audit import Finding
+        from ledger.audit.full import Finding
 
         try:
             return self._findings(obj, reader)
@@ -509,7 +509,7 @@ class AttestationAudit:
             return [Finding("malformed", f"{obj.kind} unreadable: {exc}", obj.seq, obj.digest)]
 
     def _findings(self, obj: StoredObject, reader: Any) -> list[Any]:
-        from ledger.audit import Finding
+        from ledger.audit.full import Finding
 
         if obj.kind == ATTESTATION_KIND:
             verdict = check_attestation(reader, obj, self._trust(reader))
@@ -542,7 +542,7 @@ class AttestationAudit:
 
 
 def _unauthorized(code: str, obj: StoredObject, index: TrustIndex) -> Any:
-    from ledger.audit import Finding
+    from ledger.audit.full import Finding
 
     return Finding(
         code,

@@ -16,10 +16,10 @@ from pathlib import Path
 from typing import Any
 
 from ledger.errors import AppendOnlyError, NotFound, StorageError
-from ledger.leaf import entry_record, utc_now
-from ledger.merkle import leaf_hash, node_hash
-from ledger.objects import Prepared
-from ledger.store import AppendResult, CheckpointRow, Entry, Precheck, StoredObject
+from ledger.log.leaf import entry_record, utc_now
+from ledger.log.merkle import leaf_hash, node_hash
+from ledger.store.base import AppendResult, CheckpointRow, Entry, Precheck, StoredObject
+from ledger.store.prepared import Prepared
 
 SCHEMA_VERSION = "1"
 LEDGER_TABLES = ("meta", "objects", "entries", "refs", "tree_nodes", "checkpoints")

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from ledger.digest import is_digest
+from ledger.encoding.digest import is_digest
 from ledger.errors import InputError, NotFound
-from ledger.store import LedgerReader, StoredObject
+from ledger.store.base import LedgerReader, StoredObject
 
 
 def resolve(store: LedgerReader, ref: str) -> StoredObject:

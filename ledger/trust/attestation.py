@@ -29,13 +29,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from ledger.digest import is_digest, sha256_digest
-from ledger.dsse import Envelope, Signature, parse_envelope, payload_type_for, sign_envelope
+from ledger.encoding.digest import is_digest, sha256_digest
 from ledger.errors import AttestationError, InputError, NotFound
-from ledger.intoto import intoto_envelope, statement
-from ledger.keys import Signer
-from ledger.objects import Prepared, prepare_value
-from ledger.store import LedgerReader, StoredObject
+from ledger.store.base import LedgerReader, StoredObject
+from ledger.store.prepared import Prepared, prepare_value
+from ledger.trust.dsse import Envelope, Signature, parse_envelope, payload_type_for, sign_envelope
+from ledger.trust.intoto import intoto_envelope, statement
+from ledger.trust.keys import Signer
 
 ATTESTATION_KIND: Final = "attestation"
 ATTESTATION_SCHEMA_VERSION: Final = "0.1"

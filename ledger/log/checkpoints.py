@@ -11,11 +11,11 @@ from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from ledger import merkle
 from ledger.errors import InputError, NotFound, RuleViolation
-from ledger.leaf import entry_record, utc_now
-from ledger.note import Checkpoint, open_checkpoint, parse_verifier_key, sign_note
-from ledger.store import CheckpointRow, Entry, LedgerReader, Store
+from ledger.log import merkle
+from ledger.log.leaf import entry_record, utc_now
+from ledger.log.note import Checkpoint, open_checkpoint, parse_verifier_key, sign_note
+from ledger.store.base import CheckpointRow, Entry, LedgerReader, Store
 
 
 def origin_of(store: LedgerReader) -> str:
@@ -62,7 +62,7 @@ def latest_checkpoint(store: LedgerReader, at_least: int = 0) -> CheckpointRow |
 
 
 def entry_leaf(entry: Entry) -> bytes:
-    """Leaf bytes of an entry (see ledger.leaf)."""
+    """Leaf bytes of an entry (see ledger.log.leaf)."""
     return entry_record(entry.seq, entry.kind, entry.digest, entry.appended_at)
 
 

@@ -1,0 +1,1 @@
+"""Encoding: strict JSON reading, RFC 8785 canonical bytes and digests."""

@@ -1,0 +1,1 @@
+"""Schemas: the kind registry and JSON Schema validation of stored documents."""

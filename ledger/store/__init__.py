@@ -1,0 +1,1 @@
+"""Storage: the Store protocol, prepared records and the SQLite backend."""
