@@ -54,7 +54,7 @@ def test_missing_file_and_existing_new_file_are_refused(tmp_path: Path) -> None:
     with pytest.raises(PatchApplyError, match="no file 'f'"):
         apply_patch(tmp_path, parse_patch(git_diff("f", ["a"], ["b"])))
     (tmp_path / "n").write_text("x\n")
-    new = b"diff --git a/n b/n\n--- /dev/null\n+++ b/n\n@@ -0,0 +1 @@\n+y\n"
+    new = b"diff --git a/n b/n\nnew file mode 100644\n--- /dev/null\n+++ b/n\n@@ -0,0 +1 @@\n+y\n"
     with pytest.raises(PatchApplyError, match="existing file 'n'"):
         apply_patch(tmp_path, parse_patch(new))
 

@@ -1,18 +1,25 @@
-"""Strict unified-diff parser (git style), following upstream IDKMesh's structural rules.
+"""Strict unified-diff parser (git syntax); it sees exactly the paths ``git apply`` writes.
 
-Invariants of a parsed patch:
+Invariants of a parsed patch (each refusal names its rule, ``DiffError.rule``; the
+rules and where they are stricter than git or upstream IDKMesh are in
+docs/VERIFIERS.md):
 - the bytes are UTF-8 without BOM, NUL or carriage return; lines end with ``\\n``;
-- every non-blank line belongs to a ``diff --git a/X b/Y`` section whose header splits
-  (shell-style) into exactly two paths, neither ``/dev/null``;
-- paths lose an ``a/`` / ``b/`` prefix and are relative, non-empty, without ``.``,
-  ``..`` or empty components;
-- between the header and ``---`` only git's extended header lines appear (so binary
-  patches fail); ``--- `` then ``+++ `` follow, each one path or ``/dev/null``, equal to
-  the header's path for that side, not both ``/dev/null``;
+- every non-blank line belongs to a ``diff --git a/X b/Y`` section;
+- every path is spelled as git spells it: ``a/`` (old side) or ``b/`` (new side)
+  prefix, then the path, unquoted or C-style quoted (``"a/x\\ty"``); the path after
+  the prefix is what ``git apply`` (default ``-p1``) writes. It is relative, without
+  empty, ``.``, ``..`` or ``.git`` components, backslashes or control characters;
+- the header's two paths, the ``---``/``+++`` paths and ``rename``/``copy`` lines all
+  agree; ``/dev/null`` stands on the old side only with ``new file mode`` and on the
+  new side only with ``deleted file mode``, and then the header names one path (a
+  rename is never a creation or deletion); file modes are 100644 or 100755;
+- between the header and ``---`` only git's extended header lines appear, each at most
+  once (so binary patches fail); ``--- `` then ``+++ `` follow;
 - each section has at least one hunk ``@@ -a[,b] +c[,d] @@``; counts default to 1;
-  hunk lines start with space, ``-`` or ``+`` or are exactly
-  ``\\ No newline at end of file``; the old and new counts come out exactly;
-- blank lines are tolerated only outside hunk bodies and headers.
+  hunk lines start with space, ``-`` or ``+``, or are exactly
+  ``\\ No newline at end of file`` right after the last line of a side of the hunk;
+  the old and new counts come out exactly;
+- blank lines are tolerated only between hunks and sections.
 
 ``parse_patch`` returns a ``ParsedDiff`` or raises ``DiffError``; no other exception
 escapes for any input bytes.
@@ -21,7 +28,6 @@ escapes for any input bytes.
 from __future__ import annotations
 
 import re
-import shlex
 from dataclasses import dataclass
 from typing import Literal
 
@@ -49,6 +55,7 @@ _HUNK_RE = re.compile(
 )
 
 Op = Literal[" ", "-", "+"]
+Operation = Literal["modify", "create", "delete", "rename", "copy"]
 
 
 @dataclass(frozen=True)
@@ -84,7 +91,9 @@ class Hunk:
 
 @dataclass(frozen=True)
 class FileDiff:
-    """One ``diff --git`` section. ``old_path``/``new_path`` are None for ``/dev/null``."""
+    """One ``diff --git`` section. ``old_path``/``new_path`` are None for ``/dev/null``;
+    ``header_old``/``header_new`` are the agreed paths (equal unless rename, copy or a
+    modification written under a new name, which git applies as a rename)."""
 
     header_old: str
     header_new: str
@@ -95,13 +104,22 @@ class FileDiff:
     added: tuple[ChangedLine, ...]
     removed: tuple[ChangedLine, ...]
     patch_line: int
+    operation: Operation = "modify"
 
     @property
     def paths(self) -> tuple[str, ...]:
-        """The distinct repository paths this section touches (both sides of a rename)."""
+        """The paths the scope check judges: every path written, plus a copy's source
+        (whose content the copy carries)."""
         if self.header_old == self.header_new:
             return (self.header_old,)
         return (self.header_old, self.header_new)
+
+    @property
+    def written_paths(self) -> tuple[str, ...]:
+        """The paths ``git apply`` creates, changes or removes for this section."""
+        if self.operation == "copy":
+            return (self.header_new,)
+        return self.paths
 
 
 @dataclass(frozen=True)
@@ -120,8 +138,13 @@ class ParsedDiff:
 
     @property
     def changed_paths(self) -> tuple[str, ...]:
-        """Sorted distinct paths of all sections."""
+        """Sorted distinct paths of all sections (``FileDiff.paths``): the scope check's input."""
         return tuple(sorted({p for f in self.files for p in f.paths}))
+
+    @property
+    def written_paths(self) -> tuple[str, ...]:
+        """Sorted distinct paths ``git apply`` writes (``FileDiff.written_paths``)."""
+        return tuple(sorted({p for f in self.files for p in f.written_paths}))
 
 
 def _show(line: str) -> str:
@@ -131,9 +154,11 @@ def _show(line: str) -> str:
 def decode_patch(data: bytes) -> str:
     """Strict UTF-8 text of a patch; refuses empty input, BOM, NUL and CR."""
     if not data:
-        raise DiffError(0, "0 bytes", "a non-empty unified diff", "empty patch")
+        raise DiffError(0, "0 bytes", "a non-empty unified diff", "empty patch", rule="empty")
     if data.startswith(b"\xef\xbb\xbf"):
-        raise DiffError(1, "a UTF-8 byte order mark", "'diff --git' at offset 0", "patch has a BOM")
+        raise DiffError(
+            1, "a UTF-8 byte order mark", "'diff --git' at offset 0", "patch has a BOM", rule="bom"
+        )
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -143,54 +168,201 @@ def decode_patch(data: bytes) -> str:
             f"byte 0x{data[exc.start]:02x} at offset {exc.start}",
             "UTF-8 text",
             "patch is not UTF-8",
+            rule="encoding",
         ) from None
-    for char, name in (("\x00", "NUL byte (binary content)"), ("\r", "carriage return (CRLF)")):
+    for char, name, rule in (
+        ("\x00", "NUL byte (binary content)", "nul"),
+        ("\r", "carriage return (CRLF line ending)", "crlf"),
+    ):
         pos = text.find(char)
         if pos >= 0:
             line = text.count("\n", 0, pos) + 1
-            raise DiffError(line, f"a {name}", "LF-terminated text", "patch is not plain text")
+            raise DiffError(
+                line, f"a {name}", "LF-terminated text", "patch is not plain text", rule=rule
+            )
     return text
 
 
-def _split_header(rest: str, line_no: int, what: str) -> list[str]:
-    try:
-        return shlex.split(rest, comments=False, posix=True)
-    except ValueError as exc:
-        raise DiffError(line_no, f"{_show(rest)} ({exc})", f"shell-style {what}") from None
+# Git's C-style quoting (quote.c unquote_c_style): these escapes and \[0-3][0-7][0-7].
+_ESCAPES = {"a": 7, "b": 8, "t": 9, "n": 10, "v": 11, "f": 12, "r": 13, "\\": 92, '"': 34}
+_OCTAL = re.compile(r"[0-3][0-7][0-7]")
+# Components git's verify_path refuses to write (core.protectNTFS is on by default).
+_DOT_GIT = re.compile(r"(?:\.git|git~1)[. ]*", re.IGNORECASE)
+_CONTROL = re.compile(r"[\x00-\x1f\x7f\\]")
+_MODE = re.compile(r"100644|100755")
+
+
+def _unquote(text: str, no: int) -> tuple[str, str]:
+    """The quoted name at the start of ``text`` (``'"'``) and the text after it."""
+    out = bytearray()
+    i = 1
+    while i < len(text):
+        ch = text[i]
+        if ch == '"':
+            try:
+                return out.decode("utf-8"), text[i + 1 :]
+            except UnicodeDecodeError:
+                raise DiffError(
+                    no, f"quoted name {_show(text[: i + 1])}", "a UTF-8 path", rule="path-character"
+                ) from None
+        if ch == "\\":
+            esc = text[i + 1 : i + 2]
+            if esc in _ESCAPES:
+                out.append(_ESCAPES[esc])
+                i += 2
+                continue
+            if _OCTAL.fullmatch(text[i + 1 : i + 4]):
+                out.append(int(text[i + 1 : i + 4], 8))
+                i += 4
+                continue
+            raise DiffError(
+                no,
+                f"escape {_show(text[i : i + 4])} in a quoted name",
+                "git's C-style escapes (\\t, \\n, \\\", \\\\, \\ooo, ...)",
+                rule="header-paths",
+            )
+        out += ch.encode("utf-8")
+        i += 1
+    raise DiffError(
+        no, f"unterminated quoted name {_show(text)}", "a closing '\"'", rule="header-paths"
+    )
 
 
 def _check_path(path: str, line_no: int) -> str:
+    """``path`` as git would write it, or a refusal naming why it cannot be judged."""
     if not path:
-        raise DiffError(line_no, "an empty path", "a relative repository path")
+        raise DiffError(line_no, "an empty path", "a relative repository path", rule="path")
+    bad = _CONTROL.search(path)
+    if bad:
+        raise DiffError(
+            line_no,
+            f"path {_show(path)} with {bad.group()!r}",
+            "no backslash or control character",
+            rule="path-character",
+        )
     if path.startswith("/"):
-        raise DiffError(line_no, f"absolute path {_show(path)}", "a relative repository path")
+        raise DiffError(
+            line_no, f"absolute path {_show(path)}", "a relative repository path", rule="path"
+        )
     for part in path.split("/"):
         if part in ("", ".", ".."):
             raise DiffError(
                 line_no,
                 f"path {_show(path)} with component {part!r}",
                 "no empty, '.' or '..' components",
+                rule="path",
+            )
+        if _DOT_GIT.fullmatch(part):
+            raise DiffError(
+                line_no,
+                f"path {_show(path)} with component {part!r}",
+                "no '.git' component (git refuses to write there)",
+                rule="dot-git",
             )
     return path
 
 
-def _strip(token: str, prefix: str) -> str:
-    return token[len(prefix) :] if token.startswith(prefix) else token
+def _prefixed(name: str, prefix: str, line_no: int) -> str:
+    """The path after git's ``-p1`` prefix, which must be exactly ``prefix``."""
+    if not name.startswith(prefix):
+        raise DiffError(
+            line_no,
+            f"path {_show(name)} without the {prefix!r} prefix",
+            f"'{prefix}PATH' (git apply strips the first component, whatever it is)",
+            rule="missing-prefix",
+        )
+    return _check_path(name[len(prefix) :], line_no)
+
+
+def _side_name(rest: str, prefix: str, line_no: int) -> str | None:
+    """The path of a ``---``/``+++`` line (git: up to a TAB), None for ``/dev/null``."""
+    if rest.startswith('"'):
+        name, tail = _unquote(rest, line_no)
+        if tail and not tail.startswith("\t"):
+            raise DiffError(
+                line_no,
+                f"{_show(tail)} after the quoted name",
+                "end of line or a TAB",
+                rule="header-paths",
+            )
+    else:
+        name = rest.split("\t", 1)[0]
+        if name == DEV_NULL:
+            return None
+    return _prefixed(name, prefix, line_no)
+
+
+def _header_pairs(rest: str, line_no: int) -> list[tuple[str, str]]:
+    """Every (old, new) reading of ``a/X b/Y`` (unquoted names may hold spaces, so a
+    header can be split more than one way; the ``---``/``+++`` lines pick the one)."""
+    if rest.startswith('"') or '"' in rest:
+        if rest.startswith('"'):
+            first, tail = _unquote(rest, line_no)
+            if not tail.startswith(" "):
+                raise DiffError(
+                    line_no, _show(rest), "two names separated by a space", rule="header-paths"
+                )
+            tail = tail[1:]
+        else:
+            at = rest.find(' "')
+            if at < 0:
+                raise DiffError(
+                    line_no,
+                    f"'\"' inside the unquoted name {_show(rest)}",
+                    "a name quoted as a whole",
+                    rule="header-paths",
+                )
+            first, tail = rest[:at], rest[at + 1 :]
+        if tail.startswith('"'):
+            second, after = _unquote(tail, line_no)
+            if after:
+                raise DiffError(
+                    line_no,
+                    f"{_show(after)} after the second name",
+                    "end of line",
+                    rule="header-paths",
+                )
+        else:
+            second = tail
+        return [(_prefixed(first, "a/", line_no), _prefixed(second, "b/", line_no))]
+    pairs = [
+        (rest[2:i], rest[i + 3 :])
+        for i in range(len(rest))
+        if rest[i] == " " and rest.startswith("a/") and rest.startswith("b/", i + 1)
+    ]
+    if len(pairs) == 1:
+        return [(_check_path(pairs[0][0], line_no), _check_path(pairs[0][1], line_no))]
+    if not pairs:
+        if " " not in rest:
+            raise DiffError(
+                line_no, f"one name in {_show(rest)}", "two names 'a/X b/Y'", rule="header-paths"
+            )
+        raise DiffError(
+            line_no,
+            f"header names {_show(rest)} without the 'a/' and 'b/' prefixes",
+            "'a/PATH b/PATH' (git apply strips the first component, whatever it is)",
+            rule="missing-prefix",
+        )
+    return pairs
 
 
 class _Parser:
-    """Line-by-line state machine; each ``_on_*`` method handles one state."""
+    """Line-by-line state machine over a patch's lines."""
 
     def __init__(self, lines: list[str]) -> None:
         self.lines = lines
         self.files: list[FileDiff] = []
         # Current section.
+        self.pairs: list[tuple[str, str]] = []
         self.header_old = ""
         self.header_new = ""
         self.section_line = 0
         self.extended: list[str] = []
+        self.ext: dict[str, tuple[str, int]] = {}
         self.old_path: str | None = None
         self.new_path: str | None = None
+        self.old_line = 0
+        self.operation: Operation = "modify"
         self.hunks: list[Hunk] = []
         self.added: list[ChangedLine] = []
         self.removed: list[ChangedLine] = []
@@ -202,37 +374,167 @@ class _Parser:
         self.old_no = 0
         self.new_no = 0
         self.marker_ok = False
+        self.old_closed = False
+        self.new_closed = False
 
     # -- sections -----------------------------------------------------------------
 
     def _start_section(self, line: str, no: int) -> None:
-        tokens = _split_header(line[len("diff --git ") :], no, "'a/X b/Y' header paths")
-        if len(tokens) != 2:
-            raise DiffError(no, f"{len(tokens)} paths in {_show(line)}", "exactly two paths")
-        if DEV_NULL in tokens:
-            raise DiffError(no, f"{DEV_NULL} in {_show(line)}", "real paths in the header")
-        self.header_old = _check_path(_strip(tokens[0], "a/"), no)
-        self.header_new = _check_path(_strip(tokens[1], "b/"), no)
+        self.pairs = _header_pairs(line[len("diff --git ") :], no)
         self.section_line = no
         self.extended = []
+        self.ext = {}
         self.hunks = []
         self.added = []
         self.removed = []
+        self.old_closed = self.new_closed = False
 
-    def _side_path(self, line: str, no: int, marker: str, prefix: str, header: str) -> str | None:
-        if not line.startswith(marker):
-            raise DiffError(no, _show(line), repr(marker + "PATH"))
-        tokens = _split_header(line[len(marker) :], no, f"'{marker}' path")
-        if len(tokens) != 1:
+    def _extended(self, line: str, no: int) -> None:
+        """Record one extended header line; each kind at most once, modes git's file modes."""
+        kind = next(h for h in _EXTENDED_HEADERS if line.startswith(h))
+        if kind in self.ext:
             raise DiffError(
-                no, f"{len(tokens)} paths in {_show(line)}", f"one path after {marker!r}"
+                no,
+                f"a second {kind.strip()!r} line (first at patch line {self.ext[kind][1]})",
+                "each extended header at most once",
+                rule="extended-header",
             )
-        if tokens[0] == DEV_NULL:
-            return None
-        path = _check_path(_strip(tokens[0], prefix), no)
-        if path != header:
-            raise DiffError(no, f"path {_show(path)}", f"the header's path {_show(header)}")
-        return path
+        value = line[len(kind) :]
+        if kind.endswith("mode ") and not _MODE.fullmatch(value):
+            raise DiffError(
+                no,
+                f"{kind.strip()} {_show(value)}",
+                "a regular file mode 100644 or 100755 (no symlinks, submodules)",
+                rule="mode",
+            )
+        self.ext[kind] = (value, no)
+        self.extended.append(line)
+
+    def _operation(self, no: int) -> Operation:
+        """The section's kind from its extended headers, refusing contradictory ones."""
+        kinds = [k.strip() for k in self.ext]
+        groups = [
+            g
+            for g in ("new file mode", "deleted file mode", "rename", "copy")
+            if any(k.startswith(g) for k in kinds)
+        ]
+        if len(groups) > 1:
+            raise DiffError(
+                no,
+                f"extended headers {' and '.join(repr(g) for g in groups)}",
+                "at most one of creation, deletion, rename or copy",
+                rule="extended-header",
+            )
+        for group in ("rename", "copy"):
+            have = [k for k in (f"{group} from ", f"{group} to ") if k in self.ext]
+            if len(have) == 1:
+                raise DiffError(
+                    no,
+                    f"{have[0].strip()!r} without its partner line",
+                    f"both '{group} from' and '{group} to'",
+                    rule="extended-header",
+                )
+        if "new file mode " in self.ext:
+            return "create"
+        if "deleted file mode " in self.ext:
+            return "delete"
+        if "rename from " in self.ext:
+            return "rename"
+        if "copy from " in self.ext:
+            return "copy"
+        return "modify"
+
+    def _ext_path(self, kind: str) -> str:
+        """The path of a ``rename``/``copy`` line (git: no prefix, the whole rest of the line)."""
+        value, no = self.ext[kind]
+        if value.startswith('"'):
+            name, tail = _unquote(value, no)
+            if tail:
+                raise DiffError(
+                    no, f"{_show(tail)} after the quoted name", "end of line", rule="header-paths"
+                )
+            return _check_path(name, no)
+        return _check_path(value, no)
+
+    def _agree(self, no: int) -> None:
+        """Header, ``---``/``+++`` and rename/copy lines name the same paths (checked at
+        the ``+++`` line, patch line ``no``)."""
+        op = self.operation = self._operation(no)
+        old, new = self.old_path, self.new_path
+        if old is None and new is None:
+            raise DiffError(
+                no, "/dev/null on both sides", "at least one real file", rule="dev-null"
+            )
+        if old is None and op != "create":
+            raise DiffError(
+                self.old_line,
+                "'--- /dev/null' without 'new file mode'",
+                "/dev/null only for a creation (git would write a file named 'dev/null')",
+                rule="dev-null",
+            )
+        if new is None and op != "delete":
+            raise DiffError(
+                no,
+                "'+++ /dev/null' without 'deleted file mode'"
+                + (" in a rename or copy" if op in ("rename", "copy") else ""),
+                "/dev/null only for a deletion (a rename is never a deletion)",
+                rule="dev-null",
+            )
+        if op == "create" and old is not None:
+            raise DiffError(
+                self.old_line,
+                f"old path {_show(old)} with 'new file mode'",
+                "'--- /dev/null'",
+                rule="dev-null",
+            )
+        if op == "delete" and new is not None:
+            raise DiffError(
+                no,
+                f"new path {_show(new)} with 'deleted file mode'",
+                "'+++ /dev/null'",
+                rule="dev-null",
+            )
+        want_old = old if old is not None else new
+        want_new = new if new is not None else old
+        assert want_old is not None and want_new is not None
+        if (want_old, want_new) not in self.pairs:
+            if old is None or new is None:
+                expected = f"the header 'a/{want_old} b/{want_new}' (one path: no rename)"
+            else:
+                expected = f"the header 'a/{want_old} b/{want_new}'"
+            raise DiffError(
+                self.section_line,
+                "header paths "
+                + " or ".join(f"{_show(a)} -> {_show(b)}" for a, b in self.pairs[:3])
+                + f" disagreeing with '---'/'+++' {_show(want_old)} -> {_show(want_new)}",
+                expected,
+                rule="path-mismatch",
+            )
+        if op in ("rename", "copy"):
+            for kind, path in ((f"{op} from ", want_old), (f"{op} to ", want_new)):
+                named = self._ext_path(kind)
+                if named != path:
+                    raise DiffError(
+                        self.ext[kind][1],
+                        f"{kind.strip()} {_show(named)}",
+                        f"the section's path {_show(path)}",
+                        rule="path-mismatch",
+                    )
+            if want_old == want_new:
+                raise DiffError(
+                    self.ext[f"{op} from "][1],
+                    f"{op} of {_show(want_old)} onto itself",
+                    "two different paths",
+                    rule="path-mismatch",
+                )
+        self.header_old, self.header_new = want_old, want_new
+        if op == "modify" and want_old != want_new:
+            self.operation = "rename"  # git applies it as one: the old path is removed
+
+    def _side_path(self, line: str, no: int, marker: str, prefix: str) -> str | None:
+        if not line.startswith(marker):
+            raise DiffError(no, _show(line), repr(marker + "PATH"), rule="header-order")
+        return _side_name(line[len(marker) :], prefix, no)
 
     def _finish_section(self) -> None:
         self.files.append(
@@ -246,6 +548,7 @@ class _Parser:
                 added=tuple(self.added),
                 removed=tuple(self.removed),
                 patch_line=self.section_line,
+                operation=self.operation,
             )
         )
 
@@ -254,13 +557,24 @@ class _Parser:
     def _start_hunk(self, line: str, no: int) -> None:
         m = _HUNK_RE.match(line)
         if m is None:
-            raise DiffError(no, _show(line), "a hunk header '@@ -a[,b] +c[,d] @@'")
+            raise DiffError(
+                no, _show(line), "a hunk header '@@ -a[,b] +c[,d] @@'", rule="hunk-header"
+            )
+        if self.old_closed or self.new_closed:
+            raise DiffError(
+                no,
+                f"{_show(line)} after '{NO_NEWLINE_MARKER}'",
+                "no hunk past the end of the file",
+                rule="no-newline-marker",
+            )
         a, b, c, d = (int(g) if g is not None else 1 for g in m.groups())
         for start, count, side in ((a, b, "old"), (c, d, "new")):
             if count > 0 and start == 0:
-                raise DiffError(no, f"{side} range {start},{count}", "line numbers from 1")
+                raise DiffError(
+                    no, f"{side} range {start},{count}", "line numbers from 1", rule="hunk-range"
+                )
         if b == 0 and d == 0:
-            raise DiffError(no, _show(line), "a hunk with at least one line")
+            raise DiffError(no, _show(line), "a hunk with at least one line", rule="hunk-range")
         self.hunk_header = (a, b, c, d, no)
         self.body = []
         self.old_left, self.new_left = b, d
@@ -281,12 +595,21 @@ class _Parser:
                 _show(line),
                 f"a hunk line starting with ' ', '-' or '+' ({self.old_left} old and"
                 f" {self.new_left} new lines still due)",
+                rule="hunk-line",
             )
         if not ok:
             raise DiffError(
                 no,
                 f"{_show(line)} with {self.old_left} old and {self.new_left} new lines left",
                 "hunk body lines within the header's counts",
+                rule="hunk-count",
+            )
+        if (op != "+" and self.old_closed) or (op != "-" and self.new_closed):
+            raise DiffError(
+                no,
+                f"{_show(line)} after '{NO_NEWLINE_MARKER}' ended that side",
+                "no line after the last line of a file",
+                rule="no-newline-marker",
             )
         text = line[1:]
         if op != "+":
@@ -304,9 +627,19 @@ class _Parser:
 
     def _marker(self, no: int) -> None:
         if not self.marker_ok or not self.body:
-            raise DiffError(no, repr(NO_NEWLINE_MARKER), "the marker right after a hunk line")
+            raise DiffError(
+                no,
+                repr(NO_NEWLINE_MARKER),
+                "the marker once, right after a hunk line",
+                rule="no-newline-marker",
+            )
         last = self.body[-1]
         self.body[-1] = HunkLine(last.op, last.text, no_newline=True)
+        # The marked line is the last of its side(s): nothing of that side may follow.
+        if last.op != "+":
+            self.old_closed = True
+        if last.op != "-":
+            self.new_closed = True
         self.marker_ok = False
 
     def _finish_hunk(self) -> None:
@@ -314,6 +647,16 @@ class _Parser:
         self.hunks.append(Hunk(a, b, c, d, no, tuple(self.body)))
 
     # -- driver -------------------------------------------------------------------
+
+    def _stray(self, line: str, no: int, *, after_hunk: bool = False) -> DiffError:
+        return DiffError(
+            no,
+            f"{_show(line)} after a complete hunk"
+            if after_hunk
+            else f"{_show(line)} outside any section",
+            "'diff --git a/PATH b/PATH'" + (" or '@@'" if after_hunk else ""),
+            rule="outside-section",
+        )
 
     def run(self) -> ParsedDiff:
         state = "section"  # section | header | plus | first_hunk | body | after_hunk
@@ -341,6 +684,8 @@ class _Parser:
                     self._start_hunk(line, no)
                     state = "body"
                     continue
+                if not line.startswith("diff --git "):
+                    raise self._stray(line, no, after_hunk=True)
                 self._finish_section()
                 state = "section"
             if state == "section_or_hunk":
@@ -350,41 +695,42 @@ class _Parser:
                     self._start_hunk(line, no)
                     state = "body"
                     continue
+                if not line.startswith("diff --git "):
+                    raise self._stray(line, no, after_hunk=True)
                 self._finish_section()
                 state = "section"
             if state == "section":
                 if line == "":
                     continue
                 if not line.startswith("diff --git "):
-                    raise DiffError(
-                        no,
-                        f"{_show(line)} outside any section"
-                        if not self.files
-                        else f"{_show(line)} after a complete hunk",
-                        "'diff --git a/PATH b/PATH'" + (" or '@@'" if self.files else ""),
-                    )
+                    raise self._stray(line, no)
                 self._start_section(line, no)
                 state = "header"
             elif state == "header":
                 if line.startswith("--- "):
-                    self.old_path = self._side_path(line, no, "--- ", "a/", self.header_old)
+                    self.old_line = no
+                    self.old_path = self._side_path(line, no, "--- ", "a/")
                     state = "plus"
                 elif line.startswith(_EXTENDED_HEADERS):
-                    self.extended.append(line)
+                    self._extended(line, no)
                 else:
                     raise DiffError(
                         no,
                         _show(line),
                         "a git extended header (index, mode, rename, copy, similarity) or '--- '",
+                        rule="extended-header",
                     )
             elif state == "plus":
-                self.new_path = self._side_path(line, no, "+++ ", "b/", self.header_new)
-                if self.old_path is None and self.new_path is None:
-                    raise DiffError(no, "/dev/null on both sides", "at least one real file")
+                self.new_path = self._side_path(line, no, "+++ ", "b/")
+                self._agree(no)
                 state = "first_hunk"
             elif state == "first_hunk":
                 if not line.startswith("@@"):
-                    raise DiffError(no, _show(line), "a hunk header '@@ -a[,b] +c[,d] @@'")
+                    # git skips unknown lines here; a new section means this one has no hunk.
+                    rule = "no-hunk" if line.startswith("diff --git ") else "extended-header"
+                    raise DiffError(
+                        no, _show(line), "a hunk header '@@ -a[,b] +c[,d] @@'", rule=rule
+                    )
                 self._start_hunk(line, no)
                 state = "body"
         end = n + 1
@@ -394,17 +740,27 @@ class _Parser:
                 f"end of patch with {self.old_left} old and {self.new_left} new lines"
                 " still due in the hunk",
                 "hunk bodies matching their header counts",
+                rule="hunk-count",
             )
         if state in ("header", "plus"):
-            raise DiffError(end, "end of patch inside a section header", "'--- ' and '+++ ' lines")
+            raise DiffError(
+                end,
+                "end of patch inside a section header",
+                "'--- ' and '+++ ' lines",
+                rule="header-order",
+            )
         if state == "first_hunk":
-            raise DiffError(end, "a section without hunks", "at least one '@@' hunk")
+            raise DiffError(
+                end, "a section without hunks", "at least one '@@' hunk", rule="no-hunk"
+            )
         if state in ("after_hunk", "section_or_hunk"):
             if state == "after_hunk":
                 self._finish_hunk()
             self._finish_section()
         if not self.files:
-            raise DiffError(end, "no 'diff --git' section", "at least one file section")
+            raise DiffError(
+                end, "no 'diff --git' section", "at least one file section", rule="no-section"
+            )
         return ParsedDiff(tuple(self.files))
 
 

@@ -19,14 +19,19 @@ class DiffError(VerifierError, InputError):
 
     ``patch_line`` is the 1-based line of the patch where parsing stopped (one past
     the last line when the patch ended early; 0 when the bytes are unreadable).
+    ``rule`` is the stable name of the structural rule that refused the patch (the
+    rules are listed in docs/VERIFIERS.md, "Diff structure").
     """
 
     exit_code = 3
 
-    def __init__(self, patch_line: int, found: str, expected: str, what: str = "") -> None:
+    def __init__(
+        self, patch_line: int, found: str, expected: str, what: str = "", *, rule: str
+    ) -> None:
         self.patch_line = patch_line
         self.found = found
         self.expected = expected
+        self.rule = rule
         self.what = what or "malformed unified diff"
         super().__init__(
             f"{self.what} at patch line {patch_line}, got {found}, expected {expected}"

@@ -147,6 +147,7 @@ def _structure(art_data: bytes | None, reason: str) -> tuple[ParsedDiff | None, 
         parsed = parse_patch(art_data)
     except DiffError as exc:
         error = {
+            "rule": exc.rule,
             "patch_line": exc.patch_line,
             "found": exc.found,
             "expected": exc.expected,
