@@ -383,3 +383,222 @@ def test_mutated_valid_diffs_give_a_result_or_diff_error(data: st.DataObject) ->
             buf = bytearray(b"\n".join(lines))
     with contextlib.suppress(DiffError):
         parse_patch(bytes(buf))
+
+
+# ----------------------------------------------------------- git's path semantics
+# Each test below is named in docs/VERIFIERS.md ("Diff structure").
+
+MOD = "--- {a}\n+++ {b}\n@@ -1 +1 @@\n-old\n+new\n"
+
+
+def section(header: str, a: str, b: str, extra: str = "") -> str:
+    return f"diff --git {header}\n{extra}" + MOD.format(a=a, b=b)
+
+
+def test_prefixless_header_is_refused_not_judged_as_written() -> None:
+    # git apply -p1 would write x.py (and .github/x): the path judged must be git's.
+    for path in ("tools/x.py", "src/.github/x"):
+        exc = error(section(f"{path} {path}", path, path))
+        assert exc.rule == "missing-prefix", str(exc)
+        assert exc.patch_line == 1
+    exc = error(section("a/tools/x.py b/tools/x.py", "tools/x.py", "tools/x.py"))
+    assert (exc.rule, exc.patch_line) == ("missing-prefix", 2)
+    exc = error(section("a/tools/x.py b/tools/x.py", "a/tools/x.py", "tools/x.py"))
+    assert (exc.rule, exc.patch_line) == ("missing-prefix", 3)
+
+
+def test_prefixed_path_is_the_path_git_writes() -> None:
+    diff = parse(section("a/a/b.txt b/a/b.txt", "a/a/b.txt", "b/a/b.txt"))
+    assert diff.written_paths == diff.changed_paths == ("a/b.txt",)
+
+
+def test_b_prefix_on_the_old_side_is_refused() -> None:
+    exc = error(section("a/x b/x", "b/x", "b/x"))
+    assert (exc.rule, exc.patch_line) == ("missing-prefix", 2)
+    exc = error(section("a/x b/x", "a/x", "a/x"))
+    assert (exc.rule, exc.patch_line) == ("missing-prefix", 3)
+
+
+def test_nbsp_before_a_path_is_part_of_the_name() -> None:
+    exc = error(section("a/x b/x", "\u00a0a/x", "b/x"))
+    assert exc.rule == "missing-prefix" and "'\\xa0a/x'" in exc.found
+    exc = error(section("\u00a0a/x b/x", "a/x", "b/x"))
+    assert exc.rule == "missing-prefix"
+
+
+@pytest.mark.parametrize("path", ["./x", "x/", "x//y", "x/./y", "x/../y", "/x", ".."])
+def test_dot_slash_trailing_slash_and_empty_components_are_refused(path: str) -> None:
+    exc = error(section(f"a/{path} b/{path}", f"a/{path}", f"b/{path}"))
+    assert exc.rule == "path" and exc.patch_line == 1, str(exc)
+
+
+@pytest.mark.parametrize("path", [".git/config", "d/.GIT", "d/.git.", "d/.git /x", "GIT~1/x"])
+def test_dot_git_components_are_refused_as_git_does(path: str) -> None:
+    exc = error(section(f"a/{path} b/{path}", f"a/{path}", f"b/{path}"))
+    assert exc.rule == "dot-git", str(exc)
+
+
+def test_header_and_side_lines_must_agree() -> None:
+    # git ignores the header when ---/+++ are present and writes y: refuse the lie.
+    exc = error(section("a/x b/x", "a/y", "b/y"))
+    assert (exc.rule, exc.patch_line) == ("path-mismatch", 1)
+    exc = error(section("a/x b/x", "a/x", "b/y"))
+    assert exc.rule == "path-mismatch"
+
+
+def test_rename_and_copy_lines_must_agree_with_the_header() -> None:
+    lie = "rename from evil\nrename to y\n"
+    exc = error(section("a/x b/y", "a/x", "b/y", lie))
+    assert (exc.rule, exc.patch_line) == ("path-mismatch", 2)
+    exc = error(section("a/x b/y", "a/x", "b/y", "copy from x\ncopy to z\n"))
+    assert (exc.rule, exc.patch_line) == ("path-mismatch", 3)
+    exc = error(section("a/x b/y", "a/x", "b/y", "rename from x\n"))
+    assert exc.rule == "extended-header"
+    exc = error(section("a/x b/y", "a/x", "b/y", "rename from x\nrename to y\ncopy from x\n"))
+    assert exc.rule == "extended-header"
+    ok = parse(section("a/x b/y", "a/x", "b/y", "rename from x\nrename to y\n"))
+    assert ok.files[0].operation == "rename" and ok.written_paths == ("x", "y")
+    copy = parse(section("a/x b/y", "a/x", "b/y", "copy from x\ncopy to y\n"))
+    # A copy writes y only; its source x stays in the scope check (its content is copied).
+    assert copy.written_paths == ("y",) and copy.changed_paths == ("x", "y")
+    # Different names without rename lines: git applies it as a rename.
+    implied = parse(section("a/x b/y", "a/x", "b/y"))
+    assert implied.files[0].operation == "rename" and implied.written_paths == ("x", "y")
+
+
+def test_rename_to_dev_null_is_refused() -> None:
+    text = "diff --git a/X b/Y\n--- a/X\n+++ /dev/null\n@@ -1 +0,0 @@\n-old\n"
+    exc = error(text)
+    assert (exc.rule, exc.patch_line) == ("dev-null", 3), str(exc)
+    exc = error(text.replace("--- a/X", "deleted file mode 100644\n--- a/X"))
+    assert (exc.rule, exc.patch_line) == ("path-mismatch", 1), str(exc)
+    exc = error(text.replace("--- a/X", "rename from X\nrename to Y\n--- a/X"))
+    assert exc.rule == "dev-null" and "rename" in exc.found, str(exc)
+    exc = error(
+        text.replace("--- a/X", "rename from X\nrename to Y\ndeleted file mode 100644\n--- a/X")
+    )
+    assert exc.rule == "extended-header", str(exc)
+
+
+def test_dev_null_only_for_a_real_creation_or_deletion() -> None:
+    create = "diff --git a/n b/n\n--- /dev/null\n+++ b/n\n@@ -0,0 +1 @@\n+x\n"
+    assert error(create).rule == "dev-null"  # git would read and write 'dev/null'
+    created = parse(create.replace("--- /dev/null", "new file mode 100644\n--- /dev/null"))
+    assert created.files[0].operation == "create" and created.written_paths == ("n",)
+    delete = "diff --git a/g b/g\n--- a/g\n+++ /dev/null\n@@ -1 +0,0 @@\n-x\n"
+    assert error(delete).rule == "dev-null"
+    assert error(delete.replace("--- a/g", "new file mode 100644\n--- a/g")).rule == "dev-null"
+    with_old = "diff --git a/n b/n\nnew file mode 100644\n--- /dev/null\n+++ b/n\n"
+    assert error(with_old + "@@ -1 +1 @@\n-x\n+y\n").rule == "dev-null"
+    assert error(with_old.replace("--- /dev/null", "--- a/n") + "@@ -0,0 +1 @@\n+y\n").rule == (
+        "dev-null"
+    )
+
+
+def test_file_modes_other_than_regular_files_are_refused() -> None:
+    for mode in ("120000", "160000", "100664", "0"):
+        text = (
+            f"diff --git a/n b/n\nnew file mode {mode}\n--- /dev/null\n+++ b/n\n@@ -0,0 +1 @@\n+x\n"
+        )
+        assert error(text).rule == "mode"
+    assert parse(section("a/x b/x", "a/x", "b/x", "old mode 100644\nnew mode 100755\n"))
+
+
+def test_quoted_names_are_unquoted_as_git_does() -> None:
+    utf8 = '"a/\\303\\251t\\303\\251.txt" "b/\\303\\251t\\303\\251.txt"'
+    diff = parse(section(utf8, *utf8.split(" ")))
+    assert diff.written_paths == ("\u00e9t\u00e9.txt",)
+    quote = '"a/quo\\"te" "b/quo\\"te"'
+    assert parse(section(quote, *quote.split(" "))).written_paths == ('quo"te',)
+    mixed = parse(section('a/x "b/x"', '"a/x"', "b/x\t"))
+    assert mixed.written_paths == ("x",)
+    # A tab or backslash is what git would write, but not a path we judge.
+    tab = '"a/x\\ty" "b/x\\ty"'
+    assert error(section(tab, *tab.split(" "))).rule == "path-character"
+    bad = '"a/x\\qy" "b/x\\qy"'
+    assert error(section(bad, *bad.split(" "))).rule == "header-paths"
+    raw = '"a/\\377" "b/\\377"'
+    assert error(section(raw, *raw.split(" "))).rule == "path-character"
+
+
+def test_unquoted_names_with_spaces_are_read_as_git_does() -> None:
+    # git writes such names unquoted; ---/+++ names end at a TAB, not at a space.
+    diff = parse(section("a/foo bar b/foo bar", "a/foo bar\t", "b/foo bar\t"))
+    assert diff.written_paths == ("foo bar",)
+    ambiguous = "a/x b/y b/z"  # x -> 'y b/z' or 'x b/y' -> z: ---/+++ decide
+    assert parse(section(ambiguous, "a/x b/y", "b/z")).written_paths == ("x b/y", "z")
+    assert parse(section(ambiguous, "a/x", "b/y b/z")).written_paths == ("x", "y b/z")
+    exc = error(section("a/foo bar b/foo bar", "a/foo", "b/foo"))
+    assert exc.rule == "path-mismatch"
+    # A trailing space belongs to the name (git), so it no longer matches the header.
+    assert error(section("a/x b/x", "a/x ", "b/x ")).rule == "path-mismatch"
+
+
+def test_crlf_is_refused_naming_crlf() -> None:
+    exc = error(SIMPLE.replace("\n", "\r\n").encode())
+    assert exc.rule == "crlf" and "CRLF" in exc.found and exc.patch_line == 1
+    exc = error(SIMPLE.replace("new line", "new\rline").encode())
+    assert exc.rule == "crlf" and exc.patch_line == 8
+
+
+def test_nul_byte_is_refused() -> None:
+    exc = error(SIMPLE.replace("new line", "new\x00line").encode())
+    assert (exc.rule, exc.patch_line) == ("nul", 8)
+
+
+def test_whitespace_only_line_before_the_first_section_is_refused() -> None:
+    for junk in (" \n", "\t\n", "\u00a0\n"):
+        exc = error(junk + SIMPLE)
+        assert (exc.rule, exc.patch_line) == ("outside-section", 1)
+    assert parse("\n\n" + SIMPLE).changed_paths == ("src/app.py",)
+
+
+def test_non_ascii_hunk_numbers_are_refused() -> None:
+    for digit in ("\u0661", "\uff11", "\u00b9"):
+        exc = error(SIMPLE.replace("@@ -1,3 +1,3 @@", f"@@ -{digit},3 +1,3 @@"))
+        assert (exc.rule, exc.patch_line) == ("hunk-header", 5)
+
+
+def test_zero_length_hunk_is_refused() -> None:
+    exc = error(
+        SIMPLE.replace(
+            "@@ -1,3 +1,3 @@\n first\n-old line\n+new line\n third\n", "@@ -0,0 +0,0 @@\n"
+        )
+    )
+    assert (exc.rule, exc.patch_line) == ("hunk-range", 5)
+
+
+def test_repeated_or_misplaced_no_newline_markers_are_refused() -> None:
+    base = "diff --git a/f b/f\n--- a/f\n+++ b/f\n@@ -1,2 +1,2 @@\n"
+    marker = "\\ No newline at end of file\n"
+    assert parse(base + " a\n-b\n" + marker + "+c\n" + marker)
+    exc = error(base + " a\n-b\n" + marker + marker + "+c\n")
+    assert (exc.rule, exc.patch_line) == ("no-newline-marker", 8)
+    exc = error(base + " a\n" + marker + "-b\n+c\n")
+    assert (exc.rule, exc.patch_line) == ("no-newline-marker", 7)
+    exc = error(base + "-a\n" + marker + " b\n+c\n")
+    assert (exc.rule, exc.patch_line) == ("no-newline-marker", 7)
+    tail = base + " a\n b\n" + marker + "@@ -5 +5 @@\n-x\n+y\n"
+    assert error(tail).rule == "no-newline-marker"
+
+
+def test_blank_line_after_a_hunk_is_accepted_but_not_between_hunks() -> None:
+    assert parse(SIMPLE + "\n\n").changed_paths == ("src/app.py",)
+    two = SIMPLE + "\n" + "diff --git a/g b/g\n--- a/g\n+++ b/g\n@@ -1 +1 @@\n-a\n+b\n"
+    assert parse(two).changed_paths == ("g", "src/app.py")
+    exc = error(SIMPLE + "\n@@ -9 +9 @@\n-a\n+b\n")
+    assert (exc.rule, exc.patch_line) == ("blank-line", 11)
+
+
+def test_unicode_line_separators_stay_inside_one_line() -> None:
+    seps = "\u2028\u2029\x0b\x0c\x1c\x1d\x1e\x85"
+    text = SIMPLE.replace("+new line", f"+new{seps}line")
+    (line,) = parse(text).added_lines
+    assert line.text == f"new{seps}line" and line.number == 2
+
+
+def test_removed_line_starting_with_dashes_is_a_removed_line() -> None:
+    text = SIMPLE.replace("-old line", "--- old line").replace("+new line", "++++ new")
+    f = parse(text).files[0]
+    assert [x.text for x in f.removed] == ["-- old line"]
+    assert [x.text for x in f.added] == ["+++ new"]

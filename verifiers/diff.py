@@ -537,6 +537,18 @@ class _Parser:
         return _side_name(line[len(marker) :], prefix, no)
 
     def _finish_section(self) -> None:
+        for hunk in self.hunks:
+            # git: "new file depends on old contents" / "deleted file still has contents".
+            if (self.operation == "create" and hunk.old_count) or (
+                self.operation == "delete" and hunk.new_count
+            ):
+                side = "old" if self.operation == "create" else "new"
+                raise DiffError(
+                    hunk.patch_line,
+                    f"{side} lines in a hunk of a {self.operation}d file",
+                    "'@@ -0,0 +1,N @@' for a creation, '@@ -1,N +0,0 @@' for a deletion",
+                    rule="dev-null",
+                )
         self.files.append(
             FileDiff(
                 header_old=self.header_old,
@@ -692,9 +704,14 @@ class _Parser:
                 if line == "":
                     continue
                 if line.startswith("@@"):
-                    self._start_hunk(line, no)
-                    state = "body"
-                    continue
+                    # git ends the section at the blank line and then refuses the hunk
+                    # ("patch fragment without header").
+                    raise DiffError(
+                        no,
+                        f"{_show(line)} after a blank line",
+                        "the section's hunks without blank lines between them",
+                        rule="blank-line",
+                    )
                 if not line.startswith("diff --git "):
                     raise self._stray(line, no, after_hunk=True)
                 self._finish_section()
