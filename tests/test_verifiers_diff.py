@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from verifiers.diff import ParsedDiff, parse_patch
+from verifiers.diff import RULES, ParsedDiff, parse_patch
 from verifiers.errors import DiffError, VerifierError
 
 HEADER = "diff --git a/src/app.py b/src/app.py\nindex 1111111..2222222 100644\n"
@@ -31,6 +31,7 @@ def error(text: str | bytes) -> DiffError:
     data = text.encode("utf-8") if isinstance(text, str) else text
     with pytest.raises(DiffError) as info:
         parse_patch(data)
+    assert info.value.rule in RULES
     return info.value
 
 
@@ -141,6 +142,13 @@ def test_quoted_header_paths_split_shell_style() -> None:
             "path-mismatch",
         ),
         ("diff --git a/x b/x\n--- a/x\n--- a/x\n", 3, "'--- a/x'", "'+++ PATH'", "header-order"),
+        (
+            "diff --git a/x b/x\n--- a/x\nold mode 100644\n",
+            3,
+            "'old mode",
+            "'+++ PATH'",
+            "header-order",
+        ),
         (
             "diff --git a/x b/x\n--- a/x\n+++ b/z\n",
             1,
@@ -339,8 +347,10 @@ def test_difflib_output_parses_to_the_exact_changes(
 @settings(max_examples=500, deadline=None)
 @given(st.binary(max_size=400))
 def test_random_bytes_give_a_result_or_diff_error(data: bytes) -> None:
-    with contextlib.suppress(DiffError):
+    try:
         parse_patch(data)
+    except DiffError as exc:
+        assert exc.rule in RULES
 
 
 @settings(max_examples=200, deadline=None)

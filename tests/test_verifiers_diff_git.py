@@ -29,11 +29,10 @@ from pathlib import Path
 
 import pytest
 
-from verifiers.diff import parse_patch
+from verifiers.diff import RULES, parse_patch
 from verifiers.errors import DiffError
 
 GIT = shutil.which("git")
-pytestmark = pytest.mark.skipif(GIT is None, reason="git is not installed")
 DOC = Path(__file__).resolve().parents[1] / "docs" / "VERIFIERS.md"
 CASES = 360
 
@@ -536,13 +535,32 @@ def documented_stricter_rules() -> set[str]:
     return set(re.findall(r"^\| `([a-z-]+)` \|", text[start:end], re.MULTILINE))
 
 
-def test_the_doc_lists_only_rules_the_parser_has() -> None:
+def test_the_doc_lists_exactly_the_parser_rules() -> None:
     source = (Path(__file__).resolve().parents[1] / "verifiers" / "diff.py").read_text()
-    rules = set(re.findall(r'rule="([a-z-]+)"', source)) | {"no-hunk", "extended-header"}
+    raised = set(re.findall(r'rule="([a-z-]+)"', source)) | {"nul", "crlf", "no-hunk"}
+    assert raised == RULES
+    text = DOC.read_text(encoding="utf-8")
+    table = text[text.index("### Rules") : text.index("### CRLF")]
+    first_cells = re.findall(r"^\| ((?:`[a-z-]+`(?:, )?)+) \|", table, re.MULTILINE)
+    assert {r for cell in first_cells for r in re.findall(r"`([a-z-]+)`", cell)} == RULES
     documented = documented_stricter_rules()
-    assert documented and documented <= rules, documented - rules
+    assert documented and documented <= RULES, documented - RULES
 
 
+def test_every_test_the_diff_doc_names_exists() -> None:
+    text = DOC.read_text(encoding="utf-8")
+    section = text[text.index("## Diff structure") : text.index("## Evaluator Sovereignty")]
+    named = set(re.findall(r"`(test_[a-z0-9_]+)`", section))
+    tests = Path(__file__).resolve().parent
+    defined = {
+        name
+        for path in tests.glob("test_*.py")
+        for name in re.findall(r"^def (test_[a-z0-9_]+)\(", path.read_text(), re.MULTILINE)
+    }
+    assert len(named) >= 20 and named <= defined, named - defined
+
+
+@pytest.mark.skipif(GIT is None, reason="git is not installed")
 def test_parser_agrees_with_git_apply(tmp_path: Path) -> None:
     repo = GitRepo(tmp_path / "repo")
     allowed = documented_stricter_rules()
@@ -555,6 +573,7 @@ def test_parser_agrees_with_git_apply(tmp_path: Path) -> None:
         try:
             parsed = parse_patch(case.patch)
         except DiffError as exc:
+            assert exc.rule in RULES, exc.rule
             if git.applies:
                 stricter[exc.rule] += 1
                 outcomes["git-only"] += 1

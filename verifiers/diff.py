@@ -33,6 +33,35 @@ from typing import Literal
 
 from verifiers.errors import DiffError
 
+# Every ``DiffError.rule`` (documented in docs/VERIFIERS.md, "Diff structure").
+RULES = frozenset(
+    {
+        "empty",
+        "bom",
+        "encoding",
+        "nul",
+        "crlf",
+        "outside-section",
+        "no-section",
+        "header-paths",
+        "missing-prefix",
+        "path",
+        "path-character",
+        "dot-git",
+        "path-mismatch",
+        "dev-null",
+        "mode",
+        "extended-header",
+        "header-order",
+        "no-hunk",
+        "hunk-header",
+        "hunk-range",
+        "hunk-line",
+        "hunk-count",
+        "no-newline-marker",
+        "blank-line",
+    }
+)
 NO_NEWLINE_MARKER = "\\ No newline at end of file"
 DEV_NULL = "/dev/null"
 
