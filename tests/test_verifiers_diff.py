@@ -612,3 +612,21 @@ def test_removed_line_starting_with_dashes_is_a_removed_line() -> None:
     f = parse(text).files[0]
     assert [x.text for x in f.removed] == ["-- old line"]
     assert [x.text for x in f.added] == ["+++ new"]
+
+
+@pytest.mark.parametrize("path", ["x\\\\y", "x\\ty", "x\\001y", "x\\177y"])
+def test_backslash_and_control_characters_in_paths_are_refused(path: str) -> None:
+    quoted = f'"a/{path}" "b/{path}"'
+    exc = error(section(quoted, *quoted.split(" ")))
+    assert (exc.rule, exc.patch_line) == ("path-character", 1), str(exc)
+    assert error(section("a/x\\y b/x\\y", "a/x\\y", "b/x\\y")).rule == "path-character"
+
+
+def test_repeated_and_contradictory_extended_headers_are_refused() -> None:
+    index = "index 1111111..2222222 100644\n"
+    exc = error(section("a/x b/x", "a/x", "b/x", index + index))
+    assert (exc.rule, exc.patch_line) == ("extended-header", 3)
+    both = "new file mode 100644\ndeleted file mode 100644\n"
+    assert error(section("a/x b/x", "/dev/null", "b/x", both)).rule == "extended-header"
+    renew = "rename from x\nrename to y\nnew file mode 100644\n"
+    assert error(section("a/x b/y", "/dev/null", "b/y", renew)).rule == "extended-header"

@@ -96,6 +96,9 @@ class Section:
     new_lines: list[str]
     eol: bool  # both sides end with a newline
     lines: list[str] = field(default_factory=list)
+    # Other paths a lie may name as the old side: given the old content in the
+    # pre-image, so that git's verdict turns on the patch, not on a missing file.
+    aliases: set[str] = field(default_factory=set)
 
 
 @dataclass
@@ -211,6 +214,7 @@ def m_swap_prefix(rng: random.Random, secs: list[Section]) -> None:
 def m_header_lie(rng: random.Random, secs: list[Section]) -> None:
     s = rng.choice(secs)
     liar = rng.choice(POOL[:6])
+    s.aliases.add(liar)
     side = rng.choice(("a", "b", "both"))
     a = git_quote(f"a/{liar if side in ('a', 'both') else s.old}")
     b = git_quote(f"b/{liar if side in ('b', 'both') else s.new}")
@@ -220,6 +224,7 @@ def m_header_lie(rng: random.Random, secs: list[Section]) -> None:
 def m_side_lie(rng: random.Random, secs: list[Section]) -> None:
     s = rng.choice(secs)
     liar = rng.choice(POOL[:6])
+    s.aliases.add(liar)
     marker = rng.choice(("--- ", "+++ ", "both"))
     for i, line in enumerate(s.lines):
         if line.startswith("--- ") and marker in ("--- ", "both") and line != "--- /dev/null":
@@ -231,6 +236,7 @@ def m_side_lie(rng: random.Random, secs: list[Section]) -> None:
 def m_ext_lie(rng: random.Random, secs: list[Section]) -> None:
     s = rng.choice(secs)
     liar = rng.choice(POOL[:6])
+    s.aliases.add(liar)
     i = _find(s.lines, "rename ") or _find(s.lines, "copy ")
     if i is None:
         i = 1
@@ -441,11 +447,17 @@ def make_case(seed: int) -> Case:
         mutations.append(name)
         MUTATIONS[name](rng, secs)
     files: dict[str, bytes] = {}
-    for s in secs:
-        if s.op != "create":
-            files[s.old] = "".join(x + "\n" for x in s.old_lines).encode("utf-8")
-            if not s.eol:
-                files[s.old] = files[s.old][:-1]
+    created = {s.new for s in secs if s.op == "create"}
+    old = [s for s in secs if s.op != "create"]
+    wanted = [(s, s.old) for s in old] + [(s, a) for s in old for a in sorted(s.aliases)]
+    for sec, path in wanted:
+        clash = any(
+            path == f or path.startswith(f + "/") or f.startswith(path + "/")
+            for f in files.keys() | created
+        )
+        if not clash:
+            content = "".join(x + "\n" for x in sec.old_lines).encode("utf-8")
+            files[path] = content if sec.eol else content[:-1]
     text = "".join(x + "\n" for s in secs for x in s.lines)
     if "crlf" in mutations:
         text = text.replace("\n", "\r\n")

@@ -19,7 +19,8 @@ docs/VERIFIERS.md):
   hunk lines start with space, ``-`` or ``+``, or are exactly
   ``\\ No newline at end of file`` right after the last line of a side of the hunk;
   the old and new counts come out exactly;
-- blank lines are tolerated only between hunks and sections.
+- a creation has no old lines, a deletion no new ones;
+- empty lines are tolerated only between sections and after the last one.
 
 ``parse_patch`` returns a ``ParsedDiff`` or raises ``DiffError``; no other exception
 escapes for any input bytes.
@@ -498,7 +499,7 @@ class _Parser:
             raise DiffError(
                 self.old_line,
                 "'--- /dev/null' without 'new file mode'",
-                "/dev/null only for a creation (git would write a file named 'dev/null')",
+                "/dev/null only for a creation (git would read a file named 'dev/null')",
                 rule="dev-null",
             )
         if new is None and op != "delete":
