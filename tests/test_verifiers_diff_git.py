@@ -214,8 +214,9 @@ def m_swap_prefix(rng: random.Random, secs: list[Section]) -> None:
 def m_header_lie(rng: random.Random, secs: list[Section]) -> None:
     s = rng.choice(secs)
     liar = rng.choice(POOL[:6])
-    s.aliases.add(liar)
     side = rng.choice(("a", "b", "both"))
+    if side != "b":
+        s.aliases.add(liar)
     a = git_quote(f"a/{liar if side in ('a', 'both') else s.old}")
     b = git_quote(f"b/{liar if side in ('b', 'both') else s.new}")
     s.lines[0] = f"diff --git {a} {b}"
@@ -224,8 +225,9 @@ def m_header_lie(rng: random.Random, secs: list[Section]) -> None:
 def m_side_lie(rng: random.Random, secs: list[Section]) -> None:
     s = rng.choice(secs)
     liar = rng.choice(POOL[:6])
-    s.aliases.add(liar)
     marker = rng.choice(("--- ", "+++ ", "both"))
+    if marker != "+++ ":
+        s.aliases.add(liar)
     for i, line in enumerate(s.lines):
         if line.startswith("--- ") and marker in ("--- ", "both") and line != "--- /dev/null":
             s.lines[i] = "--- " + git_quote(f"a/{liar}")
@@ -236,7 +238,7 @@ def m_side_lie(rng: random.Random, secs: list[Section]) -> None:
 def m_ext_lie(rng: random.Random, secs: list[Section]) -> None:
     s = rng.choice(secs)
     liar = rng.choice(POOL[:6])
-    s.aliases.add(liar)
+    s.aliases.add(liar)  # harmless when it lands on the new side: we refuse every ext lie
     i = _find(s.lines, "rename ") or _find(s.lines, "copy ")
     if i is None:
         i = 1

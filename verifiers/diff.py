@@ -20,7 +20,7 @@ docs/VERIFIERS.md):
   ``\\ No newline at end of file`` right after the last line of a side of the hunk;
   the old and new counts come out exactly;
 - a creation has no old lines, a deletion no new ones;
-- empty lines are tolerated only between sections and after the last one.
+- empty lines are tolerated only before, between and after sections.
 
 ``parse_patch`` returns a ``ParsedDiff`` or raises ``DiffError``; no other exception
 escapes for any input bytes.
