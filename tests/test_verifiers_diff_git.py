@@ -611,3 +611,57 @@ def test_parser_agrees_with_git_apply(tmp_path: Path) -> None:
     assert outcomes["both-refuse"] >= CASES // 10, outcomes
     for rule in ("missing-prefix", "path-mismatch", "dev-null", "crlf", "outside-section"):
         assert stricter[rule] > 0, (rule, stricter)
+
+
+@pytest.mark.skipif(GIT is None, reason="git is not installed")
+def test_what_git_diff_writes_parses_to_the_paths_it_changes(tmp_path: Path) -> None:
+    """Patches written by git itself (rename detection, quoting, names with spaces,
+    missing final newlines) are accepted and name exactly the changed files."""
+    repo = GitRepo(tmp_path / "repo")
+
+    def git(*args: str) -> bytes:
+        proc = repo._git(*args)
+        assert proc.returncode == 0, proc.stderr
+        return proc.stdout
+
+    files = {
+        "foo bar.txt": "one\ntwo\nthree\nfour\nfive\n",
+        "\u00e9t\u00e9/\u00fc.txt": "a\nb\nc\nd\ne\nf\n",
+        'quo"te.txt': "x\ny\n",
+        "gone.txt": "bye\n",
+        "keep/no-eol.txt": "last line",
+    }
+    for name, text in files.items():
+        path = repo.root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    git("add", "-A")
+    git("-c", "user.name=t", "-c", "user.email=t@e", "commit", "-qm", "base")
+    (repo.root / "sp ace").mkdir()
+    git("mv", "\u00e9t\u00e9/\u00fc.txt", "sp ace/renamed \u00fc.txt")
+    (repo.root / "sp ace" / "renamed \u00fc.txt").write_text("a\nb\nc\nd\ne\nF\n")
+    (repo.root / "foo bar.txt").write_text("one\nTWO\nthree\nfour\nfive\n")
+    (repo.root / 'quo"te.txt').write_text("x\ny\nz\n")
+    (repo.root / "keep" / "no-eol.txt").write_text("last line changed")
+    (repo.root / "new dir").mkdir()
+    (repo.root / "new dir" / "n.txt").write_text("new\n")
+    (repo.root / "gone.txt").unlink()
+    git("add", "-A")
+    patch = git("diff", "--cached", "-M", "HEAD")
+    parsed = parse_patch(patch)
+    assert parsed.written_paths == tuple(
+        sorted(
+            {
+                "foo bar.txt",
+                "\u00e9t\u00e9/\u00fc.txt",
+                "sp ace/renamed \u00fc.txt",
+                'quo"te.txt',
+                "gone.txt",
+                "keep/no-eol.txt",
+                "new dir/n.txt",
+            }
+        )
+    )
+    ops = {f.header_new: f.operation for f in parsed.files}
+    assert ops["sp ace/renamed \u00fc.txt"] == "rename"
+    assert ops["gone.txt"] == "delete" and ops["new dir/n.txt"] == "create"
