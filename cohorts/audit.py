@@ -47,8 +47,11 @@ from cohorts.lookup import (
     Resolution,
     StoredDoc,
     Validator,
+    quarantine_message,
+    quarantined,
     resolve,
 )
+from cohorts.strength import Strength, strength_of
 from cohorts.task_checks import TaskRefs, check_task_refs, plan_facts, work_unit_facts
 from cohorts.upstream import (
     FULL_GIT_SHA,
@@ -71,10 +74,13 @@ class AttemptAudit:
     structural_signature: str | None
     result_manifest: Resolution
     verification_result: Resolution
+    strength: Strength | None = None
 
     def to_json(self) -> dict[str, Any]:
         vr = self.verification_result.value
         return {
+            "evidence_strength": None if self.strength is None else self.strength.to_json(),
+            "status": as_str(dig(vr, "status")),
             "attempt": self.attempt,
             "outcome": self.outcome,
             "structural_signature": self.structural_signature,
@@ -140,6 +146,53 @@ class Relations:
 
 
 @dataclass(frozen=True)
+class BurnView:
+    """When and why a cohort burned, as the ledger records it (upstream's facts)."""
+
+    source: str  # "burn notice" or "cohort extensions" (no notice stored)
+    notice_digest: str | None
+    issued_at: str | None  # None: upstream recorded no date
+    reason: str | None
+    never_again_held_out: tuple[TaskReason, ...]
+    references: tuple[Mapping[str, Any], ...]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "source": self.source,
+            "notice_digest": self.notice_digest,
+            "issued_at": self.issued_at,
+            "reason": self.reason,
+            "never_again_held_out": [t.to_json() for t in self.never_again_held_out],
+            "references": [dict(r) for r in self.references],
+        }
+
+
+@dataclass(frozen=True)
+class SuccessorLink:
+    """A cohort that claims to succeed the audited one, and how."""
+
+    cohort_id: str
+    stage: str | None
+    claimed_in: tuple[str, ...]  # extension members naming this cohort's digest
+    bindings: tuple[str, ...]  # cohort-binding digests naming the pair
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "cohort_id": self.cohort_id,
+            "stage": self.stage,
+            "claimed_in": list(self.claimed_in),
+            "bindings": list(self.bindings),
+        }
+
+
+def category(finding: Finding) -> str:
+    """``missing`` (evidence not in the ledger), ``defect`` (evidence wrong), ``warning``."""
+    if finding.severity != "error":
+        return "warning"
+    return "missing" if finding.code.endswith(".missing") else "defect"
+
+
+@dataclass(frozen=True)
 class AuditReport:
     """Audit of one cohort. ``ok`` when there is no error-severity finding."""
 
@@ -151,6 +204,8 @@ class AuditReport:
     excluded_outcomes: tuple[TaskReason, ...]
     relations: Relations
     findings: tuple[Finding, ...]
+    burn: BurnView | None = None
+    successor_links: tuple[SuccessorLink, ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -158,7 +213,26 @@ class AuditReport:
 
     def counts(self) -> dict[str, int]:
         tally = Counter(f.severity for f in self.findings)
-        return {"error": tally["error"], "warning": tally["warning"]}
+        kinds = Counter(category(f) for f in self.findings)
+        return {
+            "error": tally["error"],
+            "warning": tally["warning"],
+            "defect": kinds["defect"],
+            "missing": kinds["missing"],
+        }
+
+    def strength_counts(self) -> list[dict[str, Any]]:
+        """Listed outcomes counted by evidence strength and verdict status."""
+        tally: Counter[tuple[str, str, str]] = Counter()
+        for task in self.tasks:
+            for attempt in task.attempts:
+                label = "no stored verdict" if attempt.strength is None else attempt.strength.label
+                status = as_str(dig(attempt.verification_result.value, "status")) or "-"
+                tally[(label, status, attempt.outcome or "-")] += 1
+        return [
+            {"strength": label, "status": status, "outcome": outcome, "count": n}
+            for (label, status, outcome), n in sorted(tally.items())
+        ]
 
     def to_json(self) -> dict[str, Any]:
         """JSON-ready dict; keys are always present, lists in a deterministic order."""
@@ -181,6 +255,10 @@ class AuditReport:
             "excluded_outcomes": [e.to_json() for e in self.excluded_outcomes],
             "relations": self.relations.to_json(),
             "findings": [f.to_json() for f in self.findings],
+            "finding_categories": [category(f) for f in self.findings],
+            "burn": None if self.burn is None else self.burn.to_json(),
+            "successors": [s.to_json() for s in self.successor_links],
+            "evidence_strength": self.strength_counts(),
         }
 
     def raise_for_errors(self) -> None:
@@ -205,8 +283,19 @@ def _ref_findings(
     validate: Validator | None,
     task: str,
     attempt: str,
+    lookup: CohortLookup,
 ) -> list[Finding]:
     if res.doc is None:
+        bad = quarantined(lookup, kind, res.object_id or None, res.digest)
+        if bad is not None:
+            return [
+                error(
+                    f"attempt.{name}.schema",
+                    quarantine_message(what, kind, bad, res.digest),
+                    task,
+                    attempt,
+                )
+            ]
         return [
             error(
                 f"attempt.{name}.missing",
@@ -265,7 +354,12 @@ def _attempt(
     rm = resolve(lookup, RESULT_MANIFEST, rm_ref.get("id"), rm_ref.get("digest"))
     vr = resolve(lookup, VERIFICATION_RESULT, vr_ref.get("id"), vr_ref.get("digest"))
     facts = AttemptAudit(
-        aid, as_str(attempt.get("outcome")), as_str(attempt.get("structural_signature")), rm, vr
+        aid,
+        as_str(attempt.get("outcome")),
+        as_str(attempt.get("structural_signature")),
+        rm,
+        vr,
+        None if vr.value is None else strength_of(refs.plan.value, vr.value),
     )
     found: list[Finding] = []
 
@@ -284,15 +378,23 @@ def _attempt(
             sorted(declared),
         )
     found += _ref_findings(
-        rm, "result_manifest", "ResultManifest", RESULT_MANIFEST, validate, label, aid
+        rm, "result_manifest", "ResultManifest", RESULT_MANIFEST, validate, label, aid, lookup
     )
     found += _ref_findings(
-        vr, "verification_result", "VerificationResult", VERIFICATION_RESULT, validate, label, aid
+        vr,
+        "verification_result",
+        "VerificationResult",
+        VERIFICATION_RESULT,
+        validate,
+        label,
+        aid,
+        lookup,
     )
 
     wu_ref = as_map(task.get("work_unit"))
     revision = dig(task, "source", "revision")
     wu_digests = refs.work_unit.digests()
+
     def work_unit_binding(doc: Mapping[str, Any], code: str, label: str) -> None:
         # Manifest and result each name the task's WorkUnit by id, version and digest.
         got_wu = (doc.get("work_unit_id"), doc.get("work_unit_version"))
@@ -711,6 +813,65 @@ def _outcomes_elsewhere(cohort: Mapping[str, Any], others: Sequence[_Known]) -> 
     return found
 
 
+def _burn_view(cohort: Mapping[str, Any], lookup: CohortLookup) -> BurnView | None:
+    own_id = cohort.get("id")
+    notices = [n for n in lookup.of_kind(BURN_NOTICE) if n.value.get("cohort_id") == own_id]
+    if notices:
+        n = notices[-1]
+        return BurnView(
+            "burn notice",
+            n.jcs_digest,
+            as_str(n.value.get("issued_at")),
+            as_str(n.value.get("reason")),
+            tuple(
+                TaskReason(str(i.get("task")), str(i.get("reason")))
+                for i in maps(n.value.get("never_again_held_out"))
+            ),
+            tuple(maps(n.value.get("references"))),
+        )
+    if cohort.get("stage") != "burned":
+        return None
+    try:
+        facts = burn_facts_from_extensions(cohort)
+    except CohortInputError:
+        facts = None
+    if facts is None:
+        return BurnView("cohort stage only", None, None, None, (), ())
+    return BurnView(
+        "cohort extensions",
+        None,
+        None,
+        facts.reason,
+        facts.never_again_held_out,
+        tuple(r.to_json() for r in facts.references()),
+    )
+
+
+def _successor_links(cohort: Mapping[str, Any], lookup: CohortLookup) -> tuple[SuccessorLink, ...]:
+    own_id = cohort.get("id")
+    names = _names(cohort)
+    bindings = [
+        b for b in lookup.of_kind(COHORT_BINDING) if b.value.get("predecessor_id") == own_id
+    ]
+    links: list[SuccessorLink] = []
+    for known in _known_cohorts(lookup, own_id):
+        other = known.doc.value
+        other_id = as_str(other.get("id"))
+        if other_id is None:
+            continue
+        claimed = tuple(
+            f"extensions[{namespace!r}].{key}"
+            for namespace, key, digest in predecessor_claims(other)
+            if digest in names
+        )
+        bound = tuple(
+            sorted(b.jcs_digest for b in bindings if b.value.get("successor_id") == other_id)
+        )
+        if claimed or bound:
+            links.append(SuccessorLink(other_id, as_str(other.get("stage")), claimed, bound))
+    return tuple(sorted(links, key=lambda link: link.cohort_id))
+
+
 # --- entry point -------------------------------------------------------------------------
 
 
@@ -777,6 +938,8 @@ def audit_cohort(
     except DefinitionError:
         digests = None
     return AuditReport(
+        burn=_burn_view(cohort, lookup),
+        successor_links=_successor_links(cohort, lookup),
         cohort_id=as_str(cohort.get("id")),
         stage=stage,
         recorded_definition_digest=recorded_definition_digest(cohort),

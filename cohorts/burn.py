@@ -101,7 +101,7 @@ def build_burn_notice(
     cohort_id: str,
     definition_digest: DefinitionDigests,
     reason: str,
-    issued_at: str,
+    issued_at: str | None,
     excluded_outcomes: Iterable[TaskReason] = (),
     never_again_held_out: Iterable[TaskReason] = (),
     references: Iterable[Reference] = (),
@@ -124,8 +124,9 @@ def build_burn_notice(
         "references": sorted(
             {_ref_key(r.to_json()): r.to_json() for r in references}.values(), key=_ref_key
         ),
-        "issued_at": check_timestamp(issued_at),
     }
+    if issued_at is not None:
+        notice["issued_at"] = check_timestamp(issued_at)
     if extensions:
         notice["extensions"] = copy.deepcopy(dict(extensions))
     return notice
@@ -240,8 +241,12 @@ class BurnFacts:
             )
         return tuple(refs)
 
-    def to_notice(self, *, issued_at: str, references: Iterable[Reference] = ()) -> dict[str, Any]:
-        """The burn-notice object; ``references`` adds e.g. the prose notice's digest."""
+    def to_notice(
+        self, *, issued_at: str | None, references: Iterable[Reference] = ()
+    ) -> dict[str, Any]:
+        """The burn-notice object; ``references`` adds e.g. the prose notice's digest.
+
+        ``issued_at`` None leaves the date out (upstream recorded none)."""
         return build_burn_notice(
             cohort_id=self.cohort_id,
             definition_digest=self.definition_digest,
@@ -296,6 +301,29 @@ def burn_facts_from_extensions(
         namespace=namespace,
         raw=copy.deepcopy(dict(burn)),
     )
+
+
+#: Members of upstream burn facts that may carry the burn date (first valid one wins).
+BURN_DATE_KEYS = ("burned_at", "burn_date", "issued_at", "date")
+
+
+def upstream_burn_date(facts: BurnFacts) -> str | None:
+    """Upstream's own burn date as RFC 3339, or None when its facts record none.
+
+    A bare ``YYYY-MM-DD`` becomes midnight UTC of that day; anything else that is not a
+    valid RFC 3339 date-time is ignored rather than guessed at.
+    """
+    for key in BURN_DATE_KEYS:
+        value = as_str(facts.raw.get(key))
+        if value is None:
+            continue
+        bare_day = re.fullmatch(r"[0-9]{4}-[0-9]{2}-[0-9]{2}", value)
+        candidate = value + "T00:00:00Z" if bare_day else value
+        try:
+            return check_timestamp(candidate)
+        except CohortInputError:
+            continue
+    return None
 
 
 def _observed_reason(pr: int | None, commit: str | None) -> str:
@@ -406,4 +434,3 @@ def never_again_tasks(notice: Mapping[str, Any]) -> frozenset[str]:
     return frozenset(
         t for t in (as_str(i.get("task")) for i in maps(notice.get("never_again_held_out"))) if t
     )
-

@@ -12,7 +12,16 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from ledger.cli.common import DbOption, JsonOption, console, emit_json, new_app, read_input
+from ledger.cli.common import (
+    DbOption,
+    JsonOption,
+    console,
+    emit_json,
+    new_app,
+    plain_lines,
+    read_input,
+    table,
+)
 
 if TYPE_CHECKING:
     from cohorts.findings import Finding
@@ -189,26 +198,119 @@ def bind_cmd(
 
 @cohort_app.command("audit")
 def audit_cmd(
-    cohort_id: Annotated[str, typer.Argument(metavar="ID", help="Cohort id in the ledger.")],
+    cohort_id: Annotated[
+        str | None, typer.Argument(metavar="ID", help="Cohort id in the ledger.")
+    ] = None,
+    all_cohorts: Annotated[
+        bool, typer.Option("--all", help="Summarise every stored cohort in one table.")
+    ] = False,
     db: DbOption = Path("ledger.db"),
     json_out: JsonOption = False,
 ) -> None:
-    """Audit a stored cohort; exit 1 when any error finding is reported."""
-    from cohorts.service import audit
+    """Audit a stored cohort: burn facts, successors, evidence strength, then every defect.
+
+    Defects (evidence present but wrong) come first, then missing evidence, then
+    warnings, each grouped and counted. Exit 1 when any defect or missing evidence is
+    found, 0 otherwise.
+    """
+    from cohorts.audit_view import audit_lines
+    from cohorts.errors import CohortInputError
+    from cohorts.service import audit, audit_attestations
+    from ledger.store.sqlite import open_store
+
+    if all_cohorts == (cohort_id is not None):
+        raise CohortInputError(
+            "cohort audit, got "
+            + ("both ID and --all" if all_cohorts else "neither ID nor --all")
+            + ", expected a cohort id (see `provledger cohort list`) or --all"
+        )
+    if all_cohorts:
+        _audit_all(db, json_out)
+        return
+    assert cohort_id is not None
+    with open_store(db, readonly=True) as store:
+        report = audit(store, cohort_id)
+        attested = audit_attestations(store, report)
+    if json_out:
+        emit_json({**report.to_json(), "attestations": attested})
+    else:
+        plain_lines(audit_lines(report, attested))
+    if not report.ok:
+        raise typer.Exit(1)
+
+
+def _audit_all(db: Path, json_out: bool) -> None:
+    from cohorts.service import audit, cohort_rows
+    from ledger.store.sqlite import open_store
+
+    rows = []
+    with open_store(db, readonly=True) as store:
+        for row in cohort_rows(store):
+            report = audit(store, row.cohort_id)
+            counts = report.counts()
+            rows.append(
+                {
+                    **row.to_json(),
+                    "ok": report.ok,
+                    "defects": counts["defect"],
+                    "missing": counts["missing"],
+                    "warnings": counts["warning"],
+                    "outcomes": sum(len(t.attempts) for t in report.tasks),
+                    "excluded": len(report.excluded_outcomes),
+                }
+            )
+    if json_out:
+        emit_json(rows)
+    else:
+        table(
+            [
+                "cohort",
+                "stage",
+                "tasks",
+                "outcomes",
+                "excluded",
+                "defects",
+                "missing",
+                "warnings",
+                "result",
+            ],
+            [
+                [
+                    r["id"],
+                    str(r["stage"]),
+                    str(r["tasks"]),
+                    str(r["outcomes"]),
+                    str(r["excluded"]),
+                    str(r["defects"]),
+                    str(r["missing"]),
+                    str(r["warnings"]),
+                    "ok" if r["ok"] else "FAILED",
+                ]
+                for r in rows
+            ],
+        )
+    if any(not r["ok"] for r in rows):
+        raise typer.Exit(1)
+
+
+@cohort_app.command("list")
+def list_cmd(db: DbOption = Path("ledger.db"), json_out: JsonOption = False) -> None:
+    """List stored cohorts: id, stage, definition digest, tasks, attestation state."""
+    from cohorts.service import cohort_rows
     from ledger.store.sqlite import open_store
 
     with open_store(db, readonly=True) as store:
-        report = audit(store, cohort_id)
+        rows = cohort_rows(store)
     if json_out:
-        emit_json(report.to_json())
-    else:
-        counts = report.counts()
-        typer.echo(
-            f"cohort {report.cohort_id} stage {report.stage}: {counts['error']} error(s),"
-            f" {counts['warning']} warning(s)"
-        )
-        _print_findings(report.findings)
-    report.raise_for_errors()
+        emit_json([r.to_json() for r in rows])
+        return
+    table(
+        ["id", "stage", "definition digest", "tasks", "attested"],
+        [
+            [r.cohort_id, str(r.stage), r.definition_digest or "-", str(r.tasks), r.attested]
+            for r in rows
+        ],
+    )
 
 
 def _tree(parent: Any, check: Check) -> None:
@@ -247,7 +349,12 @@ def provenance_cmd(
 
 
 def import_idkmesh_cmd(
-    path: Annotated[Path, typer.Argument(help="Folder laid out like an IDKMesh repository.")],
+    path: Annotated[
+        Path,
+        typer.Argument(
+            metavar="FOLDER", help="IDKMesh repository root, or any cohort/record folder in one."
+        ),
+    ],
     db: DbOption = Path("ledger.db"),
     authority_key: AuthorityKey = None,
     unsigned: Annotated[
@@ -255,28 +362,32 @@ def import_idkmesh_cmd(
     ] = False,
     json_out: JsonOption = False,
 ) -> None:
-    """Import an IDKMesh tree: objects, cohorts (frozen through the gate), burn notices.
+    """Record an IDKMesh tree as it is: every record, at any stage, with a summary per cohort.
 
-    Burn notices are attested by the authority key (default <db>.authority.key) unless
-    --unsigned. Idempotent. Exit 0 when nothing was invalid, 3 otherwise.
+    Documents that fail their schema are kept quarantined (bytes + a record of the
+    problems) so `cohort audit` can name the defect. Burn notices keep upstream's burn
+    date and are attested by the authority key (default <db>.authority.key) unless
+    --unsigned. Idempotent. Exit 0 when every file was recorded, 3 when one was refused.
     """
     from cohorts.importer import import_idkmesh
     from ledger.errors import InputError
     from ledger.store.sqlite import open_store
 
-    signer = None if unsigned else _signer(db, authority_key)
     with open_store(db) as store:
+        signer = None if unsigned else _signer(db, authority_key)
         report = import_idkmesh(store, path, signer)
     if json_out:
         emit_json(report.to_json())
     else:
         for item in report.items:
-            if item.status != "imported":
-                typer.echo(f"{item.status:8} {item.path}: {item.reason}")
+            if item.status in ("quarantined", "invalid"):
+                typer.echo(f"{item.status:11} {item.path}: {item.reason}")
+        for group in report.groups():
+            typer.echo(group.line())
         counts = report.counts()
         typer.echo(
-            f"imported {counts['imported']}, skipped {counts['skipped']},"
-            f" invalid {counts['invalid']}"
+            f"imported {counts['imported']}, already present {counts['present']},"
+            f" quarantined {counts['quarantined']}, refused {counts['invalid']}"
         )
     if report.counts()["invalid"]:
         raise typer.Exit(InputError.exit_code)

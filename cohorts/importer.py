@@ -1,56 +1,72 @@
-"""Import a folder laid out like an IDKMesh repository into a ledger.
+"""Import a folder laid out like an IDKMesh repository into a ledger: history as it is.
 
-Read: ``benchmarks/*/`` (``cohort.json``, ``work-units/``, ``evaluators/``,
-``evidence/``, other files), ``examples/`` and ``verification/fixtures/``. JSON files
-are protocol objects (kind detected, schema-validated); other files are blobs (patches,
-logs, prose notices) so artifact digests resolve. Order: every non-cohort object first,
-then cohorts, so a cohort's references (named by path or by legacy digest) are already
-stored when its gate runs. Cohorts at ``frozen``/``burned`` go through the freeze gate
-(a burned cohort is gated as the frozen document it was); other stages are appended as
-plain objects. Burn facts in a burned cohort's extensions become a burn-notice object
-(``issued_at`` = when the ledger recorded the burned cohort, so re-runs rebuild the same
-bytes). Symlinks that leave PATH are refused. Idempotent: a second run adds nothing.
+Import records; it does not judge. Every file the folder holds is stored, whatever its
+stage and whatever is missing around it: gates belong to what the ledger itself does
+(freeze, burn, bind), and the audit reports what is wrong with what was recorded.
+
+- JSON protocol objects (kind detected) are stored as themselves, cohorts at any stage
+  included (no freeze gate).
+- A JSON document that names a protocol kind but fails its schema (or names an
+  unsupported schema version, or does not parse) is *quarantined*: its exact bytes are
+  stored as a blob and a ``quarantine`` record links that blob to its path, the kind it
+  claims, its id/version, its digests under both schemes and every problem. Audits find
+  it by the digest a cohort records and report the schema violation, not a missing object.
+- Other files (patches, logs, prose, JSON that is no protocol object) are blobs, so
+  artifact digests resolve.
+- Burn facts in a burned cohort's extensions become a burn notice carrying upstream's
+  own burn date when its facts record one, and no date otherwise (never the import time).
+
+Accepted folders: a repository root (``benchmarks/``, ``examples/``,
+``verification/fixtures/``), any folder below one of those inside a repository (a
+``benchmarks/`` folder, a cohort folder such as ``benchmarks/phase-b2-first-five``,
+``examples/``...), or a cohort folder / folder of cohort folders on its own. Paths are
+recorded relative to the upstream repository root. Symlinks that leave the folder are
+refused. Idempotent: a second run adds nothing.
 """
 
 from __future__ import annotations
 
-import copy
+from collections import Counter
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from cohorts.burn import Reference, burn_facts_from_extensions
-from cohorts.errors import GateError
-from cohorts.lifecycle import require_freezable
+from cohorts.access import as_int, as_str
+from cohorts.burn import Reference, burn_facts_from_extensions, upstream_burn_date
 from cohorts.lookup import BENCHMARK_COHORT, BURN_NOTICE
 from cohorts.service import check_authority
-from cohorts.store_lookup import StoreLookup
 from cohorts.validation import schema_validator
 from ledger.encoding.canonical import parse_strict
-from ledger.encoding.digest import sha256_digest
-from ledger.errors import KindError, LedgerError
+from ledger.encoding.digest import canonical_digest, legacy_digest, sha256_digest
+from ledger.errors import InputError, KindError, LedgerError, NotFound
+from ledger.schema.kinds import detect_kind, get_kind, schema_version_of
 from ledger.store.base import Store
 from ledger.store.prepared import Prepared, prepare_blob, prepare_json, prepare_value
 from ledger.trust.attestation import attest_prepared
 from ledger.trust.keys import Signer
 
-Status = Literal["imported", "skipped", "invalid"]
+QUARANTINE = "quarantine"
+Status = Literal["imported", "present", "quarantined", "invalid"]
 ROOTS = ("benchmarks", "examples", "verification/fixtures")
 
 
 @dataclass(frozen=True)
 class ImportItem:
+    """What happened to one file (or to a burn notice derived from one)."""
+
     path: str
     status: Status
     reason: str
     kind: str | None = None
     digest: str | None = None
+    new: bool = True
 
     def to_json(self) -> dict[str, Any]:
         return {
             "path": self.path,
             "status": self.status,
+            "new": self.new,
             "reason": self.reason,
             "kind": self.kind,
             "digest": self.digest,
@@ -58,26 +74,171 @@ class ImportItem:
 
 
 @dataclass(frozen=True)
+class GroupSummary:
+    """What one cohort folder (or other top folder) contributed."""
+
+    folder: str
+    cohort_id: str | None
+    stage: str | None
+    kinds: dict[str, int]
+    quarantined: tuple[str, ...]
+    invalid: int
+    new: int
+    burn_notice: str | None = None  # "attested", "unattested", "no burn facts", None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "folder": self.folder,
+            "cohort_id": self.cohort_id,
+            "stage": self.stage,
+            "kinds": dict(sorted(self.kinds.items())),
+            "quarantined": list(self.quarantined),
+            "invalid": self.invalid,
+            "new": self.new,
+            "burn_notice": self.burn_notice,
+        }
+
+    def line(self) -> str:
+        """One human line: ``folder: cohort (stage): 11 records (5 work-unit, ...)``."""
+        total = sum(self.kinds.values())
+        parts = ", ".join(f"{n} {k}" for k, n in sorted(self.kinds.items()))
+        head = self.folder
+        if self.cohort_id is not None:
+            head += f": {self.cohort_id} ({self.stage})"
+        text = f"{head}: {total} record(s)" + (f" ({parts})" if parts else "")
+        text += f", {self.new} new"
+        if self.quarantined:
+            text += f", {len(self.quarantined)} quarantined"
+        if self.invalid:
+            text += f", {self.invalid} refused"
+        if self.burn_notice is not None:
+            text += f", burn notice {self.burn_notice}"
+        return text
+
+
+@dataclass(frozen=True)
 class ImportReport:
+    root: str
+    prefix: str
     items: tuple[ImportItem, ...]
+    cohort_ids: dict[str, tuple[str | None, str | None]] = field(default_factory=dict)
 
     def counts(self) -> dict[str, int]:
-        out = {"imported": 0, "skipped": 0, "invalid": 0}
+        out = {"imported": 0, "present": 0, "quarantined": 0, "invalid": 0}
         for item in self.items:
             out[item.status] += 1
         return out
 
+    def groups(self) -> list[GroupSummary]:
+        """One summary per cohort folder, then per other top folder, in path order."""
+        by_folder: dict[str, list[ImportItem]] = {}
+        for item in self.items:
+            by_folder.setdefault(group_of(item.path), []).append(item)
+        out: list[GroupSummary] = []
+        for folder, items in sorted(by_folder.items()):
+            cohort_id, stage = self.cohort_ids.get(folder, (None, None))
+            notice = next(
+                (i for i in items if i.kind == BURN_NOTICE and i.path.endswith("#burn")), None
+            )
+            notice_state = None if notice is None else notice.reason
+            out.append(
+                GroupSummary(
+                    folder,
+                    cohort_id,
+                    stage,
+                    dict(
+                        Counter(
+                            i.kind or "?"
+                            for i in items
+                            if i.status in ("imported", "present") and not i.path.endswith("#burn")
+                        )
+                    ),
+                    tuple(i.path for i in items if i.status == "quarantined"),
+                    sum(1 for i in items if i.status == "invalid"),
+                    sum(1 for i in items if i.new and i.status != "invalid"),
+                    notice_state,
+                )
+            )
+        return out
+
     def to_json(self) -> dict[str, Any]:
-        return {"counts": self.counts(), "items": [i.to_json() for i in self.items]}
+        return {
+            "root": self.root,
+            "prefix": self.prefix,
+            "counts": self.counts(),
+            "groups": [g.to_json() for g in self.groups()],
+            "items": [i.to_json() for i in self.items],
+        }
 
 
-def _files(root: Path) -> Iterator[tuple[Path, str | None]]:
-    """(file, refusal) under the import roots, sorted; refusal names an escaping link."""
-    real_root = root.resolve()
-    for sub in ROOTS:
-        base = root / sub
-        if not base.is_dir():
-            continue
+def group_of(path: str) -> str:
+    """``benchmarks/<cohort>`` for cohort files, else the top folder(s) of ``path``."""
+    parts = path.split("/")
+    if parts[0] == "benchmarks" and len(parts) > 2:
+        return "/".join(parts[:2])
+    if parts[:2] == ["verification", "fixtures"]:
+        return "verification/fixtures"
+    return parts[0] if len(parts) > 1 else "."
+
+
+# --- which files --------------------------------------------------------------------------
+
+
+def _repo_root(folder: Path) -> Path | None:
+    """The nearest ancestor (or ``folder``) that looks like an IDKMesh repository root."""
+    for candidate in (folder, *folder.parents):
+        if any((candidate / r).is_dir() for r in ROOTS):
+            return candidate
+    return None
+
+
+def _has_cohort(folder: Path) -> bool:
+    return (folder / "cohort.json").is_file() or any(
+        (child / "cohort.json").is_file() for child in folder.iterdir() if child.is_dir()
+    )
+
+
+def locate(folder: Path) -> tuple[list[Path], str]:
+    """The folders to walk and the upstream repository path of ``folder`` ("" = root).
+
+    Raises ``NotFound`` / ``InputError`` saying exactly which folders are accepted.
+    """
+    if not folder.is_dir():
+        raise NotFound(
+            f"import folder not found, got {folder}, expected a directory (an IDKMesh"
+            " repository root or a cohort folder such as benchmarks/phase-b2-first-five)"
+        )
+    real = folder.resolve()
+    if any((real / r).is_dir() for r in ROOTS):
+        return [folder / r for r in ROOTS if (folder / r).is_dir()], ""
+    repo = _repo_root(real.parent)
+    if repo is not None:
+        rel = real.relative_to(repo)
+        for r in ROOTS:
+            top = repo / r
+            if real.is_relative_to(top) or top.is_relative_to(real):
+                walk = [folder] if real.is_relative_to(top) else [folder / top.relative_to(real)]
+                return walk, rel.as_posix()
+    if _has_cohort(folder):
+        if (folder / "cohort.json").is_file():
+            return [folder], f"benchmarks/{real.name}"
+        return [folder], "benchmarks"
+    where = (
+        f" (inside the repository at {repo}, but {real.name}/ is not one of {', '.join(ROOTS)})"
+        if repo is not None
+        else ""
+    )
+    raise InputError(
+        f"not an IDKMesh folder, got {folder}{where}, expected a repository root (with"
+        " benchmarks/, examples/ or verification/fixtures/), a benchmarks/ folder, or a"
+        " cohort folder holding cohort.json (e.g. benchmarks/phase-b2-first-five)"
+    )
+
+
+def _files(walk: list[Path], anchor: Path) -> Iterator[tuple[Path, str | None]]:
+    """(file, refusal) under the walked folders, sorted; refusal names an escaping link."""
+    real_root = anchor.resolve()
+    for base in walk:
         for path in sorted(base.rglob("*")):
             # Resolve every path, not only links: a symlinked directory on the way (or the
             # sub-root itself) would otherwise lead the walk out of PATH.
@@ -93,91 +254,162 @@ def _files(root: Path) -> Iterator[tuple[Path, str | None]]:
                 yield path, None
 
 
+# --- one file -------------------------------------------------------------------------------
+
+
+def _join(prefix: str, rel: str) -> str:
+    return f"{prefix}/{rel}" if prefix else rel
+
+
+def quarantine_record(
+    path: str, raw: bytes, claimed_kind: str | None, problems: list[str]
+) -> dict[str, Any]:
+    """The ``quarantine`` record for a document that is not a valid protocol object."""
+    value: Any = None
+    document_digest: dict[str, str] | None = None
+    try:
+        value = parse_strict(raw)
+        document_digest = {"legacy": legacy_digest(value), "jcs": canonical_digest(value)}
+    except (LedgerError, ValueError, TypeError):
+        value = None
+    doc = value if isinstance(value, dict) else {}
+    return {
+        "provledger_kind": QUARANTINE,
+        "schema_version": "0.1",
+        "path": path,
+        "blob_digest": sha256_digest(raw),
+        "claimed_kind": claimed_kind,
+        "claimed_schema_version": as_str(doc.get("schema_version")),
+        "object_id": as_str(doc.get("id")),
+        "object_version": as_int(doc.get("version")),
+        "document_digest": document_digest,
+        "problems": problems,
+    }
+
+
+def classify(
+    path: str, raw: bytes, kind: str | None = None
+) -> tuple[list[Prepared], Status, str, str]:
+    """(objects to append, status, reason, kind shown) for one JSON file's bytes."""
+    try:
+        prepared = prepare_json(raw, kind)
+        return [prepared], "imported", "appended", prepared.kind
+    except LedgerError as exc:
+        first = str(exc)
+    try:
+        value = parse_strict(raw)
+    except LedgerError as exc:
+        record = quarantine_record(path, raw, kind, [f"does not parse: {exc}"])
+        return _quarantined(raw, record), "quarantined", record["problems"][0], QUARANTINE
+    try:
+        spec = get_kind(kind) if kind is not None else detect_kind(value)
+    except KindError:
+        # JSON that names no protocol kind (provenance notes, candidate files): kept as
+        # bytes so any digest naming them resolves.
+        return [prepare_blob(raw)], "imported", "not a protocol object, stored as bytes", "blob"
+    problems: list[str]
+    try:
+        schema_version_of(spec, value)
+        problems = list(schema_validator(spec.name, value)) or [first]
+    except KindError as exc:
+        problems = [str(exc)]
+    record = quarantine_record(path, raw, spec.name, problems)
+    reason = f"{spec.name} fails its schema: {'; '.join(problems)}"
+    return _quarantined(raw, record), "quarantined", reason, QUARANTINE
+
+
+def _quarantined(raw: bytes, record: dict[str, Any]) -> list[Prepared]:
+    return [prepare_blob(raw), prepare_value(record, QUARANTINE)]
+
+
+# --- entry point ----------------------------------------------------------------------------
+
+
 def import_idkmesh(store: Store, root: Path, authority: Signer | None = None) -> ImportReport:
-    """Import every object under ``root``; see the module docstring.
+    """Import every file under ``root``; see the module docstring.
 
     With ``authority`` (the ledger's authority key), each burn notice is appended together
     with the authority's attestation over it; signatures are deterministic, so a re-run
     rebuilds the same bytes and adds nothing.
     """
-    from ledger.errors import NotFound
-
-    if not root.is_dir():
-        raise NotFound(f"import folder not found, got {root}, expected a directory")
+    walk, prefix = locate(root)
     items: list[ImportItem] = []
     cohorts: list[tuple[str, Path]] = []
-    pending: list[tuple[str, Prepared]] = []
-    for path, refusal in _files(root):
-        rel = path.relative_to(root).as_posix()
+    pending: Pending = []
+    for path, refusal in _files(walk, root):
+        rel = _join(prefix, path.relative_to(root).as_posix())
         if refusal is not None:
-            items.append(ImportItem(rel, "invalid", refusal))
+            items.append(ImportItem(rel, "invalid", refusal, new=False))
             continue
         if path.name == "cohort.json":
             cohorts.append((rel, path))
             continue
         data = path.read_bytes()
         if path.suffix != ".json":
-            pending.append((rel, prepare_blob(data)))
+            pending.append((rel, "imported", "appended", [prepare_blob(data)]))
             continue
-        try:
-            pending.append((rel, prepare_json(data)))
-        except KindError as exc:
-            items.append(ImportItem(rel, "skipped", f"not a protocol object: {exc}"))
-        except LedgerError as exc:
-            items.append(ImportItem(rel, "invalid", str(exc)))
-    if pending:
-        results = store.append_many([p for _, p in pending])
-        for (rel, prep), res in zip(pending, results, strict=True):
-            items.append(_done(rel, prep, res.new))
+        objects, status, reason, _shown = classify(rel, data)
+        pending.append((rel, status, reason, objects))
+    if not pending and not cohorts and not items:
+        raise InputError(
+            f"nothing to import, got no files under {root}, expected IDKMesh records"
+            " (cohort.json, work-units/, evaluators/, evidence/)"
+        )
+    items += _append(store, pending)
+    cohort_ids: dict[str, tuple[str | None, str | None]] = {}
     for rel, path in cohorts:
-        items += _import_cohort(store, rel, path, authority)
-    return ImportReport(tuple(sorted(items, key=lambda i: (i.path, i.kind or ""))))
-
-
-def _done(rel: str, prep: Prepared, new: bool) -> ImportItem:
-    return ImportItem(
-        rel,
-        "imported" if new else "skipped",
-        "appended" if new else "already in the ledger",
-        prep.kind,
-        prep.digest,
+        found, cohort_id, stage = _import_cohort(store, rel, path, authority)
+        items += found
+        cohort_ids[group_of(rel)] = (cohort_id, stage)
+    return ImportReport(
+        str(root),
+        prefix,
+        tuple(sorted(items, key=lambda i: (i.path, i.kind or ""))),
+        cohort_ids,
     )
+
+
+Pending = list[tuple[str, Status, str, list[Prepared]]]
+
+
+def _append(store: Store, pending: Pending) -> list[ImportItem]:
+    flat = [p for _, _, _, objects in pending for p in objects]
+    if not flat:
+        return []
+    results = iter(store.append_many(flat))
+    out: list[ImportItem] = []
+    for rel, status, reason, objects in pending:
+        news = [next(results).new for _ in objects]
+        main = objects[-1]  # the record: the object itself, or the quarantine record
+        out.append(_item(rel, status, reason, main, news[-1]))
+    return out
+
+
+def _item(rel: str, status: Status, reason: str, prep: Prepared, new: bool) -> ImportItem:
+    if status == "imported" and not new:
+        status, reason = "present", "already in the ledger"
+    return ImportItem(rel, status, reason, prep.kind, prep.digest, new)
 
 
 def _import_cohort(
     store: Store, rel: str, path: Path, authority: Signer | None
-) -> list[ImportItem]:
+) -> tuple[list[ImportItem], str | None, str | None]:
     raw = path.read_bytes()
+    objects, status, reason, _shown = classify(rel, raw, BENCHMARK_COHORT)
     try:
-        value = parse_strict(raw)
-        prepared = prepare_json(raw, BENCHMARK_COHORT)
+        value: Any = parse_strict(raw)
+    except LedgerError:
+        value = None
+    cohort = value if isinstance(value, dict) else {}
+    try:
+        results = store.append_many(objects)
     except LedgerError as exc:
-        return [ImportItem(rel, "invalid", str(exc), BENCHMARK_COHORT)]
-    stage = value.get("stage") if isinstance(value, dict) else None
-    if stage in ("frozen", "burned"):
-        gated = copy.deepcopy(value)
-        gated["stage"] = "frozen"
-
-        def precheck(reader: Any) -> None:
-            require_freezable(gated, StoreLookup(reader), schema_validator)
-
-        try:
-            precheck(store)
-            results = store.append_many([prepared], precheck=precheck)
-        except GateError as exc:
-            codes = "; ".join(f"{f.code}{f' [{f.task}]' if f.task else ''}" for f in exc.failures)
-            return [ImportItem(rel, "invalid", f"freeze gate refused: {codes}", BENCHMARK_COHORT)]
-        except LedgerError as exc:
-            return [ImportItem(rel, "invalid", str(exc), BENCHMARK_COHORT)]
-    else:
-        try:
-            results = store.append_many([prepared])
-        except LedgerError as exc:
-            return [ImportItem(rel, "invalid", str(exc), BENCHMARK_COHORT)]
-    out = [_done(rel, prepared, results[0].new)]
-    if stage == "burned":
-        out.append(_burn_notice(store, rel, path, value, results[0].entry.appended_at, authority))
-    return out
+        return [ImportItem(rel, "invalid", str(exc), BENCHMARK_COHORT, new=False)], None, None
+    out = [_item(rel, status, reason, objects[-1], results[-1].new)]
+    stage = as_str(cohort.get("stage"))
+    if stage == "burned" and status == "imported":
+        out.append(_burn_notice(store, rel, path, cohort, authority))
+    return out, as_str(cohort.get("id")), stage
 
 
 def _burn_notice(
@@ -185,16 +417,15 @@ def _burn_notice(
     rel: str,
     path: Path,
     cohort: dict[str, Any],
-    issued_at: str,
     authority: Signer | None,
 ) -> ImportItem:
     where = f"{rel}#burn"
     try:
         facts = burn_facts_from_extensions(cohort)
     except LedgerError as exc:
-        return ImportItem(where, "invalid", str(exc), BURN_NOTICE)
+        return ImportItem(where, "invalid", str(exc), BURN_NOTICE, new=False)
     if facts is None:
-        return ImportItem(where, "skipped", "burned cohort records no burn facts", BURN_NOTICE)
+        return ImportItem(where, "present", "no burn facts", BURN_NOTICE, new=False)
     refs: list[Reference] = []
     prose = path.parent / "BURN_NOTICE.md"
     if prose.is_file() and not prose.is_symlink():
@@ -209,7 +440,7 @@ def _burn_notice(
         )
     try:
         prepared = prepare_value(
-            facts.to_notice(issued_at=_rfc3339(issued_at), references=refs), BURN_NOTICE
+            facts.to_notice(issued_at=upstream_burn_date(facts), references=refs), BURN_NOTICE
         )
         batch = [prepared]
         if authority is not None:
@@ -217,10 +448,7 @@ def _burn_notice(
             batch.append(attest_prepared(prepared, authority))
         result = store.append_many(batch)[0]
     except LedgerError as exc:
-        return ImportItem(where, "invalid", str(exc), BURN_NOTICE)
-    return _done(where, prepared, result.new)
-
-
-def _rfc3339(stamp: str) -> str:
-    text = stamp.replace(" ", "T")
-    return text if text.endswith("Z") or "+" in text[10:] else text + "Z"
+        return ImportItem(where, "invalid", str(exc), BURN_NOTICE, new=False)
+    state = "attested" if authority is not None else "unattested"
+    status: Status = "imported" if result.new else "present"
+    return ImportItem(where, status, state, BURN_NOTICE, prepared.digest, result.new)

@@ -174,3 +174,48 @@ def resolve(
         if doc is not None:
             return Resolution(kind, oid, dig, doc, "id", doc.scheme_for(dig))
     return Resolution(kind, oid, dig, None, None, None)
+
+
+QUARANTINE = "quarantine"
+
+
+def quarantined(
+    lookup: CohortLookup, kind: str, object_id: object, digest: object, version: object = None
+) -> StoredDoc | None:
+    """The quarantine record of a ``kind`` document the ledger holds only as quarantined.
+
+    Matched by the recorded digest (either scheme of the parsed document), else by id
+    (and version). Used where a reference would otherwise be reported missing: the
+    document exists, it is just not a valid ``kind``.
+    """
+    by_id: StoredDoc | None = None
+    for doc in lookup.of_kind(QUARANTINE):
+        record = doc.value
+        if record.get("claimed_kind") != kind:
+            continue
+        digests = record.get("document_digest")
+        if isinstance(digests, Mapping) and digest in (digests.get("legacy"), digests.get("jcs")):
+            return doc
+        same_id = object_id is not None and record.get("object_id") == object_id
+        if same_id and (version is None or record.get("object_version") == version):
+            by_id = doc
+    return by_id
+
+
+def quarantine_message(what: str, kind: str, record: StoredDoc, recorded: object) -> str:
+    """One line: the quarantined document's problems, where it came from, its digests."""
+    value = record.value
+    problems = value.get("problems")
+    listed = "; ".join(str(p) for p in problems) if isinstance(problems, list) else "?"
+    digests = value.get("document_digest")
+    legacy = digests.get("legacy") if isinstance(digests, Mapping) else None
+    jcs = digests.get("jcs") if isinstance(digests, Mapping) else None
+    if recorded in (legacy, jcs):
+        scheme = "legacy" if recorded == legacy else "JCS"
+        match = f"the recorded digest {recorded} is its {scheme} digest"
+    else:
+        match = f"the recorded digest {recorded} matches neither (legacy {legacy}, JCS {jcs})"
+    return (
+        f"{what} schema violation, got {listed} in {value.get('path')} (stored quarantined,"
+        f" bytes {value.get('blob_digest')}; {match}), expected a schema-valid {kind}"
+    )

@@ -31,7 +31,7 @@ from cohorts.lifecycle import check_update, freeze, require_freezable
 from cohorts.lookup import BENCHMARK_COHORT, BURN_NOTICE, StoredDoc
 from cohorts.store_lookup import StoreLookup
 from cohorts.validation import schema_validator
-from ledger.errors import NotFound, RuleViolation
+from ledger.errors import LedgerError, NotFound, RuleViolation
 from ledger.store.base import AppendResult, LedgerReader, Store
 from ledger.store.prepared import Prepared, prepare_value
 from ledger.trust.attestation import attest_prepared
@@ -319,3 +319,84 @@ def audit(reader: LedgerReader, cohort_id: str) -> AuditReport:
     """Audit the newest stored document of ``cohort_id`` against the ledger."""
     doc = require_cohort(reader, cohort_id)
     return audit_cohort(doc.value, StoreLookup(reader), schema_validator)
+
+
+def attestation_state(reader: LedgerReader, digest: str) -> str:
+    """One phrase: is ``digest`` attested, by whom, and does the attestation verify."""
+    from ledger.trust.judgement import check_subject_attestations
+
+    try:
+        verdicts = check_subject_attestations(reader, digest)
+    except LedgerError as exc:
+        return f"attestations unreadable ({exc})"
+    if not verdicts:
+        return "not attested"
+    good = [v for v in verdicts if v.ok]
+    if good:
+        return "; ".join(f"attested by the {v.signer} key {v.key_id}" for v in good)
+    first = verdicts[0]
+    why = first.failures[0].message if first.failures else "does not verify"
+    return f"attestation does not verify ({why})"
+
+
+def audit_attestations(reader: LedgerReader, report: AuditReport) -> dict[str, str]:
+    """Attestation state of every burn notice and binding the report names."""
+    digests = [*report.relations.burn_notices, *report.relations.bindings]
+    for link in report.successor_links:
+        digests += link.bindings
+    return {d: attestation_state(reader, d) for d in sorted(set(digests))}
+
+
+@dataclass(frozen=True)
+class CohortRow:
+    """One stored cohort as ``cohort list`` and ``cohort audit --all`` show it."""
+
+    cohort_id: str
+    stage: str | None
+    definition_digest: str | None
+    tasks: int
+    record_digest: str
+    attested: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.cohort_id,
+            "stage": self.stage,
+            "definition_digest": self.definition_digest,
+            "tasks": self.tasks,
+            "record_digest": self.record_digest,
+            "attested": self.attested,
+        }
+
+
+def cohort_rows(reader: LedgerReader) -> list[CohortRow]:
+    """The newest record of every stored cohort, sorted by id.
+
+    ``attested``: the state of the cohort record's attestations, and for a burned
+    cohort the state of its burn notice's.
+    """
+    latest: dict[str, StoredDoc] = {}
+    for doc in StoreLookup(reader).of_kind(BENCHMARK_COHORT):
+        cid = as_str(doc.value.get("id"))
+        if cid is not None:
+            latest[cid] = doc
+    rows: list[CohortRow] = []
+    for cid, doc in sorted(latest.items()):
+        state = attestation_state(reader, doc.jcs_digest)
+        notices = burn_notices_for(reader, cid)
+        if notices:
+            state = (
+                f"record {state}; burn notice {attestation_state(reader, notices[-1].jcs_digest)}"
+            )
+        tasks = doc.value.get("tasks")
+        rows.append(
+            CohortRow(
+                cid,
+                as_str(doc.value.get("stage")),
+                as_str(doc.value.get("definition_digest")),
+                len(tasks) if isinstance(tasks, list) else 0,
+                doc.jcs_digest,
+                state,
+            )
+        )
+    return rows

@@ -21,6 +21,8 @@ from cohorts.lookup import (
     CohortLookup,
     Resolution,
     Validator,
+    quarantine_message,
+    quarantined,
     resolve,
 )
 from cohorts.upstream import required_validator_ids
@@ -79,6 +81,15 @@ def check_work_unit(
     ref = as_map(task.get("work_unit"))
     res = resolve(lookup, WORK_UNIT, ref.get("id"), ref.get("digest"), ref.get("version"))
     if res.doc is None:
+        bad = quarantined(lookup, WORK_UNIT, ref.get("id"), ref.get("digest"), ref.get("version"))
+        if bad is not None:
+            return res, [
+                error(
+                    "task.work_unit.schema",
+                    quarantine_message("WorkUnit", WORK_UNIT, bad, ref.get("digest")),
+                    label,
+                )
+            ]
         return res, [
             error(
                 "task.work_unit.missing",
@@ -133,6 +144,19 @@ def check_plan(
     visibility = as_str(evaluator.get("visibility"))
     res = resolve(lookup, EVALUATOR_PLAN, evaluator.get("plan_id"), evaluator.get("plan_digest"))
     if res.doc is None:
+        bad = quarantined(
+            lookup, EVALUATOR_PLAN, evaluator.get("plan_id"), evaluator.get("plan_digest")
+        )
+        if bad is not None:
+            return res, [
+                error(
+                    "task.plan.schema",
+                    quarantine_message(
+                        "EvaluatorPlan", EVALUATOR_PLAN, bad, evaluator.get("plan_digest")
+                    ),
+                    label,
+                )
+            ]
         if visibility == "hidden":
             return res, [
                 info(

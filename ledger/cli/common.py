@@ -10,7 +10,7 @@ import json
 import os
 import sqlite3
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any
@@ -116,11 +116,48 @@ def _stderr_console() -> Any:
     return Console(stderr=True)
 
 
+#: Width used when stdout is not a terminal: wide enough that no value is ever wrapped
+#: or cut (rich otherwise assumes 80 columns and truncates table cells).
+PIPE_WIDTH = 1_000_000
+
+
 def console() -> Any:
-    """A rich console on stdout for human output."""
+    """A rich console on stdout for human output.
+
+    Not a terminal: no colour, no wrapping, no truncation (a huge width). User text
+    must still be escaped (``rich.markup.escape``) before it is printed with markup.
+    """
     from rich.console import Console
 
-    return Console(highlight=False, soft_wrap=True)
+    if sys.stdout.isatty():
+        return Console(highlight=False, soft_wrap=True)
+    return Console(highlight=False, soft_wrap=True, width=PIPE_WIDTH, no_color=True)
+
+
+def plain_lines(lines: Iterable[str]) -> None:
+    """Write text lines as they are: no markup, no wrapping, nothing cut."""
+    sys.stdout.write("".join(line + "\n" for line in lines))
+
+
+def table(headers: Sequence[str], rows: Iterable[Sequence[str]]) -> None:
+    """A table of plain strings (escaped: never read as markup), whole on a pipe."""
+    from rich.markup import escape
+    from rich.table import Table
+
+    grid = Table(*[escape(h) for h in headers])
+    for row in rows:
+        grid.add_row(*[escape(cell) for cell in row])
+    out = console()
+    if sys.stdout.isatty():
+        out.print(grid)
+        return
+    for column in grid.columns:
+        column.no_wrap = True
+        column.overflow = "ignore"
+    with out.capture() as captured:
+        out.print(grid)
+    # Rich pads every row to the table's width; trailing blanks carry nothing.
+    plain_lines(line.rstrip() for line in captured.get().splitlines())
 
 
 def read_input(name: str, max_bytes: int | None = None) -> bytes:

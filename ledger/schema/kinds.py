@@ -144,6 +144,14 @@ KINDS: dict[str, KindSpec] = {
             ),
         ),
         KindSpec(
+            "quarantine",
+            ("0.1",),
+            native=True,
+            id_field="object_id",
+            version_field="object_version",
+            refs=_refs_at(("quarantined-bytes", ("blob_digest",))),
+        ),
+        KindSpec(
             "calibration-record",
             ("0.1",),
             native=True,
