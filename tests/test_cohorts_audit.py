@@ -245,13 +245,15 @@ def test_report_json_shape_is_stable() -> None:
     data = audit_cohort(cohort, lookup, schema_validator).to_json()
     assert list(data) == [
         "report_version", "cohort_id", "stage", "definition_digest", "ok", "counts",
-        "tasks", "excluded_outcomes", "relations", "findings",
+        "tasks", "excluded_outcomes", "relations", "findings", "finding_categories",
+        "burn", "successors", "evidence_strength",
     ]  # fmt: skip
     assert set(data["findings"][0]) == {"code", "severity", "task", "attempt", "scheme", "message"}
     assert set(data["tasks"][0]) == {
         "task", "family", "split", "evidence_status", "work_unit", "plan", "attempts",
     }  # fmt: skip
-    assert data["counts"] == {"error": 17, "warning": 1}
+    assert data["counts"] == {"error": 17, "warning": 1, "defect": 1, "missing": 16}
+    assert data["finding_categories"].count("defect") == 1
     json.dumps(data, allow_nan=False)
     # Same ledger, other insertion order: the same report.
     shuffled = MemoryLookup(

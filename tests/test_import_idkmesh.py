@@ -1,9 +1,9 @@
 """`provledger import idkmesh`: the reference corpus, idempotence, symlinks, then audits.
 
-Expected audits follow docs/COHORTS.md ("What an auditor finds in the corpus"), adjusted
-for what the importer does: frozen cohorts whose WorkUnits/plans are absent fail the
-freeze gate and are not imported (successor-five, first-five-v2, first-five-v3), and a
-burn-notice object is built from first-five's extensions.
+Import records history as it is: every cohort whatever is missing around it, the
+schema-invalid first-five-v3 WorkUnit quarantined, a burn notice built from
+first-five's extensions (without an invented date). Expected audits follow
+docs/COHORTS.md ("What an auditor finds in the corpus").
 """
 
 from __future__ import annotations
@@ -33,30 +33,75 @@ def _audit(runner: CliRunner, db: Path, cohort_id: str) -> tuple[int, dict[str, 
     return result.exit_code, json.loads(result.stdout)
 
 
-def test_import_corpus_and_audit(corpus: Path, ledger_path: Path, runner: CliRunner) -> None:
-    code, report = _import(runner, ledger_path, corpus)
-    assert code == 3  # some documents are invalid (reported, not written)
-    items = _by_path(report)
-    assert items["benchmarks/phase-b2-first-five/cohort.json"]["status"] == "imported"
-    assert items["benchmarks/phase-b2-first-five/cohort.json#burn"]["status"] == "imported"
-    assert items["benchmarks/phase-b2-successor-v2/cohort.json"]["status"] == "imported"
-    for refused in ("phase-b2-successor-five", "phase-b2-first-five-v2", "phase-b2-first-five-v3"):
-        item = items[f"benchmarks/{refused}/cohort.json"]
-        assert item["status"] == "invalid" and "freeze gate refused" in item["reason"]
-    assert "task.plan.missing" in items["benchmarks/phase-b2-successor-five/cohort.json"]["reason"]
-    # The corpus's one schema-invalid document (WorkUnit kind "code").
-    v3_wu = "benchmarks/phase-b2-first-five-v3/work-units/task-101-negative-evidence-type-boundary.work-unit.json"  # noqa: E501
-    assert items[v3_wu]["status"] == "invalid" and "$.kind" in items[v3_wu]["reason"]
-    assert items["verification/fixtures/patch-transition/correct.patch"]["kind"] == "blob"
-    assert (
-        items[
-            "benchmarks/phase-b2-successor-five/evidence/task-001/attempt-001/artifact-provenance.json"
-        ]["status"]
-        == "skipped"
+V3_WU = (
+    "benchmarks/phase-b2-first-five-v3/work-units/"
+    "task-101-negative-evidence-type-boundary.work-unit.json"
+)
+COHORTS = (
+    "phase-b2-first-five",
+    "phase-b2-successor-five",
+    "phase-b2-first-five-v2",
+    "phase-b2-first-five-v3",
+    "phase-b2-successor-v2",
+)
+#: The corpus's real defects (evidence present but wrong), per cohort: nothing else may
+#: be reported as a defect (missing evidence is a separate category).
+REAL_DEFECTS = {
+    "benchmark/phase-b2-first-five": [],
+    "benchmark/phase-b2-first-five-v2": [],
+    "benchmark/phase-b2-first-five-v3": [
+        ("task.work_unit.schema", "benchmark/phase-b2-v3/101-negative-evidence-type-boundary")
+    ],
+    "benchmark/phase-b2-successor-five": [
+        (
+            "attempt.verification_result.digest",
+            "benchmark/phase-b2-successor/001-negative-evidence-type-boundary",
+        )
+    ],
+    "benchmark/phase-b2-successor-v2": [],
+}
+
+
+def _defects(audit: dict[str, Any]) -> list[tuple[str, str | None]]:
+    return sorted(
+        (f["code"], f["task"])
+        for f, cat in zip(audit["findings"], audit["finding_categories"], strict=True)
+        if cat == "defect"
     )
+
+
+def test_import_corpus_records_everything(
+    corpus: Path, ledger_path: Path, runner: CliRunner
+) -> None:
+    code, report = _import(runner, ledger_path, corpus)
+    assert code == 0, report["counts"]
+    assert report["counts"]["invalid"] == 0
+    items = _by_path(report)
+    # Every cohort is recorded, whatever its stage and whatever is missing around it.
+    for folder in COHORTS:
+        assert items[f"benchmarks/{folder}/cohort.json"]["status"] == "imported"
+        assert items[f"benchmarks/{folder}/cohort.json"]["kind"] == "benchmark-cohort"
+    assert items["benchmarks/phase-b2-first-five/cohort.json#burn"]["status"] == "imported"
+    assert {g["cohort_id"] for g in report["groups"] if g["cohort_id"]} == {
+        f"benchmark/{c}" for c in COHORTS
+    }
+    # The corpus's one schema-invalid document (WorkUnit kind "code") is kept quarantined.
+    assert items[V3_WU]["status"] == "quarantined" and "$.kind" in items[V3_WU]["reason"]
+    assert items[V3_WU]["kind"] == "quarantine"
+    assert items["verification/fixtures/patch-transition/correct.patch"]["kind"] == "blob"
+    provenance_note = (
+        "benchmarks/phase-b2-successor-five/evidence/task-001/attempt-001/artifact-provenance.json"
+    )
+    assert items[provenance_note]["kind"] == "blob"
 
     with open_store(ledger_path, readonly=True) as store:
         size = store.size()
+        quarantine = store.get(items[V3_WU]["digest"])
+        assert quarantine is not None
+        record = json.loads(quarantine.data)
+        assert record["claimed_kind"] == "work-unit"
+        assert record["path"] == V3_WU
+        assert store.get(record["blob_digest"]) is not None  # the exact bytes are kept
     _, again = _import(runner, ledger_path, corpus)
     assert again["counts"]["imported"] == 0
     with open_store(ledger_path, readonly=True) as store:
@@ -70,13 +115,26 @@ def test_import_corpus_and_audit(corpus: Path, ledger_path: Path, runner: CliRun
     assert checked.exit_code == 0, checked.output
     assert runner.invoke(app, ["verify", "--db", str(ledger_path)]).exit_code == 0
 
-    # first-five (burned): no errors; the burn notice built from its extensions clears
-    # burn.notice.missing; no stored cohort claims to succeed it (all three were refused).
+    # first-five (burned): upstream's burn facts, no import-time date, no errors.
     code, audit = _audit(runner, ledger_path, "benchmark/phase-b2-first-five")
     assert code == 0 and audit["ok"]
-    assert audit["findings"] == []
-    assert len(audit["relations"]["burn_notices"]) == 1
+    assert [f["code"] for f in audit["findings"]] == ["relation.successors.multiple"]
+    assert audit["burn"]["issued_at"] is None  # upstream records no date; none is invented
+    assert audit["burn"]["reason"].startswith("Frozen evaluator plans encoded semantic")
+    assert [t["task"] for t in audit["burn"]["never_again_held_out"]] == [
+        "benchmark/phase-b2/001-cohort-path-boundary"
+    ]
     assert len(audit["excluded_outcomes"]) == 5
+    assert [s["cohort_id"] for s in audit["successors"]] == [
+        "benchmark/phase-b2-first-five-v2",
+        "benchmark/phase-b2-first-five-v3",
+        "benchmark/phase-b2-successor-five",
+    ]
+    assert "attested by the authority key" in audit["attestations"][notice]
+
+    for cohort_id, expected in REAL_DEFECTS.items():
+        _, audit = _audit(runner, ledger_path, cohort_id)
+        assert _defects(audit) == sorted(expected), cohort_id
 
     # successor-v2 (scaffold): exactly as docs/COHORTS.md lists, 10 errors and 2 warnings.
     code, audit = _audit(runner, ledger_path, "benchmark/phase-b2-successor-v2")
@@ -89,6 +147,46 @@ def test_import_corpus_and_audit(corpus: Path, ledger_path: Path, runner: CliRun
     )
     signature = next(f for f in audit["findings"] if f["code"] == "cohort.signatures")
     assert "role-specialized-two-independent-attempts-v2" in signature["message"]
+
+    # successor-five: the result whose bytes do not hash to the recorded digest, with the
+    # stored digests under both schemes; the v0.4 verdict's strength is counted.
+    _, audit = _audit(runner, ledger_path, "benchmark/phase-b2-successor-five")
+    mismatch = next(
+        f for f in audit["findings"] if f["code"] == "attempt.verification_result.digest"
+    )
+    assert (
+        "sha256:1f850bb3675ce43a61ceddb38ab9b72d565e87047e65374ccdb7a51413ccc7ab"
+        in (mismatch["message"])
+    )
+    assert "stored legacy sha256:" in mismatch["message"] and "JCS sha256:" in mismatch["message"]
+    strengths = {row["strength"]: row["count"] for row in audit["evidence_strength"]}
+    assert strengths["v0.4 calibrated transformation proxy"] == 1
+
+    # first-five-v3 task 101: a schema violation, never "missing".
+    _, audit = _audit(runner, ledger_path, "benchmark/phase-b2-first-five-v3")
+    task101 = [f for f in audit["findings"] if f["task"] and "/101-" in f["task"]]
+    assert [f["code"] for f in task101] == ["task.work_unit.schema"]
+    assert "'code' is not one of" in task101[0]["message"]
+
+
+def test_import_cohort_folder_and_refusals(
+    corpus: Path, ledger_path: Path, runner: CliRunner
+) -> None:
+    folder = corpus / "benchmarks" / "phase-b2-first-five"
+    code, report = _import(runner, ledger_path, folder)
+    assert code == 0
+    assert report["prefix"] == "benchmarks/phase-b2-first-five"
+    items = _by_path(report)
+    assert items["benchmarks/phase-b2-first-five/cohort.json"]["status"] == "imported"
+    assert items["benchmarks/phase-b2-first-five/cohort.json#burn"]["status"] == "imported"
+    assert report["counts"]["imported"] == 13  # cohort, 10 documents, prose notice, burn notice
+    # A folder of the repository that holds no records says what it expected.
+    result = runner.invoke(
+        app, ["import", "idkmesh", str(corpus / "schemas"), "--db", str(ledger_path)]
+    )
+    assert result.exit_code == 3
+    assert "not an IDKMesh folder" in result.stderr
+    assert "cohort folder holding cohort.json" in result.stderr
 
 
 def test_symlink_leaving_path_is_refused(
