@@ -314,36 +314,57 @@ def list_cmd(db: DbOption = Path("ledger.db"), json_out: JsonOption = False) -> 
 
 
 def _tree(parent: Any, check: Check) -> None:
-    mark = "[green]passed[/]" if check.ok else "[red]FAILED[/]"
     from rich.markup import escape
 
+    mark = "[green]passed[/]" if check.ok else "[red]FAILED[/]"
     node = parent.add(f"{mark} {escape(check.name)}: {escape(check.reason)}")
     for child in check.children:
         _tree(node, child)
 
 
+OUTCOME_MEANING = {
+    "counted": "a stored cohort lists this result and counts its outcome",
+    "excluded": "a stored cohort lists this result but excludes its outcome (burned or excluded)",
+    "mismatched": "a stored cohort lists this attempt under another digest: not this result",
+    "unlisted": "no stored cohort lists this result: it counts toward no benchmark outcome",
+}
+
+
 def provenance_cmd(
-    digest: Annotated[str, typer.Argument(help="VerificationResult digest (either scheme).")],
+    ref: Annotated[
+        str,
+        typer.Argument(
+            metavar="REF",
+            help="VerificationResult digest (either scheme), unique digest prefix, id or"
+            " id@version.",
+        ),
+    ],
     db: DbOption = Path("ledger.db"),
     json_out: JsonOption = False,
 ) -> None:
-    """Verify one VerificationResult's whole chain; exit 0 all passed, 1 otherwise."""
+    """Verify one VerificationResult's whole chain and say what its verdict can mean.
+
+    Exit 0 when every check passed, 1 when the chain fails, 3 when REF is malformed,
+    not found, or not a VerificationResult.
+    """
+    from rich.markup import escape
     from rich.tree import Tree
 
-    from cohorts.provenance import provenance
+    from cohorts.provenance import provenance_of
     from ledger.store.sqlite import open_store
 
     with open_store(db, readonly=True) as store:
-        report = provenance(store, digest)
+        report = provenance_of(store, ref)
     if json_out:
-        emit_json(report.to_json())
+        emit_json({**report.to_json(), "ref": ref})
     else:
-        tree = Tree(f"provenance of {digest}: {'passed' if report.ok else 'FAILED'}")
+        status = "passed" if report.ok else "FAILED"
+        tree = Tree(f"provenance of {escape(report.digest)}: {status}")
         for check in report.checks:
             _tree(tree, check)
         console().print(tree)
         if report.outcome is not None:
-            typer.echo(f"outcome: {report.outcome}")
+            typer.echo(f"outcome: {report.outcome} ({OUTCOME_MEANING.get(report.outcome, '')})")
     if not report.ok:
         raise typer.Exit(1)
 

@@ -89,16 +89,39 @@ class _Chain:
         self.members: list[str] = []  # ledger digests of chain objects, for inclusion
 
     def object_checks(
-        self, what: str, kind: str, digest: object
+        self, what: str, kind: str, digest: object, object_id: object = None, version: object = None
     ) -> tuple[StoredDoc | None, list[Check]]:
-        """Resolve ``digest`` (either scheme) to a stored ``kind``; re-hash its bytes."""
+        """Resolve ``digest`` (either scheme) to a stored ``kind``; re-hash its bytes.
+
+        When nothing is stored under ``digest``, a stored ``kind`` with the recorded id
+        makes the failure "present but different" (both digests shown), else "missing".
+        """
         if not isinstance(digest, str):
             return None, [Check("present", "failed", f"{what} digest not recorded")]
         doc = self.lookup.by_digest(digest)
         if doc is None or doc.kind != kind:
+            other = (
+                self.lookup.find(kind, object_id, version if isinstance(version, int) else None)
+                if isinstance(object_id, str)
+                else None
+            )
+            if other is not None:
+                reason = (
+                    f"{what} present but different: the result records {digest}, the stored"
+                    f" {what} {object_id} has legacy {other.legacy_digest} and JCS"
+                    f" {other.jcs_digest}, expected one of them to equal the recorded digest"
+                )
+                return None, [Check("present", "failed", reason, other.jcs_digest)]
             got = "nothing" if doc is None else f"a {doc.kind}"
+            named = f" or id {object_id}" if isinstance(object_id, str) else ""
             return None, [
-                Check("present", "failed", f"{what} not in ledger, got {got} for {digest}", digest)
+                Check(
+                    "present",
+                    "failed",
+                    f"{what} missing: not in the ledger, got {got} for {digest}{named},"
+                    f" expected the {what} stored",
+                    digest,
+                )
             ]
         obj = self.reader.get(doc.jcs_digest)
         checks = [
@@ -142,8 +165,29 @@ def _blobs(chain: _Chain, refs: list[tuple[str, Any]]) -> Check:
     children: list[Check] = []
     for label, digest in refs:
         obj = chain.reader.get(digest) if isinstance(digest, str) else None
+        if obj is None and isinstance(digest, str):
+            # Evidence may name a protocol object by upstream's legacy digest.
+            doc = chain.lookup.by_digest(digest)
+            if doc is not None:
+                children.append(
+                    Check(
+                        label,
+                        "passed",
+                        f"present as {doc.kind} {doc.jcs_digest} (legacy digest {digest})",
+                        digest,
+                    )
+                )
+                chain.members.append(doc.jcs_digest)
+                continue
         if obj is None:
-            children.append(Check(label, "failed", f"blob not in ledger, got nothing for {digest}"))
+            children.append(
+                Check(
+                    label,
+                    "failed",
+                    f"missing: not in the ledger, got nothing for {digest}, expected the bytes"
+                    " stored (import or append them)",
+                )
+            )
             continue
         ok = sha256_digest(raw_bytes(obj.data)) == digest
         children.append(
@@ -191,6 +235,13 @@ def _attestations(chain: _Chain, digest: str, result: Mapping[str, Any]) -> Chec
 
 
 def _cohorts(chain: _Chain, result: StoredDoc) -> tuple[Check, str]:
+    """Which stored cohorts list this result, under which digest, and what that means.
+
+    Listed by digest: the outcome counts (or is excluded: burned cohort, excluded task).
+    Listed only by id, under another digest: the cohort names other bytes, so this
+    stored result is not the evidence it counts (a failed check). Not listed: the
+    result counts toward no benchmark outcome (passed, said plainly).
+    """
     hits: list[Check] = []
     outcome = "unlisted"
     latest: dict[str, StoredDoc] = {}
@@ -202,25 +253,91 @@ def _cohorts(chain: _Chain, result: StoredDoc) -> tuple[Check, str]:
     for cid, doc in sorted(latest.items()):
         for task in maps(doc.value.get("tasks")):
             for attempt in maps(dig(task, "evidence", "attempts")):
-                if not _names(result, dig(attempt, "verification_result", "digest")):
-                    continue
-                burned = doc.value.get("stage") == "burned" or cid in burned_ids
-                excluded = burned or dig(task, "evidence", "status") == "excluded"
-                outcome = "excluded" if excluded else "counted"
-                hits.append(
-                    Check(
-                        f"cohort {cid}",
-                        "passed",
-                        f"task {task.get('id')} attempt {attempt.get('attempt_id')},"
-                        f" stage {doc.value.get('stage')}"
-                        + (", burned: outcome excluded" if burned else "")
-                        + (", task excluded" if excluded and not burned else ""),
-                        cid,
-                    )
+                ref = as_map(attempt.get("verification_result"))
+                recorded = ref.get("digest")
+                where = (
+                    f"cohort {cid} (stage {doc.value.get('stage')}) lists task"
+                    f" {task.get('id')} attempt {attempt.get('attempt_id')}"
+                    f" (indexed outcome {attempt.get('outcome')}) under {recorded}"
                 )
+                if _names(result, recorded):
+                    burned = doc.value.get("stage") == "burned" or cid in burned_ids
+                    excluded = burned or dig(task, "evidence", "status") == "excluded"
+                    outcome = "excluded" if excluded else "counted"
+                    meaning = (
+                        "the cohort is burned: this outcome is excluded from claims"
+                        if burned
+                        else "the task is excluded: this outcome is not counted"
+                        if excluded
+                        else "this outcome counts for the cohort"
+                    )
+                    scheme = result.scheme_for(recorded)
+                    hits.append(
+                        Check(
+                            f"cohort {cid}",
+                            "passed",
+                            f"{where}, which is this result ({scheme} digest): {meaning}",
+                            cid,
+                        )
+                    )
+                elif ref.get("id") == result.object_id and result.object_id is not None:
+                    if outcome == "unlisted":
+                        outcome = "mismatched"
+                    hits.append(
+                        Check(
+                            f"cohort {cid}",
+                            "failed",
+                            f"{where}, but this stored result with the same id has legacy"
+                            f" {result.legacy_digest} and JCS {result.jcs_digest}: the cohort"
+                            " names other bytes, so this result is not the evidence it counts",
+                            cid,
+                        )
+                    )
     if not hits:
-        return Check("cohorts", "passed", "not listed in any stored cohort"), outcome
+        return (
+            Check(
+                "cohorts",
+                "passed",
+                "no stored cohort lists this result (by digest or by id): it counts toward"
+                " no benchmark outcome",
+            ),
+            outcome,
+        )
     return _group("cohorts", hits), outcome
+
+
+def _strength(chain: _Chain, result: StoredDoc, plan: StoredDoc | None) -> Check:
+    """What the verdict can mean (from the plan version) and any behavioural evidence."""
+    from cohorts.strength import BEHAVIOURAL, strength_of, verdict_line
+
+    strength = strength_of(None if plan is None else plan.value, result.value)
+    children: list[Check] = []
+    for source, _rel in chain.reader.refs_to(result.jcs_digest, "verification-result"):
+        obj = chain.reader.get(source)
+        if obj is None or obj.kind != "behavioral-evidence":
+            continue
+        doc = chain.lookup.doc(obj)
+        summary = as_map(doc.value.get("summary")) if doc is not None else {}
+        children.append(
+            Check(
+                f"behavioural evidence {source}",
+                "passed",
+                f"{BEHAVIOURAL}: {shown(dict(summary), 200)}",
+                source,
+            )
+        )
+    linked = (
+        f"; {len(children)} behavioural record(s) linked"
+        if children
+        else ("; no behavioural evidence recorded for this result")
+    )
+    return Check(
+        "evidence strength",
+        "passed",
+        verdict_line(result.value, strength) + linked,
+        strength.plan_version,
+        tuple(children),
+    )
 
 
 def _inclusion(chain: _Chain) -> Check:
@@ -266,6 +383,54 @@ def _inclusion(chain: _Chain) -> Check:
     )
 
 
+def _listed_under(reader: LedgerReader, digest: str) -> str:
+    """Where stored cohorts list ``digest`` as a VerificationResult, and what holds its id."""
+    lookup = StoreLookup(reader)
+    for cohort in lookup.of_kind("benchmark-cohort"):
+        for task in maps(cohort.value.get("tasks")):
+            for attempt in maps(dig(task, "evidence", "attempts")):
+                ref = as_map(attempt.get("verification_result"))
+                if ref.get("digest") != digest:
+                    continue
+                text = (
+                    f"; cohort {cohort.value.get('id')} lists it for task {task.get('id')}"
+                    f" attempt {attempt.get('attempt_id')} (id {ref.get('id')})"
+                )
+                object_id = ref.get("id")
+                stored = (
+                    lookup.find("verification-result", object_id)
+                    if isinstance(object_id, str)
+                    else None
+                )
+                if stored is not None:
+                    text += (
+                        f", and a result with that id is stored but different (legacy"
+                        f" {stored.legacy_digest}, JCS {stored.jcs_digest}): run"
+                        f" `provledger provenance {object_id}`"
+                    )
+                return text
+    return ""
+
+
+def provenance_of(store: LedgerReader, ref: str) -> ProvenanceReport:
+    """Provenance of the VerificationResult ``ref`` names: a digest (either scheme), a
+    unique digest prefix, an id or id@version. Not found / malformed / not a
+    VerificationResult raise (exit 3); a failed chain is a report with ``ok`` False."""
+    from ledger.errors import InputError, NotFound
+    from ledger.store.resolve import resolve
+
+    try:
+        obj = resolve(store, ref)
+    except NotFound as exc:
+        raise NotFound(f"{exc}{_listed_under(store, ref)}") from None
+    if obj.kind != "verification-result":
+        raise InputError(
+            f"provenance needs a VerificationResult, got a {obj.kind} ({obj.digest}) for"
+            f" {ref}, expected the digest, prefix or id of a verification-result"
+        )
+    return provenance(store, obj.digest)
+
+
 def provenance(store: LedgerReader, digest: str) -> ProvenanceReport:
     """Check the whole chain of the VerificationResult ``digest`` (either scheme)."""
     chain = _Chain(store)
@@ -277,7 +442,10 @@ def provenance(store: LedgerReader, digest: str) -> ProvenanceReport:
     prov = as_map(r.get("provenance"))
 
     manifest, m_checks = chain.object_checks(
-        "ResultManifest", "result-manifest", prov.get("result_manifest_digest")
+        "ResultManifest",
+        "result-manifest",
+        prov.get("result_manifest_digest"),
+        r.get("result_manifest_id"),
     )
     if manifest is not None:
         m = manifest.value
@@ -288,7 +456,13 @@ def provenance(store: LedgerReader, digest: str) -> ProvenanceReport:
         ]
     checks.append(_group("result manifest", m_checks))
 
-    wu, w_checks = chain.object_checks("WorkUnit", "work-unit", prov.get("work_unit_digest"))
+    wu, w_checks = chain.object_checks(
+        "WorkUnit",
+        "work-unit",
+        prov.get("work_unit_digest"),
+        r.get("work_unit_id"),
+        r.get("work_unit_version"),
+    )
     if wu is not None:
         w = wu.value
         w_checks += [
@@ -373,5 +547,6 @@ def provenance(store: LedgerReader, digest: str) -> ProvenanceReport:
     checks.append(_attestations(chain, result.jcs_digest, r))
     cohort_check, outcome = _cohorts(chain, result)
     checks.append(cohort_check)
+    checks.append(_strength(chain, result, plan))
     checks.append(_inclusion(chain))
     return ProvenanceReport(digest, tuple(checks), outcome)

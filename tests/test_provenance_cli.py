@@ -91,7 +91,7 @@ def test_whole_chain_passes(chain: tuple[Path, str], runner: CliRunner) -> None:
     names = [c["name"] for c in report["checks"]]
     assert names == [
         "verification result", "result manifest", "work unit", "evaluator plan",
-        "artifacts", "attestation", "cohorts", "log inclusion",
+        "artifacts", "attestation", "cohorts", "evidence strength", "log inclusion",
     ]  # fmt: skip
     assert report["outcome"] == "unlisted"
     human = runner.invoke(app, ["provenance", digest, "--db", str(db)])
@@ -165,7 +165,16 @@ def test_deleted_attestation_fails(
     assert "no-attestation" in attestation["reason"]
 
 
-def test_unknown_digest_fails(ledger_path: Path, runner: CliRunner) -> None:
-    code, report = _report(runner, ledger_path, "sha256:" + "0" * 64)
-    assert code == 1
-    assert report["checks"][0]["children"][0]["name"] == "present"
+def test_unknown_or_malformed_reference_exits_3(ledger_path: Path, runner: CliRunner) -> None:
+    # Not found and malformed are input errors (3), not a failed chain (1); one line,
+    # user text never read as markup.
+    for ref, expected in (
+        ("sha256:" + "0" * 64, "object not found"),
+        ("sha256:abc", "malformed digest"),
+        ("[/x]", "object not found, got [/x]"),
+        ("phase0/nothing@x", "malformed reference version"),
+    ):
+        result = runner.invoke(app, ["provenance", ref, "--db", str(ledger_path)])
+        assert result.exit_code == 3, (ref, result.output)
+        assert result.stderr.startswith("error: ") and expected in result.stderr
+        assert len(result.stderr.strip().splitlines()) == 1

@@ -1,24 +1,56 @@
-"""Resolving a user's reference (digest, legacy digest, id, id@version) to one object."""
+"""Resolving a user's reference to one stored object.
+
+Accepted: a digest (ledger or legacy scheme), a unique digest prefix (``sha256:`` plus
+at least 4 hex digits, or at least 8 bare hex digits), an id, or ``id@version``. A
+prefix that names several objects is refused (``InputError``, exit 3) with the
+candidates; unknown references are ``NotFound`` (exit 3).
+"""
 
 from __future__ import annotations
+
+import re
 
 from ledger.encoding.digest import is_digest
 from ledger.errors import InputError, NotFound
 from ledger.store.base import LedgerReader, StoredObject
 
+PREFIX = re.compile(r"sha256:[0-9a-f]{4,63}\Z")
+BARE_HEX = re.compile(r"[0-9a-f]{8,64}\Z")
+SHOWN = 5
+
+
+def resolve_prefix(store: LedgerReader, prefix: str) -> StoredObject | None:
+    """The one object whose digest (either scheme) starts with ``prefix``; None if none."""
+    found = store.by_digest_prefix(prefix, SHOWN + 1)
+    if len(found) > 1:
+        more = "" if len(found) <= SHOWN else ", ..."
+        raise InputError(
+            f"ambiguous digest prefix, got {prefix} matching {', '.join(found[:SHOWN])}{more},"
+            " expected a longer prefix that names one object"
+        )
+    return store.get(found[0]) if found else None
+
 
 def resolve(store: LedgerReader, ref: str) -> StoredObject:
     """The object ``ref`` names; for an id, its newest entry. Unknown refs are NotFound."""
     if ref.startswith("sha256:"):
-        if not is_digest(ref):
-            raise InputError(f"malformed digest, got {ref!r}, expected sha256:<64 lowercase hex>")
-        found = store.get(ref)
-        if found is not None:
-            return found
-        legacy = store.by_legacy(ref)
-        if legacy:
-            return legacy[-1]
-        raise NotFound(f"object not found, got {ref}, expected a digest in the ledger")
+        if is_digest(ref):
+            found = store.get(ref)
+            if found is not None:
+                return found
+            legacy = store.by_legacy(ref)
+            if legacy:
+                return legacy[-1]
+            raise NotFound(f"object not found, got {ref}, expected a digest in the ledger")
+        if not PREFIX.match(ref):
+            raise InputError(
+                f"malformed digest, got {ref!r}, expected sha256:<64 lowercase hex> or a"
+                " unique prefix of at least 4 hex digits"
+            )
+        by_prefix = resolve_prefix(store, ref)
+        if by_prefix is None:
+            raise NotFound(f"object not found, got no digest starting {ref}, expected one")
+        return by_prefix
     object_id, _, version_text = ref.partition("@")
     version: int | None = None
     if version_text:
@@ -26,6 +58,13 @@ def resolve(store: LedgerReader, ref: str) -> StoredObject:
             raise InputError(f"malformed reference version, got {version_text!r}, expected digits")
         version = int(version_text)
     matches = store.by_id(object_id, version)
-    if not matches:
-        raise NotFound(f"object not found, got {ref}, expected a digest or id in the ledger")
-    return matches[-1]
+    if matches:
+        return matches[-1]
+    if not version_text and BARE_HEX.match(ref):
+        by_prefix = resolve_prefix(store, "sha256:" + ref)
+        if by_prefix is not None:
+            return by_prefix
+    raise NotFound(
+        f"object not found, got {ref}, expected a digest, a unique digest prefix, an id or"
+        " id@version in the ledger"
+    )

@@ -328,6 +328,22 @@ class SQLiteStore:
             for r in self._q(f"{self._OBJ} WHERE legacy_digest = ? ORDER BY seq", (legacy,))
         ]
 
+    def by_digest_prefix(self, prefix: str, limit: int = 2) -> list[str]:
+        """Ledger digests of up to ``limit`` objects whose ledger or legacy digest starts
+        with ``prefix`` (a ``sha256:`` + lowercase hex prefix), in digest order."""
+        # Digests are ASCII hex: every string with the prefix sorts below prefix + "g".
+        bounds = (prefix, prefix + "g")
+        found = [
+            str(r[0])
+            for r in self._q(
+                "SELECT digest FROM objects WHERE digest >= ? AND digest < ?"
+                " UNION SELECT digest FROM objects WHERE legacy_digest >= ? AND legacy_digest < ?"
+                " ORDER BY 1 LIMIT ?",
+                (*bounds, *bounds, limit),
+            )
+        ]
+        return found
+
     def by_id(
         self, object_id: str, version: int | None = None, kind: str | None = None
     ) -> list[StoredObject]:
