@@ -414,8 +414,39 @@ def import_idkmesh_cmd(
         raise typer.Exit(InputError.exit_code)
 
 
+def verification_notes(reader: Any, obj: Any) -> list[str]:
+    """``show`` notes for a VerificationResult: what its verdict can mean, behavioural links."""
+    if obj.kind != "verification-result":
+        return []
+    from cohorts.store_lookup import StoreLookup
+    from cohorts.strength import BEHAVIOURAL, strength_of, verdict_line
+
+    lookup = StoreLookup(reader)
+    result = lookup.doc(obj)
+    if result is None:
+        return []
+    config = result.value.get("provenance", {})
+    plan_digest = config.get("verifier_config_digest") if isinstance(config, dict) else None
+    plan = lookup.by_digest(plan_digest) if isinstance(plan_digest, str) else None
+    lines = [
+        "verdict "
+        + verdict_line(
+            result.value, strength_of(None if plan is None else plan.value, result.value)
+        )
+    ]
+    for source, _rel in reader.refs_to(obj.digest, "verification-result"):
+        linked = reader.get(source)
+        if linked is not None and linked.kind == "behavioral-evidence":
+            lines.append(f"{BEHAVIOURAL}: {source}")
+    return lines
+
+
 def register(app: typer.Typer, import_app: typer.Typer) -> None:
-    """Mount ``cohort``, ``provenance`` and ``import idkmesh``."""
+    """Mount ``cohort``, ``provenance`` and ``import idkmesh``; add ``show`` notes."""
+    from ledger.cli.common import SHOW_NOTES
+
+    if verification_notes not in SHOW_NOTES:
+        SHOW_NOTES.append(verification_notes)
     app.add_typer(cohort_app, name="cohort")
     app.command("provenance")(provenance_cmd)
     import_app.command("idkmesh")(import_idkmesh_cmd)

@@ -6,9 +6,50 @@ it mounts their typer sub-apps.
 
 from __future__ import annotations
 
-from ledger.cli.common import new_app
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from ledger.cli.common import new_app, set_db_env
 
 app = new_app("provledger: a content-addressed, verifiable provenance ledger for IDKMesh evidence.")
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            text = version("provledger")
+        except PackageNotFoundError:  # running from a source tree that is not installed
+            text = "unknown"
+        typer.echo(f"provledger {text}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    ctx: typer.Context,
+    show_version: Annotated[
+        bool,
+        typer.Option(
+            "--version", callback=_print_version, is_eager=True, help="Print the version and exit."
+        ),
+    ] = False,
+    db: Annotated[
+        Path | None,
+        typer.Option(
+            "--db",
+            help="Ledger file for the command (default ./ledger.db, or $PROVLEDGER_DB);"
+            " also accepted after the subcommand.",
+            show_default=False,
+        ),
+    ] = None,
+) -> None:
+    """provledger: a content-addressed, verifiable provenance ledger for IDKMesh evidence."""
+    if db is not None:
+        set_db_env(ctx, db)
 
 
 def _mount() -> None:

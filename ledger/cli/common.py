@@ -29,7 +29,12 @@ def fail_line(message: str) -> str:
 
 
 class ProvGroup(TyperGroup):
-    """Root command group mapping every ``LedgerError`` to its exit code."""
+    """Command group mapping every ``LedgerError`` to its exit code.
+
+    Help text is tidied here, once for every command: value types are shown as
+    TEXT / PATH / INTEGER (never Python type names), flags show no type, and each
+    command's help ends with its example from ``ledger.cli.examples``.
+    """
 
     def invoke(self, ctx: Any) -> Any:
         try:
@@ -45,7 +50,110 @@ class ProvGroup(TyperGroup):
         except OSError as exc:
             typer.echo(fail_line(f"{exc.strerror or exc}: {exc.filename or ''}".strip()), err=True)
             ctx.exit(3)
+        finally:
+            restore_db_env(ctx)
         return None
+
+    def get_params(self, ctx: Any) -> Any:
+        return tidy_params(super().get_params(ctx))
+
+    def get_command(self, ctx: Any, cmd_name: str) -> Any:
+        cmd = super().get_command(ctx, cmd_name)
+        if cmd is not None and not getattr(cmd, "_provledger_tidy", False):
+            from ledger.cli.examples import example_for
+
+            tidy_params(cmd.params)
+            if not isinstance(cmd, TyperGroup):
+                own = cmd.get_params
+                # The help option is made per context: tidy it as it is made.
+                setattr(cmd, "get_params", lambda c: tidy_params(own(c)))  # noqa: B010
+            path = [*ctx.command_path.split()[1:], cmd_name]
+            example = example_for(" ".join(path))
+            text = reflow(cmd.help or "")
+            if example is not None and not isinstance(cmd, TyperGroup):
+                text = text.rstrip() + f"\n\nExample: {example}"
+            cmd.help = text
+            cmd._provledger_tidy = True  # type: ignore[attr-defined]
+        return cmd
+
+
+#: Extra lines ``show`` prints about an object (and lists under "notes" in --json).
+#: Registered by the composition root, so IDKMesh wording stays out of the core:
+#: e.g. the evidence strength of a VerificationResult's verdict.
+SHOW_NOTES: list[Callable[[Any, Any], list[str]]] = []
+
+DB_ENV = "PROVLEDGER_DB"
+_SAVED_ENV = "provledger.saved_db_env"
+
+
+def set_db_env(ctx: Any, db: Path) -> None:
+    """The global ``--db`` (before the subcommand): every command's ``--db`` default.
+
+    Set through ``PROVLEDGER_DB`` for this invocation only; ``--db`` after the
+    subcommand still wins. Restored when the invocation ends (``restore_db_env``).
+    """
+    ctx.meta[_SAVED_ENV] = (os.environ.get(DB_ENV),)
+    os.environ[DB_ENV] = str(db)
+
+
+def restore_db_env(ctx: Any) -> None:
+    saved = ctx.meta.pop(_SAVED_ENV, None)
+    if saved is None:
+        return
+    if saved[0] is None:
+        os.environ.pop(DB_ENV, None)
+    else:
+        os.environ[DB_ENV] = saved[0]
+
+
+def reflow(text: str) -> str:
+    """Join the lines of each paragraph (docstring line breaks are not layout)."""
+    paragraphs = [" ".join(p.split()) for p in text.strip().split("\n\n")]
+    return "\n\n".join(p for p in paragraphs if p)
+
+
+def _no_type(ctx: Any) -> None:
+    return None
+
+
+def _type_name(annotation: Any, desc: Any) -> str:
+    if desc.is_choice:
+        return "[" + "|".join(str(c) for c in desc.choices or ()) + "]"
+    if desc.is_path:
+        return "PATH"
+    inner = annotation
+    if desc.is_list:
+        args = getattr(annotation, "__args__", ())
+        inner = args[0] if args else str
+    if inner is int or desc.is_ranged:
+        return "INTEGER"
+    if inner is float:
+        return "NUMBER"
+    if inner is bool:
+        return "BOOLEAN"
+    return "TEXT"
+
+
+def tidy_params(params: Any) -> Any:
+    """Give every parameter a plain metavar (TEXT, PATH, INTEGER...; none for flags)."""
+    for param in params:
+        if getattr(param, "param_type_name", "") == "argument":
+            setattr(param, "display_type_rich", _no_type)  # noqa: B010
+        if getattr(param, "metavar", None) is not None:
+            continue
+        if getattr(param, "is_flag", False):
+            param.metavar = ""
+            continue
+        desc = getattr(param, "type_descriptor", None)
+        if desc is None:
+            continue
+        if getattr(param, "param_type_name", "") == "argument":
+            param.metavar = (param.name or "value").upper()
+            # The argument's name already says what it is; no Python type beside it.
+            setattr(param, "display_type_rich", _no_type)  # noqa: B010
+            continue
+        param.metavar = _type_name(desc.annotation, desc)
+    return params
 
 
 def new_app(help_text: str) -> typer.Typer:
@@ -84,24 +192,40 @@ def interactive() -> bool:
 
 @contextmanager
 def progress(
-    total: int | None, label: str, enabled: bool = True
+    total: int | None, label: str, enabled: bool = True, unit: str = "objects"
 ) -> Iterator[Callable[[int], None]]:
-    """Yield ``advance(n)``; draws a rich bar only on a terminal and when enabled."""
+    """Yield ``advance(n)``; draws a rich bar only on a terminal and when enabled.
+
+    ``unit`` "bytes" shows MB done / total and MB/s; any other unit shows
+    ``done/total <unit>`` and ``<unit>/s``.
+    """
     if not (enabled and interactive()):
         yield lambda _n: None
         return
     from rich.progress import (
         BarColumn,
+        DownloadColumn,
         MofNCompleteColumn,
         Progress,
+        ProgressColumn,
         TextColumn,
         TimeRemainingColumn,
+        TransferSpeedColumn,
     )
+    from rich.text import Text
 
+    class Rate(ProgressColumn):
+        def render(self, task: Any) -> Text:
+            speed = task.finished_speed or task.speed
+            return Text(f"{speed:,.0f} {unit}/s" if speed else f"- {unit}/s")
+
+    columns: list[Any] = [TextColumn(label), BarColumn()]
+    if unit == "bytes":
+        columns += [DownloadColumn(), TransferSpeedColumn()]
+    else:
+        columns += [MofNCompleteColumn(), TextColumn(unit), Rate()]
     with Progress(
-        TextColumn(label),
-        BarColumn(),
-        MofNCompleteColumn(),
+        *columns,
         TimeRemainingColumn(),
         transient=True,
         console=_stderr_console(),

@@ -9,7 +9,16 @@ from typing import Annotated, Any
 
 import typer
 
-from ledger.cli.common import DbOption, JsonOption, console, emit_json, progress, read_input
+from ledger.cli.common import (
+    SHOW_NOTES,
+    DbOption,
+    JsonOption,
+    console,
+    emit_json,
+    progress,
+    read_input,
+    table,
+)
 
 
 def log_key_path(db: Path, given: Path | None = None) -> Path:
@@ -109,6 +118,7 @@ def show(
     with open_store(db, readonly=True) as store:
         obj = resolve(store, ref)
         entry = next(store.entries(since=obj.seq, limit=1))
+        notes = [line for note in SHOW_NOTES for line in note(store, obj)]
     if raw:
         sys.stdout.buffer.write(obj.data)
         sys.stdout.buffer.flush()
@@ -124,6 +134,7 @@ def show(
         "appended_at": entry.appended_at,
         "size": len(obj.data),
         "object": None if obj.kind == "blob" else json.loads(obj.data),
+        "notes": notes,
     }
     if json_out:
         emit_json(info)
@@ -141,37 +152,61 @@ def show(
         "size",
     ):
         if info[key] is not None:
-            out.print(f"{key:15} {info[key]}")
+            out.print(f"{key:15} {info[key]}", markup=False)
+    for note in notes:
+        out.print(f"{'note':15} {note}", markup=False)
     if info["object"] is not None:
         out.print_json(data=info["object"])
 
 
 def log(
     db: DbOption = Path("ledger.db"),
-    kind: Annotated[str | None, typer.Option(help="Only entries of this kind.")] = None,
+    kind: Annotated[
+        str | None, typer.Option(help="Only entries of this kind (a registered kind or blob).")
+    ] = None,
     since: Annotated[int, typer.Option(min=0, help="First sequence number.")] = 0,
     limit: Annotated[int | None, typer.Option(min=1, help="At most N entries.")] = None,
     json_out: JsonOption = False,
 ) -> None:
-    """List log entries in sequence order."""
+    """List log entries in sequence order: seq, kind, object id, full digest, time."""
+    from ledger.schema.kinds import BLOB, get_kind
     from ledger.store.sqlite import open_store
 
+    if kind is not None and kind != BLOB:
+        get_kind(kind)  # unknown kinds: exit 3 with the list of known ones
     with open_store(db, readonly=True) as store:
         entries = list(store.entries(since=since, limit=limit, kind=kind))
+        ids = store.ids_of([e.digest for e in entries])
+    rows = [
+        {
+            "seq": e.seq,
+            "digest": e.digest,
+            "kind": e.kind,
+            "object_id": ids.get(e.digest, (None, None))[0],
+            "object_version": ids.get(e.digest, (None, None))[1],
+            "appended_at": e.appended_at,
+        }
+        for e in entries
+    ]
     if json_out:
-        emit_json(
-            [
-                {"seq": e.seq, "digest": e.digest, "kind": e.kind, "appended_at": e.appended_at}
-                for e in entries
-            ]
-        )
+        emit_json(rows)
         return
-    from rich.table import Table
-
-    table = Table("seq", "kind", "digest", "appended at")
-    for e in entries:
-        table.add_row(str(e.seq), e.kind, e.digest, e.appended_at)
-    console().print(table)
+    table(
+        ["seq", "kind", "id", "digest", "appended at"],
+        [
+            [
+                str(r["seq"]),
+                str(r["kind"]),
+                "-"
+                if r["object_id"] is None
+                else str(r["object_id"])
+                + ("" if r["object_version"] is None else f"@{r['object_version']}"),
+                str(r["digest"]),
+                str(r["appended_at"]),
+            ]
+            for r in rows
+        ],
+    )
 
 
 def stats(db: DbOption = Path("ledger.db"), json_out: JsonOption = False) -> None:

@@ -60,7 +60,7 @@ def jsonl(
     try:
         with (
             open_store(db) as store,
-            progress(total, "importing", enabled=not json_out) as advance,
+            progress(total, "importing", enabled=not json_out, unit="bytes") as advance,
         ):
             summary = import_jsonl(
                 store,

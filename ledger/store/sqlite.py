@@ -328,6 +328,19 @@ class SQLiteStore:
             for r in self._q(f"{self._OBJ} WHERE legacy_digest = ? ORDER BY seq", (legacy,))
         ]
 
+    def ids_of(self, digests: Sequence[str]) -> dict[str, tuple[str | None, int | None]]:
+        """(object id, object version) of each stored digest, in chunks of one query."""
+        out: dict[str, tuple[str | None, int | None]] = {}
+        for start in range(0, len(digests), 500):
+            chunk = list(digests[start : start + 500])
+            marks = ",".join("?" * len(chunk))
+            for digest, oid, version in self._q(
+                f"SELECT digest, object_id, object_version FROM objects WHERE digest IN ({marks})",
+                tuple(chunk),
+            ):
+                out[str(digest)] = (oid, version)
+        return out
+
     def by_digest_prefix(self, prefix: str, limit: int = 2) -> list[str]:
         """Ledger digests of up to ``limit`` objects whose ledger or legacy digest starts
         with ``prefix`` (a ``sha256:`` + lowercase hex prefix), in digest order."""

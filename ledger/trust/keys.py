@@ -216,6 +216,14 @@ def generate_key_file(path: Path, passphrase: bytes | None = None) -> tuple[Ed25
     return private_key, key_id(public_key)
 
 
+def _refuse_public_key(path: Path, data: bytes) -> None:
+    if b"PUBLIC KEY-----" in data and b"PRIVATE KEY-----" not in data:
+        raise KeyFileError(
+            f"key file {path} holds a public key, got a PUBLIC KEY PEM, expected the private"
+            " key file (the one without .pub, written by `provledger key generate` or init)"
+        )
+
+
 def _read_private_key_file(path: Path) -> bytes:
     """Read the file after checking its mode on the open descriptor (no stat/open race)."""
     # O_NONBLOCK so a FIFO planted at the path cannot hang us; no effect on regular files.
@@ -236,6 +244,9 @@ def _read_private_key_file(path: Path) -> bytes:
             )
         if os.name == "posix" and info.st_mode & _UNSAFE_BITS:
             mode = stat.S_IMODE(info.st_mode)
+            # A public key (readable by all, as it should be) given where the private
+            # key belongs: say that, not that its mode is wrong.
+            _refuse_public_key(path, os.read(fd, _MAX_KEY_FILE_SIZE))
             raise KeyFileError(
                 f"private key file {path} is accessible by others, got mode {mode:04o}, "
                 "expected 0600 or stricter"
@@ -266,6 +277,7 @@ def load_private_key(path: Path, passphrase: bytes | None = None) -> Ed25519Priv
     """
     path = Path(path)
     data = _read_private_key_file(path)
+    _refuse_public_key(path, data)
     encrypted = _ENCRYPTED_PEM_MARKER in data
     if encrypted and passphrase is None:
         raise KeyFileError(

@@ -1,0 +1,63 @@
+"""One example per command, appended to its ``--help`` (by ``ProvGroup``).
+
+Keyed by the command path below ``provledger``. A test walks every command and
+requires an entry here, so a new command cannot ship without an example.
+"""
+
+from __future__ import annotations
+
+EXAMPLES: dict[str, str] = {
+    "init": "provledger init --db ledger.db",
+    "append": "provledger append work-unit.json result-manifest.json",
+    "show": "provledger show sha256:4fdec8a2",
+    "log": "provledger log --kind benchmark-cohort --limit 20",
+    "stats": "provledger stats --json",
+    "checkpoint": "provledger checkpoint",
+    "verify": "provledger verify --authority-key ledger.db.authority.key.pub",
+    "sign": "provledger sign sha256:4fdec8a2 --key verifier.key",
+    "provenance": "provledger provenance phase0/smoke-verification/attempt-1",
+    "run-verifier": (
+        "provledger run-verifier --work-unit wu.json --plan plan.json --manifest rm.json"
+        " --candidate-root out/ --key verifier.key"
+    ),
+    "calibrate": "provledger calibrate --record --key verifier.key",
+    "proof inclusion": "provledger proof inclusion sha256:4fdec8a2",
+    "proof consistency": "provledger proof consistency 10 20",
+    "bundle export": "provledger bundle export sha256:4fdec8a2 --output result.bundle.json",
+    "bundle verify": (
+        'provledger bundle verify result.bundle.json --log-key "$(cat log-verifier-key.txt)"'
+    ),
+    "key generate": "provledger key generate verifier.key",
+    "identity register": (
+        "provledger identity register --verifier-id idkmesh-local-verifier"
+        " --adapter deterministic-patch-verifier --adapter-version 0.3.0"
+        " --public-key verifier.key.pub"
+    ),
+    "identity list": "provledger identity list",
+    "identity show": "provledger identity show idkmesh-local-verifier",
+    "identity revoke": "provledger identity revoke KEY_ID --reason retired",
+    "attestation check": "provledger attestation check sha256:4fdec8a2",
+    "attestation export": "provledger attestation export sha256:5b1e07c3 --output envelope.json",
+    "attestation import": "provledger attestation import envelope.json",
+    "attestation verify-envelope": "provledger attestation verify-envelope envelope.json",
+    "export intoto": "provledger export intoto sha256:4fdec8a2 --key verifier.key",
+    "import jsonl": "provledger import jsonl objects.jsonl",
+    "import idkmesh": "provledger import idkmesh ../idkmesh",
+    "cohort digest": "provledger cohort digest benchmarks/phase-b2-first-five/cohort.json",
+    "cohort freeze": "provledger cohort freeze cohort.json",
+    "cohort burn": (
+        "provledger cohort burn benchmark/toy --reason 'evaluator defect seen after outcomes'"
+    ),
+    "cohort bind": "provledger cohort bind successor.json --predecessor benchmark/toy",
+    "cohort audit": "provledger cohort audit benchmark/phase-b2-first-five",
+    "cohort list": "provledger cohort list --json",
+    "behavioral run": (
+        "provledger behavioral run --source-tree src/ --patch candidate.patch"
+        " --probes probes.json --verification-result sha256:05cde97b"
+    ),
+}
+
+
+def example_for(path: str) -> str | None:
+    """The example for a command path such as ``cohort audit``; None if there is none."""
+    return EXAMPLES.get(path)
