@@ -315,9 +315,10 @@ def list_cmd(db: DbOption = Path("ledger.db"), json_out: JsonOption = False) -> 
 
 def _tree(parent: Any, check: Check) -> None:
     from rich.markup import escape
+    from rich.text import Text
 
     mark = "[green]passed[/]" if check.ok else "[red]FAILED[/]"
-    node = parent.add(f"{mark} {escape(check.name)}: {escape(check.reason)}")
+    node = parent.add(Text.from_markup(f"{mark} {escape(check.name)}: {escape(check.reason)}"))
     for child in check.children:
         _tree(node, child)
 
@@ -347,7 +348,7 @@ def provenance_cmd(
     Exit 0 when every check passed, 1 when the chain fails, 3 when REF is malformed,
     not found, or not a VerificationResult.
     """
-    from rich.markup import escape
+    from rich.text import Text
     from rich.tree import Tree
 
     from cohorts.provenance import provenance_of
@@ -359,7 +360,7 @@ def provenance_cmd(
         emit_json({**report.to_json(), "ref": ref})
     else:
         status = "passed" if report.ok else "FAILED"
-        tree = Tree(f"provenance of {escape(report.digest)}: {status}")
+        tree = Tree(Text(f"provenance of {report.digest}: {status}"))
         for check in report.checks:
             _tree(tree, check)
         console().print(tree)

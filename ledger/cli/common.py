@@ -248,14 +248,15 @@ PIPE_WIDTH = 1_000_000
 def console() -> Any:
     """A rich console on stdout for human output.
 
-    Not a terminal: no colour, no wrapping, no truncation (a huge width). User text
-    must still be escaped (``rich.markup.escape``) before it is printed with markup.
+    Markup is off: every string printed is shown as it is, so user text can never be
+    read as markup (styled output builds ``rich.text.Text`` explicitly, escaping user
+    text). Not a terminal: no colour, no wrapping, no truncation (a huge width).
     """
     from rich.console import Console
 
     if sys.stdout.isatty():
-        return Console(highlight=False, soft_wrap=True)
-    return Console(highlight=False, soft_wrap=True, width=PIPE_WIDTH, no_color=True)
+        return Console(highlight=False, soft_wrap=True, markup=False)
+    return Console(highlight=False, soft_wrap=True, width=PIPE_WIDTH, no_color=True, markup=False)
 
 
 def plain_lines(lines: Iterable[str]) -> None:
