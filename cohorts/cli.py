@@ -214,12 +214,12 @@ def audit_cmd(
     found, 0 otherwise.
     """
     from cohorts.audit_view import audit_lines
-    from cohorts.errors import CohortInputError
+    from cohorts.errors import CohortUsageError
     from cohorts.service import audit, audit_attestations
     from ledger.store.sqlite import open_store
 
     if all_cohorts == (cohort_id is not None):
-        raise CohortInputError(
+        raise CohortUsageError(
             "cohort audit, got "
             + ("both ID and --all" if all_cohorts else "neither ID nor --all")
             + ", expected a cohort id (see `provledger cohort list`) or --all"

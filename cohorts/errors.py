@@ -25,6 +25,12 @@ class CohortInputError(CohortError, InputError):
     """A cohort-related document is malformed or names an unknown stage (exit 3)."""
 
 
+class CohortUsageError(CohortError):
+    """A cohort command given a combination of arguments it cannot run (exit 2)."""
+
+    exit_code = 2
+
+
 class DefinitionError(CohortInputError):
     """A field the definition projection commits to is missing or has the wrong type."""
 

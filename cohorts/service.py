@@ -74,7 +74,10 @@ def latest_cohort(reader: LedgerReader, cohort_id: str) -> StoredDoc | None:
 def require_cohort(reader: LedgerReader, cohort_id: str) -> StoredDoc:
     doc = latest_cohort(reader, cohort_id)
     if doc is None:
-        raise NotFound(f"cohort not found, got {cohort_id}, expected a cohort id in the ledger")
+        raise NotFound(
+            f"cohort not found, got {cohort_id}, expected a cohort id in the ledger"
+            " (`provledger cohort list` shows them; `provledger import idkmesh` records them)"
+        )
     return doc
 
 

@@ -134,8 +134,9 @@ def show(
         "appended_at": entry.appended_at,
         "size": len(obj.data),
         "object": None if obj.kind == "blob" else json.loads(obj.data),
-        "notes": notes,
     }
+    if notes:  # only kinds that have notes (a VerificationResult's evidence strength)
+        info["notes"] = notes
     if json_out:
         emit_json(info)
         return
@@ -189,7 +190,9 @@ def log(
         for e in entries
     ]
     if json_out:
-        emit_json(rows)
+        # The documented shape, unchanged: ids are for people (``show`` has them all).
+        keys = ("seq", "digest", "kind", "appended_at")
+        emit_json([{k: r[k] for k in keys} for r in rows])
         return
     table(
         ["seq", "kind", "id", "digest", "appended at"],
