@@ -38,7 +38,11 @@ def _reference(ref: Mapping[str, object]) -> str:
     return text
 
 
-def audit_lines(report: AuditReport, attested: Mapping[str, str]) -> list[str]:
+def audit_lines(
+    report: AuditReport,
+    attested: Mapping[str, str],
+    behavioural: Mapping[str, Sequence[str]] | None = None,
+) -> list[str]:
     lines: list[str] = []
     counts = report.counts()
     digests = report.definition_digest
@@ -102,6 +106,14 @@ def audit_lines(report: AuditReport, attested: Mapping[str, str]) -> list[str]:
             "  (patch-verifier verdicts are text-matching proxies, never proof of runtime"
             " correctness; behavioural evidence is a separate channel)"
         )
+        linked = behavioural or {}
+        for task in report.tasks:
+            for attempt in task.attempts:
+                doc = attempt.verification_result.doc
+                for evidence in linked.get(doc.jcs_digest, []) if doc is not None else []:
+                    lines.append(
+                        f"  behavioural evidence for {task.task} / {attempt.attempt}: {evidence}"
+                    )
     lines += findings_lines(report.findings)
     lines.append("")
     lines.append(

@@ -215,7 +215,7 @@ def audit_cmd(
     """
     from cohorts.audit_view import audit_lines
     from cohorts.errors import CohortUsageError
-    from cohorts.service import audit, audit_attestations
+    from cohorts.service import audit, audit_attestations, audit_behavioural
     from ledger.store.sqlite import open_store
 
     if all_cohorts == (cohort_id is not None):
@@ -231,10 +231,11 @@ def audit_cmd(
     with open_store(db, readonly=True) as store:
         report = audit(store, cohort_id)
         attested = audit_attestations(store, report)
+        behavioural = audit_behavioural(store, report)
     if json_out:
-        emit_json({**report.to_json(), "attestations": attested})
+        emit_json({**report.to_json(), "attestations": attested, "behavioural": behavioural})
     else:
-        plain_lines(audit_lines(report, attested))
+        plain_lines(audit_lines(report, attested, behavioural))
     if not report.ok:
         raise typer.Exit(1)
 

@@ -211,6 +211,12 @@ def locate(folder: Path) -> tuple[list[Path], str]:
     real = folder.resolve()
     if any((real / r).is_dir() for r in ROOTS):
         return [folder / r for r in ROOTS if (folder / r).is_dir()], ""
+    # A cohort folder (or a folder of them) is one wherever it lies: decided before any
+    # ancestor is consulted, so an unrelated examples/ higher up cannot capture it.
+    if _has_cohort(folder):
+        if (folder / "cohort.json").is_file():
+            return [folder], f"benchmarks/{real.name}"
+        return [folder], "benchmarks"
     repo = _repo_root(real.parent)
     if repo is not None:
         rel = real.relative_to(repo)
@@ -219,10 +225,6 @@ def locate(folder: Path) -> tuple[list[Path], str]:
             if real.is_relative_to(top) or top.is_relative_to(real):
                 walk = [folder] if real.is_relative_to(top) else [folder / top.relative_to(real)]
                 return walk, rel.as_posix()
-    if _has_cohort(folder):
-        if (folder / "cohort.json").is_file():
-            return [folder], f"benchmarks/{real.name}"
-        return [folder], "benchmarks"
     where = (
         f" (inside the repository at {repo}, but {real.name}/ is not one of {', '.join(ROOTS)})"
         if repo is not None

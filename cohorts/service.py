@@ -350,6 +350,25 @@ def audit_attestations(reader: LedgerReader, report: AuditReport) -> dict[str, s
     return {d: attestation_state(reader, d) for d in sorted(set(digests))}
 
 
+def audit_behavioural(reader: LedgerReader, report: AuditReport) -> dict[str, list[str]]:
+    """Behavioural evidence recorded for each stored VerificationResult the report lists
+    (by the result's ledger digest): the separate, stronger channel, linked not merged."""
+    out: dict[str, list[str]] = {}
+    for task in report.tasks:
+        for attempt in task.attempts:
+            doc = attempt.verification_result.doc
+            if doc is None:
+                continue
+            linked = [
+                source
+                for source, _rel in reader.refs_to(doc.jcs_digest, "verification-result")
+                if (obj := reader.get(source)) is not None and obj.kind == "behavioral-evidence"
+            ]
+            if linked:
+                out[doc.jcs_digest] = sorted(linked)
+    return out
+
+
 @dataclass(frozen=True)
 class CohortRow:
     """One stored cohort as ``cohort list`` and ``cohort audit --all`` show it."""

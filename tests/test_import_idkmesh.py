@@ -218,3 +218,51 @@ def test_frozen_cohort_imported_through_gate(
     code, report = _import(runner, ledger_path, tmp_path / "repo")
     assert code == 0, report
     assert _by_path(report)["benchmarks/toy-v2/cohort.json"]["status"] == "imported"
+
+
+def test_import_accepts_every_kind_of_folder(
+    corpus: Path, tmp_path: Path, runner: CliRunner
+) -> None:
+    """A benchmarks/ folder, examples/, a cohort folder outside any repository."""
+    cases = {
+        corpus / "benchmarks": ("benchmarks", "benchmarks/phase-b2-successor-v2/cohort.json"),
+        corpus / "examples": ("examples", "examples/work-units/phase0-smoke.work-unit.json"),
+    }
+    alone = tmp_path / "copied" / "phase-b2-first-five"
+    shutil.copytree(corpus / "benchmarks" / "phase-b2-first-five", alone)
+    cases[alone] = (
+        "benchmarks/phase-b2-first-five",
+        "benchmarks/phase-b2-first-five/cohort.json",
+    )
+    for index, (folder, (prefix, path)) in enumerate(cases.items()):
+        db = tmp_path / f"l{index}.db"
+        assert runner.invoke(app, ["init", "--db", str(db)]).exit_code == 0
+        code, report = _import(runner, db, folder)
+        assert code == 0, (folder, report["counts"])
+        assert report["prefix"] == prefix
+        assert _by_path(report)[path]["status"] == "imported"
+
+
+def test_burn_notice_keeps_upstream_date_and_bad_json_is_quarantined(
+    corpus: Path, tmp_path: Path, ledger_path: Path, runner: CliRunner
+) -> None:
+    folder = tmp_path / "benchmarks" / "burned"
+    shutil.copytree(corpus / "benchmarks" / "phase-b2-first-five", folder)
+    cohort = json.loads((folder / "cohort.json").read_text("utf-8"))
+    cohort["extensions"]["org.idkmesh.phase_b2"]["burn"]["burned_at"] = "2026-08-20"
+    (folder / "cohort.json").write_text(json.dumps(cohort), "utf-8")
+    (folder / "work-units" / "broken.work-unit.json").write_bytes(b'{"id": "x", NaN}')
+    code, report = _import(runner, ledger_path, folder)
+    assert code == 0
+    items = _by_path(report)
+    broken = items["benchmarks/burned/work-units/broken.work-unit.json"]
+    assert broken["status"] == "quarantined" and "does not parse" in broken["reason"]
+    notice = items["benchmarks/burned/cohort.json#burn"]["digest"]
+    with open_store(ledger_path, readonly=True) as store:
+        stored = store.get(notice)
+        assert stored is not None
+        assert json.loads(stored.data)["issued_at"] == "2026-08-20T00:00:00Z"
+    audit = runner.invoke(
+        app, ["cohort", "audit", "benchmark/phase-b2-first-five", "--db", str(ledger_path)]
+    )
+    assert "  date: 2026-08-20T00:00:00Z" in audit.stdout
