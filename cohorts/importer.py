@@ -150,7 +150,7 @@ class ImportReport:
                         Counter(
                             i.kind or "?"
                             for i in items
-                            if i.status in ("imported", "present") and not i.path.endswith("#burn")
+                            if i.status in ("imported", "present")
                         )
                     ),
                     tuple(i.path for i in items if i.status == "quarantined"),
@@ -410,7 +410,9 @@ def _import_cohort(
     out = [_item(rel, status, reason, objects[-1], results[-1].new)]
     stage = as_str(cohort.get("stage"))
     if stage == "burned" and status == "imported":
-        out.append(_burn_notice(store, rel, path, cohort, authority))
+        notice = _burn_notice(store, rel, path, cohort, authority)
+        if notice is not None:
+            out.append(notice)
     return out, as_str(cohort.get("id")), stage
 
 
@@ -420,14 +422,15 @@ def _burn_notice(
     path: Path,
     cohort: dict[str, Any],
     authority: Signer | None,
-) -> ImportItem:
+) -> ImportItem | None:
     where = f"{rel}#burn"
     try:
         facts = burn_facts_from_extensions(cohort)
     except LedgerError as exc:
         return ImportItem(where, "invalid", str(exc), BURN_NOTICE, new=False)
     if facts is None:
-        return ImportItem(where, "present", "no burn facts", BURN_NOTICE, new=False)
+        # Nothing upstream to record; the audit reports the burned cohort's missing notice.
+        return None
     refs: list[Reference] = []
     prose = path.parent / "BURN_NOTICE.md"
     if prose.is_file() and not prose.is_symlink():
