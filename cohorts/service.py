@@ -318,8 +318,39 @@ def bind_cohort(
 # --- audit -------------------------------------------------------------------------------
 
 
+def quarantined_cohort(reader: LedgerReader, cohort_id: str) -> dict[str, Any] | None:
+    """The document of ``cohort_id`` when the ledger holds it only quarantined (it failed
+    its schema at import) and its stored bytes still parse; else None."""
+    from cohorts.lookup import QUARANTINE
+    from ledger.encoding.canonical import parse_strict
+
+    for record in reversed(StoreLookup(reader).of_kind(QUARANTINE)):
+        value = record.value
+        if value.get("claimed_kind") != BENCHMARK_COHORT or value.get("object_id") != cohort_id:
+            continue
+        blob = reader.get(str(value.get("blob_digest")))
+        if blob is None:
+            continue
+        try:
+            parsed = parse_strict(bytes(blob.data))
+        except LedgerError:
+            continue
+        if isinstance(parsed, dict):
+            return parsed
+    return None
+
+
 def audit(reader: LedgerReader, cohort_id: str) -> AuditReport:
-    """Audit the newest stored document of ``cohort_id`` against the ledger."""
+    """Audit the newest stored document of ``cohort_id`` against the ledger.
+
+    A cohort recorded only quarantined is audited as its stored bytes parse: the audit
+    is total, so its schema violations are reported as findings (never "not found").
+    """
+    doc = latest_cohort(reader, cohort_id)
+    if doc is None:
+        bad = quarantined_cohort(reader, cohort_id)
+        if bad is not None:
+            return audit_cohort(bad, StoreLookup(reader), schema_validator)
     doc = require_cohort(reader, cohort_id)
     return audit_cohort(doc.value, StoreLookup(reader), schema_validator)
 

@@ -266,3 +266,21 @@ def test_burn_notice_keeps_upstream_date_and_bad_json_is_quarantined(
         app, ["cohort", "audit", "benchmark/phase-b2-first-five", "--db", str(ledger_path)]
     )
     assert "  date: 2026-08-20T00:00:00Z" in audit.stdout
+
+
+def test_schema_invalid_cohort_is_audited_not_lost(
+    corpus: Path, tmp_path: Path, ledger_path: Path, runner: CliRunner
+) -> None:
+    folder = tmp_path / "benchmarks" / "odd"
+    shutil.copytree(corpus / "benchmarks" / "phase-b2-first-five", folder)
+    cohort = json.loads((folder / "cohort.json").read_text("utf-8"))
+    cohort["id"] = "benchmark/odd"
+    cohort["stage"] = "half-baked"
+    (folder / "cohort.json").write_text(json.dumps(cohort), "utf-8")
+    code, report = _import(runner, ledger_path, folder)
+    assert code == 0
+    assert _by_path(report)["benchmarks/odd/cohort.json"]["status"] == "quarantined"
+    code, audit = _audit(runner, ledger_path, "benchmark/odd")
+    assert code == 1
+    codes = {f["code"] for f in audit["findings"]}
+    assert "cohort.schema" in codes and "cohort.stage" in codes
