@@ -147,11 +147,7 @@ class ImportReport:
                     cohort_id,
                     stage,
                     dict(
-                        Counter(
-                            i.kind or "?"
-                            for i in items
-                            if i.status in ("imported", "present")
-                        )
+                        Counter(i.kind or "?" for i in items if i.status in ("imported", "present"))
                     ),
                     tuple(i.path for i in items if i.status == "quarantined"),
                     sum(1 for i in items if i.status == "invalid"),

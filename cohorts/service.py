@@ -452,4 +452,15 @@ def cohort_rows(reader: LedgerReader) -> list[CohortRow]:
                 state,
             )
         )
-    return rows
+    from cohorts.lookup import QUARANTINE
+
+    listed = {r.cohort_id for r in rows}
+    for record in StoreLookup(reader).of_kind(QUARANTINE):
+        qid = as_str(record.value.get("object_id"))
+        if record.value.get("claimed_kind") != BENCHMARK_COHORT or qid is None or qid in listed:
+            continue
+        listed.add(qid)
+        rows.append(
+            CohortRow(qid, "quarantined (fails its schema)", None, 0, record.jcs_digest, "-")
+        )
+    return sorted(rows, key=lambda r: r.cohort_id)

@@ -284,3 +284,6 @@ def test_schema_invalid_cohort_is_audited_not_lost(
     assert code == 1
     codes = {f["code"] for f in audit["findings"]}
     assert "cohort.schema" in codes and "cohort.stage" in codes
+    listed = runner.invoke(app, ["cohort", "list", "--db", str(ledger_path), "--json"])
+    rows = {r["id"]: r for r in json.loads(listed.stdout)}
+    assert rows["benchmark/odd"]["stage"] == "quarantined (fails its schema)"
