@@ -1,13 +1,21 @@
 """Provenance of one VerificationResult: every link of its chain, checked against bytes.
 
-``provenance(store, digest)`` walks result -> ResultManifest -> WorkUnit and
-EvaluatorPlan (bindings replayed), the artifacts and evidence blobs (present, SHA-256 of
-the stored bytes), the attestations (``ledger.trust.judgement``), cohort membership
-and burn status, and inclusion of every chain object under the newest signed
-checkpoint (note verified with the ledger's log key, proof verified against its root).
-Total: a broken link is a failed check, never an exception. JSON shape::
+``provenance_of(store, ref)`` resolves a digest (either scheme), unique prefix or
+id[@version] to a stored VerificationResult (else NotFound / InputError, exit 3; a
+digest some cohort lists but the ledger lacks is explained). ``provenance(store,
+digest)`` walks result -> ResultManifest -> WorkUnit and EvaluatorPlan (bindings
+replayed; a reference that names nothing is "missing", one whose id is stored under
+other bytes is "present but different", both digests shown), the artifacts and evidence
+blobs (present, SHA-256 of the stored bytes), the attestations
+(``ledger.trust.judgement``), cohort membership (which cohort lists the attempt, under
+which digest, and what that means) and burn status, the evidence strength of the
+verdict (``cohorts.strength``) with any behavioural evidence linked, and inclusion of
+every chain object under the newest signed checkpoint (note verified with the ledger's
+log key, proof verified against its root). Total: a broken link is a failed check,
+never an exception. JSON shape::
 
-    {"digest": str, "ok": bool, "outcome": "counted"|"excluded"|"unlisted"|null,
+    {"digest": str, "ok": bool,
+     "outcome": "counted"|"excluded"|"mismatched"|"unlisted"|null,
      "checks": [{"name": str, "status": "passed"|"failed", "reason": str,
                  "subject": str|null, "children": [...same shape...]}]}
 """
