@@ -47,6 +47,12 @@ class ProvGroup(TyperGroup):
                 fail_line(f"database error, got '{exc}', expected a usable ledger"), err=True
             )
             ctx.exit(3)
+        except BrokenPipeError:
+            # The reader stopped reading (`provledger log | head`): not an error of ours.
+            # Quiet, and the exit status a process killed by SIGPIPE has (128 + 13).
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+            ctx.exit(141)
         except OSError as exc:
             typer.echo(fail_line(f"{exc.strerror or exc}: {exc.filename or ''}".strip()), err=True)
             ctx.exit(3)
