@@ -63,6 +63,9 @@ def _mount() -> None:
     importcmds = __import__("ledger.cli.importcmds", fromlist=["import_app"])
     __import__("cohorts.cli", fromlist=["register"]).register(app, importcmds.import_app)
     __import__("verifiers.cli", fromlist=["register"]).register(app)
+    browse = __import__("cohorts.browse.cli", fromlist=["register"])
+    browse.register(app)
+    logcmds.set_browse_check(browse.browse_findings)
 
 
 _mount()

@@ -3,14 +3,26 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
 from ledger.cli.common import DbOption, JsonOption, console, emit_json, new_app
 
 proof_app = new_app("Inclusion and consistency proofs (RFC 9162).")
+
+#: ``verify --browse FILE``: (open store, FILE) -> findings as {"code", "table", "message"}.
+#: Supplied by the composition root (the browse projection lives outside the core).
+BrowseCheck = Callable[[Any, Path], list[dict[str, str]]]
+_browse_check: BrowseCheck | None = None
+
+
+def set_browse_check(check: BrowseCheck) -> None:
+    """Install the check behind ``verify --browse``."""
+    global _browse_check
+    _browse_check = check
 
 
 def checkpoint(
@@ -134,9 +146,17 @@ def verify(
             "--workers", min=1, help="Processes for per-object checks (default: automatic)."
         ),
     ] = None,
+    browse: Annotated[
+        Path | None,
+        typer.Option("--browse", help="Also check that this browse database matches the ledger."),
+    ] = None,
     json_out: JsonOption = False,
 ) -> None:
-    """Audit the whole ledger: digests, canonical form, schemas, sequence, tree, checkpoints."""
+    """Audit the whole ledger: digests, canonical form, schemas, sequence, tree, checkpoints.
+
+    With --browse FILE, also re-derive the projection and compare it with FILE; the JSON
+    output then has "browse": {"file", "ok", "findings": [{"code", "table", "message"}]}.
+    """
     from ledger.audit.full import audit, default_object_checks
     from ledger.cli.common import progress
     from ledger.errors import CheckFailed
@@ -168,8 +188,21 @@ def verify(
                 advance=advance,
                 workers=workers,
             )
+        browse_findings = None
+        if browse is not None:
+            if _browse_check is None:
+                raise CheckFailed("verify --browse, got no browse check installed, expected one")
+            browse_findings = _browse_check(store, browse)
+    ok = report.ok and not browse_findings
     if json_out:
-        emit_json(report.to_json())
+        out_json = report.to_json()
+        if browse_findings is not None:
+            out_json["browse"] = {
+                "file": str(browse),
+                "ok": not browse_findings,
+                "findings": browse_findings,
+            }
+        emit_json(out_json)
     else:
         out = console()
         for f in report.findings:
@@ -181,7 +214,12 @@ def verify(
             f"verified {report.entries} entries, {report.checkpoints_checked} checkpoints,"
             f" root {report.root}: {status}"
         )
-    if not report.ok:
+        if browse_findings is not None:
+            for bf in browse_findings:
+                out.print(f"FAIL {bf['code']} {bf['table']}: {bf['message']}", markup=False)
+            verdict = "matches the ledger" if not browse_findings else "does NOT match the ledger"
+            out.print(f"browse database {browse} {verdict}", markup=False)
+    if not ok:
         raise typer.Exit(CheckFailed.exit_code)
 
 

@@ -1,0 +1,265 @@
+"""Build or update the browse database from a ledger, with sqlite-utils.
+
+Invariants:
+- The ledger is only read (callers open it read-only); the browse file is written to a
+  temporary copy and moved into place, so a reader (``provledger serve``) never sees
+  half an update and a failed run leaves the previous file as it was.
+- Incremental: ``ledger_info.last_seq`` records the last log position projected; a
+  later run projects only the entries after it. Rows depend only on the log prefix
+  (see ``project``), so an incremental build equals a full build of the same ledger.
+- A projection belongs to one log: the origin and the digest at ``last_seq`` must
+  match the ledger, else the run is refused (a different or rewritten ledger).
+- Two tables depend on the whole ledger and are recomputed on every run that sees
+  anything new: ``provenance`` and ``provenance_checks``.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import sqlite_utils
+
+from cohorts.browse.project import Projection, Projector, Row, Update
+from cohorts.browse.tables import TABLES, VIEWS
+from cohorts.provenance import Check, provenance
+from ledger.errors import InputError
+from ledger.store.base import LedgerReader
+
+FORMAT = "provledger-browse/1"
+BATCH = 2000
+
+
+@dataclass(frozen=True)
+class IndexReport:
+    out: Path
+    previous_size: int
+    size: int
+    checkpoints: int
+    results: int
+
+    @property
+    def new_entries(self) -> int:
+        return self.size - self.previous_size
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "out": str(self.out),
+            "previous_size": self.previous_size,
+            "size": self.size,
+            "new_entries": self.new_entries,
+            "checkpoints": self.checkpoints,
+            "results": self.results,
+        }
+
+
+def default_out(db: Path) -> Path:
+    """``ledger.db`` -> ``ledger.browse.db``."""
+    return db.with_name(db.stem + ".browse.db")
+
+
+def ensure_schema(db: sqlite_utils.Database) -> None:
+    """Create every declared table, full-text index and view that is missing."""
+    for table in TABLES:
+        if not db[table.name].exists():
+            db[table.name].create(
+                table.column_types(),
+                pk=table.pk[0] if len(table.pk) == 1 else table.pk,
+                foreign_keys=list(table.foreign_keys),
+            )
+            if table.fts:
+                db[table.name].enable_fts(list(table.fts), create_triggers=True)
+            for column in table.columns:
+                # Lookups by digest columns from object pages and canned queries.
+                if column.name.endswith("_digest") or column.name in ("cohort_id", "key_id"):
+                    db[table.name].create_index([column.name], if_not_exists=True)
+    for view in VIEWS:
+        db.create_view(view.name, view.sql, replace=True)
+
+
+def _info(db: sqlite_utils.Database) -> dict[str, str]:
+    return {str(r["key"]): str(r["value"]) for r in db["ledger_info"].rows}
+
+
+def _check_same_log(store: LedgerReader, info: dict[str, str], out: Path) -> int:
+    """Size already projected; refuses a projection of a different or rewritten log."""
+    if "last_seq" not in info:
+        return 0
+    origin = store.get_meta("origin")
+    if info.get("origin") != origin:
+        raise InputError(
+            f"browse database {out} is of another ledger, got origin {info.get('origin')!r},"
+            f" expected {origin!r}"
+        )
+    size = int(info["last_seq"]) + 1
+    if size == 0:
+        return 0
+    last = store.get_by_seq(size - 1)
+    if last is None or last.digest != info.get("last_digest"):
+        raise InputError(
+            f"browse database {out} does not match the ledger at seq {size - 1}, got"
+            f" {info.get('last_digest')}, expected {None if last is None else last.digest}"
+            " (rebuild it with --full)"
+        )
+    return size
+
+
+def _entries_from(store: LedgerReader, since: int) -> Iterator[tuple[int, str]]:
+    for entry in store.entries(since=since):
+        yield entry.seq, entry.appended_at
+
+
+class _Writer:
+    """Batches rows per table; flushes before an update so it sees every earlier row."""
+
+    def __init__(self, db: sqlite_utils.Database) -> None:
+        self.db = db
+        self.pending: dict[str, list[Row]] = {}
+        self.count = 0
+
+    def add(self, projection: Projection) -> None:
+        for update in projection.updates:
+            self.flush()
+            self.apply(update)
+        for table, rows in projection.rows.items():
+            self.pending.setdefault(table, []).extend(rows)
+            self.count += len(rows)
+        if self.count >= BATCH:
+            self.flush()
+
+    def apply(self, update: Update) -> None:
+        sets = ", ".join(f"[{k}] = ?" for k in update.values)
+        self.db.execute(
+            f"UPDATE [{update.table}] SET {sets} WHERE [{update.match_column}] = ? AND seq < ?",
+            [*update.values.values(), update.match_value, update.before_seq],
+        )
+
+    def flush(self) -> None:
+        # Parents before children so foreign keys always point at existing rows.
+        for table in TABLES:
+            rows = self.pending.pop(table.name, None)
+            if rows:
+                self.db[table.name].insert_all(rows, batch_size=500)
+        self.count = 0
+
+
+def _tree_nodes(store: LedgerReader, seq: int) -> list[Row]:
+    """Every complete-subtree hash that leaf ``seq`` closes (as ``append`` wrote them)."""
+    level, idx = 0, seq
+    rows = [{"level": 0, "idx": idx, "hash": store.node(0, idx).hex()}]
+    while idx & 1:
+        level, idx = level + 1, idx >> 1
+        rows.append({"level": level, "idx": idx, "hash": store.node(level, idx).hex()})
+    return rows
+
+
+def _flatten(checks: tuple[Check, ...], digest: str) -> list[Row]:
+    rows: list[Row] = []
+
+    def walk(check: Check, depth: int) -> None:
+        rows.append(
+            {
+                "result_digest": digest,
+                "position": len(rows),
+                "depth": depth,
+                "name": check.name,
+                "status": "passed" if check.ok else "failed",
+                "reason": check.reason,
+                "subject": check.subject,
+            }
+        )
+        for child in check.children:
+            walk(child, depth + 1)
+
+    for check in checks:
+        walk(check, 0)
+    return rows
+
+
+def _refresh_provenance(db: sqlite_utils.Database, store: LedgerReader) -> int:
+    db.execute("DELETE FROM provenance_checks")
+    db.execute("DELETE FROM provenance")
+    digests = [str(r[0]) for r in db.execute("SELECT digest FROM results ORDER BY seq")]
+    for digest in digests:
+        report = provenance(store, digest)
+        db["provenance"].insert(
+            {"result_digest": digest, "ok": int(report.ok), "outcome": report.outcome}
+        )
+        db["provenance_checks"].insert_all(_flatten(report.checks, digest))
+    return len(digests)
+
+
+def _write(db: sqlite_utils.Database, store: LedgerReader, out: Path) -> IndexReport:
+    ensure_schema(db)
+    info = _info(db)
+    previous = _check_same_log(store, info, out)
+    size = store.size()
+    projector = Projector(store)
+    for obj in store.by_kind("verifier-identity"):
+        if obj.seq < previous:
+            projector.remember_identity(obj)
+    writer = _Writer(db)
+    last_digest = info.get("last_digest")
+    for seq, appended_at in _entries_from(store, previous):
+        if seq >= size:
+            break  # appended while we read: the next run takes it
+        obj = store.get_by_seq(seq)
+        if obj is None:
+            raise InputError(f"ledger entry {seq} has no object, expected one (run verify)")
+        projection = projector.rows(obj, appended_at)
+        for node in _tree_nodes(store, seq):
+            projection.add("tree_nodes", node)
+        writer.add(projection)
+        last_digest = obj.digest
+    writer.flush()
+    known = {int(r[0]) for r in db.execute("SELECT size FROM checkpoints")}
+    checkpoints = [c for c in store.checkpoints() if c.size not in known and c.size <= size]
+    db["checkpoints"].insert_all(
+        {
+            "size": c.size,
+            "root": c.root.hex(),
+            "created_at": c.created_at,
+            "note": c.note.decode("utf-8", errors="replace"),
+        }
+        for c in checkpoints
+    )
+    results = db["results"].count
+    if size != previous or checkpoints or "last_seq" not in info:
+        results = _refresh_provenance(db, store)
+    meta = {
+        "format": FORMAT,
+        "origin": store.get_meta("origin") or "",
+        "authority_key_id": projector.authority_key_id or "",
+        "log_verifier_key": store.get_meta("log_verifier_key") or "",
+        "last_seq": str(size - 1),
+        "last_digest": last_digest or "",
+    }
+    db["ledger_info"].upsert_all(
+        [{"key": k, "value": v} for k, v in meta.items()], pk="key"
+    )
+    return IndexReport(out, previous, size, db["checkpoints"].count, results)
+
+
+def build_index(store: LedgerReader, out: Path, *, full: bool = False) -> IndexReport:
+    """Project ``store`` into ``out`` (incrementally unless ``full``); atomic replace."""
+    tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
+    try:
+        if out.exists() and not full:
+            shutil.copyfile(out, tmp)
+        elif tmp.exists():
+            tmp.unlink()
+        db = sqlite_utils.Database(tmp)
+        try:
+            report = _write(db, store, out)
+            db.conn.commit()
+        finally:
+            db.close()
+        os.replace(tmp, out)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+    return report

@@ -1,0 +1,84 @@
+"""``provledger index``, ``provledger serve`` and the ``verify --browse`` check.
+
+Mounted by the composition root ``ledger/cli/__init__.py``. Heavy imports (sqlite-utils,
+Datasette) happen inside the commands so ``--help`` stays light.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from ledger.cli.common import DbOption, JsonOption, emit_json
+
+BrowseOut = Annotated[
+    Path | None,
+    typer.Option("--out", help="Browse database to write (default: <db stem>.browse.db)."),
+]
+
+
+def index_cmd(
+    db: DbOption = Path("ledger.db"),
+    out: BrowseOut = None,
+    full: Annotated[
+        bool, typer.Option("--full", help="Rebuild from the first entry instead of updating.")
+    ] = False,
+    json_out: JsonOption = False,
+) -> None:
+    """Project the ledger into a browse database for auditors (the ledger is only read).
+
+    Incremental: only entries after the last one projected are read. JSON:
+    {"out", "previous_size", "size", "new_entries", "checkpoints", "results"}.
+    """
+    from cohorts.browse.build import build_index, default_out
+    from ledger.store.sqlite import open_store
+
+    target = out if out is not None else default_out(db)
+    with open_store(db, readonly=True) as store:
+        report = build_index(store, target, full=full)
+    if json_out:
+        emit_json(report.to_json())
+        return
+    typer.echo(
+        f"indexed {report.new_entries} new entries into {target}"
+        f" (ledger size {report.size}, {report.checkpoints} checkpoints,"
+        f" {report.results} results)"
+    )
+
+
+def serve_cmd(
+    db: DbOption = Path("ledger.db"),
+    browse: Annotated[
+        Path | None,
+        typer.Option("--browse", help="Browse database (default: <db stem>.browse.db)."),
+    ] = None,
+    host: Annotated[str, typer.Option("--host", help="Address to bind.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", min=0, max=65535, help="Port.")] = 8001,
+) -> None:
+    """Serve the browse database read-only with Datasette (needs the optional web extra)."""
+    from cohorts.browse.build import default_out
+    from cohorts.browse.web import ServeOptions, serve
+    from ledger.errors import NotFound
+
+    target = browse if browse is not None else default_out(db)
+    if not target.is_file():
+        raise NotFound(
+            f"browse database not found, got {target}, expected one made by `provledger index`"
+        )
+    typer.echo(f"serving {target} read-only at http://{host}:{port}/ (Ctrl-C stops)", err=True)
+    serve(ServeOptions(target, host, port))
+
+
+def browse_findings(store: Any, file: Path) -> list[dict[str, str]]:
+    """The ``verify --browse`` check, as JSON-ready findings."""
+    from cohorts.browse.check import check_browse
+
+    return [f.to_json() for f in check_browse(store, file)]
+
+
+def register(app: typer.Typer) -> None:
+    """Mount ``index`` and ``serve``."""
+    app.command("index")(index_cmd)
+    app.command("serve")(serve_cmd)

@@ -1,0 +1,174 @@
+"""Datasette plugin: digests as links, and the object page ``/-/object/<digest>``.
+
+Registered by ``web.make_app``; never loaded by plain ``datasette`` runs. Every value
+shown comes from the browse database and is escaped by Jinja (or ``markupsafe``); the
+object page re-checks what it can from that file alone: the leaf hash is recomputed
+from the entry, the inclusion proof is rebuilt from the projected tree nodes and
+verified against the newest checkpoint's root, and the checkpoint's signature is
+verified with the log key the ledger records. An auditor who holds the log key out of
+band still runs ``provledger verify --log-key``: this page checks the projection's
+internal consistency, not the trust anchor.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from dataclasses import dataclass
+from typing import Any
+
+from datasette import hookimpl
+from datasette.utils.asgi import Response
+from markupsafe import Markup, escape
+
+from cohorts.browse.web import DATABASE, DIGEST_RE, KEY_ID_RE
+from ledger.errors import LedgerError
+from ledger.log import merkle
+from ledger.log.leaf import entry_record
+from ledger.log.note import open_checkpoint
+
+OBJECT_PATH = "/-/object/"
+
+
+def object_url(digest: str) -> str:
+    return OBJECT_PATH + digest
+
+
+@hookimpl
+def render_cell(value: Any, column: str, table: str | None, database: str) -> Any:
+    """Digests link to their object page; key ids link to the identities they belong to."""
+    if not isinstance(value, str):
+        return None
+    if DIGEST_RE.match(value):
+        return Markup('<a class="digest" href="{}">{}</a>').format(object_url(value), value)
+    if KEY_ID_RE.match(value) and column == "key_id":
+        return Markup('<a class="digest" href="/{}/identities?key_id={}">{}</a>').format(
+            DATABASE, value, value
+        )
+    return None
+
+
+@hookimpl
+def register_routes() -> list[tuple[str, Any]]:
+    return [(r"^/-/object/(?P<digest>sha256:[0-9a-f]{64})$", object_page)]
+
+
+@dataclass(frozen=True)
+class ProofView:
+    """What the object page says about inclusion (all hex, ready to show)."""
+
+    ok: bool
+    message: str
+    tree_size: int | None = None
+    root: str | None = None
+    leaf_hash: str | None = None
+    path: tuple[str, ...] = ()
+    note: str | None = None
+
+
+class _Nodes:
+    """``merkle.NodeReader`` over the projected ``tree_nodes`` table."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+
+    def node(self, level: int, index: int) -> bytes:
+        row = self.conn.execute(
+            "SELECT hash FROM tree_nodes WHERE level = ? AND idx = ?", (level, index)
+        ).fetchone()
+        if row is None:
+            raise merkle.ProofRequestError(f"tree node missing at level {level} index {index}")
+        return bytes.fromhex(str(row[0]))
+
+
+def inclusion(conn: sqlite3.Connection, digest: str) -> ProofView:
+    """Prove inclusion of ``digest`` under the newest checkpoint covering it."""
+    entry = conn.execute(
+        "SELECT seq, kind, appended_at FROM objects WHERE digest = ?", (digest,)
+    ).fetchone()
+    if entry is None:
+        return ProofView(False, "object not in this projection")
+    seq, kind, appended_at = int(entry[0]), str(entry[1]), str(entry[2])
+    cp = conn.execute(
+        "SELECT size, root, note FROM checkpoints WHERE size > ? ORDER BY size DESC LIMIT 1",
+        (seq,),
+    ).fetchone()
+    if cp is None:
+        return ProofView(False, "no checkpoint covers this entry yet (run provledger checkpoint)")
+    size, root_hex, note = int(cp[0]), str(cp[1]), str(cp[2])
+    info = dict(conn.execute("SELECT key, value FROM ledger_info").fetchall())
+    leaf = merkle.leaf_hash(entry_record(seq, kind, digest, appended_at))
+    try:
+        nodes = _Nodes(conn)
+        if nodes.node(0, seq) != leaf:
+            return ProofView(False, "leaf hash differs from the projected tree", size, root_hex)
+        path = merkle.inclusion_proof(seq, size, nodes)
+        merkle.verify_inclusion(seq, size, leaf, path, bytes.fromhex(root_hex))
+    except (LedgerError, ValueError) as exc:
+        return ProofView(False, f"inclusion proof failed: {exc}", size, root_hex, leaf.hex())
+    signed = "checkpoint signature not checked (no log key recorded)"
+    vkey = info.get("log_verifier_key")
+    if vkey:
+        try:
+            cpt = open_checkpoint(note.encode("utf-8"), str(vkey))
+            same = cpt.size == size and cpt.root_hash == bytes.fromhex(root_hex)
+            signed = (
+                "checkpoint signature verified with the ledger's log key"
+                if same
+                else "checkpoint note names another tree head"
+            )
+            if not same:
+                return ProofView(False, signed, size, root_hex, leaf.hex())
+        except LedgerError as exc:
+            return ProofView(False, f"checkpoint signature: {exc}", size, root_hex, leaf.hex())
+    return ProofView(
+        True,
+        f"entry {seq} is included in the tree of size {size}; {signed}",
+        size,
+        root_hex,
+        leaf.hex(),
+        tuple(h.hex() for h in path),
+        note,
+    )
+
+
+def _dicts(rows: Any) -> list[dict[str, Any]]:
+    return [dict(r) for r in rows]
+
+
+async def object_page(datasette: Any, request: Any) -> Response:
+    digest = request.url_vars["digest"]
+    db = datasette.get_database(DATABASE)
+    found = (await db.execute("SELECT * FROM objects WHERE digest = ?", [digest])).first()
+    if found is None:
+        return Response.html(
+            f"<h1>Not found</h1><p>No object {escape(digest)} in this ledger.</p>", status=404
+        )
+    obj = dict(found)
+    attestations = _dicts(
+        await db.execute(
+            "SELECT a.*, v.reason AS revoked_reason, v.seq AS revoked_at_seq"
+            " FROM attestations a LEFT JOIN revocations v ON v.key_id = a.key_id"
+            " WHERE a.subject_digest = ? ORDER BY a.seq",
+            [digest],
+        )
+    )
+    attests = _dicts(await db.execute("SELECT * FROM attestations WHERE digest = ?", [digest]))
+    checks = _dicts(
+        await db.execute(
+            "SELECT * FROM provenance_checks WHERE result_digest = ? ORDER BY position", [digest]
+        )
+    )
+    verdict = (await db.execute("SELECT * FROM provenance WHERE result_digest = ?", [digest])).first()
+    proof = await db.execute_fn(lambda conn: inclusion(conn, digest))
+    context = {
+        "obj": obj,
+        "attestations": attestations,
+        "attests": attests[0] if attests else None,
+        "checks": checks,
+        "verdict": dict(verdict) if verdict is not None else None,
+        "proof": proof,
+        "database": DATABASE,
+        "object_url": object_url,
+    }
+    html = await datasette.render_template("provledger_object.html", context, request=request)
+    return Response.html(html)

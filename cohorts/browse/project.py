@@ -1,0 +1,454 @@
+"""Rows of the browse database for one ledger object, read in log order.
+
+``Projector.rows(obj)`` turns one stored object into rows of the tables declared in
+``tables``. It only looks at objects *before* ``obj`` in the log (the log prefix), so
+projecting a ledger in one go or in several incremental runs gives the same rows.
+Cross-object facts that arrive later (a burn notice for an already stored cohort) are
+``Update``s applied to rows written earlier, again in log order.
+
+Nothing here writes: ``build`` owns the browse database.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from cohorts.access import as_int, as_list, as_str, dig, maps
+from cohorts.definition import definition_digests
+from cohorts.store_lookup import stored_value
+from ledger.errors import LedgerError
+from ledger.store.base import LedgerReader, StoredObject
+from ledger.trust.dsse import pae, payload_type_for
+from ledger.trust.identity import authority_key
+from ledger.trust.keys import key_id, public_key_from_raw, verify
+
+Row = dict[str, Any]
+
+AUTHORITY = "authority"
+
+
+@dataclass(frozen=True)
+class Update:
+    """Set ``values`` on rows of ``table`` whose ``match_column`` equals ``match_value``
+    and whose ``seq`` is below ``before_seq``."""
+
+    table: str
+    match_column: str
+    match_value: str
+    before_seq: int
+    values: Row
+
+
+@dataclass
+class Projection:
+    """Rows per table plus updates, from one object."""
+
+    rows: dict[str, list[Row]] = field(default_factory=dict)
+    updates: list[Update] = field(default_factory=list)
+
+    def add(self, table: str, row: Row) -> None:
+        self.rows.setdefault(table, []).append(row)
+
+
+def pretty_text(obj: StoredObject) -> str | None:
+    """Canonical JSON pretty-printed (member order kept); a blob as UTF-8 text or None."""
+    if obj.kind == "blob":
+        try:
+            return obj.data.decode("utf-8")
+        except UnicodeDecodeError:
+            return None
+    try:
+        return json.dumps(json.loads(obj.data), indent=2, ensure_ascii=False)
+    except (ValueError, RecursionError):
+        return obj.data.decode("utf-8", errors="replace")
+
+
+_LEADING_NUMBER = re.compile(r"^(task-)?\d+-")
+
+
+def task_title(task_id: str) -> str:
+    """A readable title from a task id: last path segment, number dropped, dashes spaced.
+
+    ``benchmark/phase-b2/001-cohort-path-boundary`` -> ``Cohort path boundary``.
+    """
+    slug = _LEADING_NUMBER.sub("", task_id.rsplit("/", 1)[-1])
+    words = slug.replace("_", " ").replace("-", " ").strip()
+    return words[:1].upper() + words[1:] if words else task_id
+
+
+class Projector:
+    """Projects objects of one ledger, in log order. Keeps the keys seen so far."""
+
+    def __init__(self, reader: LedgerReader) -> None:
+        self.reader = reader
+        authority = authority_key(reader)
+        self.authority_key_id = None if authority is None else key_id(authority)
+        self._authority = authority
+        # key id -> (verifier id, raw public key) of identities already projected.
+        self._identities: dict[str, tuple[str, bytes]] = {}
+
+    def remember_identity(self, obj: StoredObject) -> None:
+        """Learn the key of an identity object (also for objects projected in earlier runs)."""
+        value = _load(obj)
+        raw_text = as_str(dig(value, "public_key", "raw"))
+        verifier = as_str(dig(value, "verifier_id"))
+        if raw_text is None or verifier is None:
+            return
+        try:
+            raw = base64.b64decode(raw_text, validate=True)
+            kid = key_id(raw)
+        except (binascii.Error, ValueError, LedgerError):
+            return
+        self._identities.setdefault(kid, (verifier, raw))
+
+    def rows(self, obj: StoredObject, appended_at: str) -> Projection:
+        out = Projection()
+        out.add(
+            "objects",
+            {
+                "digest": obj.digest,
+                "seq": obj.seq,
+                "kind": obj.kind,
+                "object_id": obj.object_id,
+                "object_version": obj.object_version,
+                "schema_version": obj.schema_version,
+                "appended_at": appended_at,
+                "size": len(obj.data),
+                "legacy_digest": obj.legacy_digest
+                if obj.legacy_digest not in (None, obj.digest)
+                else None,
+                "text": pretty_text(obj),
+            },
+        )
+        value = _load(obj)
+        if value is None:
+            return out
+        handler = _HANDLERS.get(obj.kind)
+        if handler is not None:
+            handler(self, obj, value, out)
+        return out
+
+    # -- kinds -----------------------------------------------------------------------
+    def _cohort(self, obj: StoredObject, value: Mapping[str, Any], out: Projection) -> None:
+        cohort_id = as_str(value.get("id"))
+        try:
+            digests = definition_digests(value)
+            jcs, legacy = digests.jcs, digests.legacy
+        except LedgerError:
+            jcs = legacy = None
+        tasks = as_list(value.get("tasks"))
+        out.add(
+            "cohorts",
+            {
+                "digest": obj.digest,
+                "seq": obj.seq,
+                "cohort_id": cohort_id,
+                "title": as_str(value.get("title")),
+                "description": as_str(value.get("description")),
+                "stage": as_str(value.get("stage")),
+                "definition_digest": as_str(value.get("definition_digest")),
+                "definition_digest_jcs": jcs,
+                "definition_digest_legacy": legacy,
+                "task_count": len(tasks),
+                "minimum_final_tasks": as_int(value.get("minimum_final_tasks")),
+                "burned_at": None,
+                "burn_reason": None,
+                "burn_notice_digest": None,
+            },
+        )
+        for position, task in enumerate(tasks):
+            task_id = as_str(dig(task, "id")) or ""
+            wu_digest = as_str(dig(task, "work_unit", "digest"))
+            out.add(
+                "tasks",
+                {
+                    "cohort_digest": obj.digest,
+                    "cohort_id": cohort_id,
+                    "position": position,
+                    "task_id": task_id,
+                    "title": task_title(task_id),
+                    "family": as_str(dig(task, "family")),
+                    "difficulty": as_str(dig(task, "difficulty")),
+                    "split": as_str(dig(task, "split")),
+                    "status": as_str(dig(task, "evidence", "status")),
+                    "exclusion_reason": as_str(dig(task, "evidence", "exclusion_reason")),
+                    "work_unit_id": as_str(dig(task, "work_unit", "id")),
+                    "work_unit_digest": wu_digest,
+                    "plan_id": as_str(dig(task, "evaluator", "plan_id")),
+                    "plan_digest": as_str(dig(task, "evaluator", "plan_digest")),
+                    "objective": self._objective(wu_digest, obj.seq),
+                },
+            )
+
+    def _objective(self, digest: str | None, before: int) -> str | None:
+        if digest is None:
+            return None
+        found = self.reader.get(digest)
+        if found is None:
+            legacy = self.reader.by_legacy(digest)
+            found = legacy[0] if legacy else None
+        if found is None or found.seq >= before or found.kind != "work-unit":
+            return None
+        return as_str(dig(_load(found), "objective"))
+
+    def _burn_notice(self, obj: StoredObject, value: Mapping[str, Any], out: Projection) -> None:
+        cohort_id = as_str(value.get("cohort_id")) or ""
+        excluded = maps(value.get("excluded_outcomes"))
+        latest = [o for o in self.reader.by_id(cohort_id, kind="benchmark-cohort") if o.seq < obj.seq]
+        reason = as_str(value.get("reason"))
+        issued_at = as_str(value.get("issued_at"))
+        out.add(
+            "burn_notices",
+            {
+                "digest": obj.digest,
+                "seq": obj.seq,
+                "cohort_id": cohort_id,
+                "cohort_digest": latest[-1].digest if latest else None,
+                "reason": reason,
+                "issued_at": issued_at,
+                "definition_digest_jcs": as_str(dig(value, "definition_digest", "jcs")),
+                "definition_digest_legacy": as_str(dig(value, "definition_digest", "legacy")),
+                "excluded_count": len(excluded),
+            },
+        )
+        for item in excluded:
+            out.add(
+                "excluded_outcomes",
+                {
+                    "burn_notice_digest": obj.digest,
+                    "cohort_id": cohort_id,
+                    "task_id": as_str(item.get("task")) or "",
+                    "reason": as_str(item.get("reason")),
+                },
+            )
+        for item in maps(value.get("never_again_held_out")):
+            out.add(
+                "observed_tasks",
+                {
+                    "burn_notice_digest": obj.digest,
+                    "cohort_id": cohort_id,
+                    "task_id": as_str(item.get("task")) or "",
+                    "reason": as_str(item.get("reason")),
+                },
+            )
+        out.updates.append(
+            Update(
+                "cohorts",
+                "cohort_id",
+                cohort_id,
+                obj.seq,
+                {"burned_at": issued_at, "burn_reason": reason, "burn_notice_digest": obj.digest},
+            )
+        )
+
+    def _binding(self, obj: StoredObject, value: Mapping[str, Any], out: Projection) -> None:
+        carried = [
+            f"{as_str(m.get('task'))} <- {as_str(m.get('predecessor_task'))}"
+            for m in maps(value.get("carried_over"))
+        ]
+        out.add(
+            "bindings",
+            {
+                "digest": obj.digest,
+                "seq": obj.seq,
+                "successor_id": as_str(value.get("successor_id")),
+                "successor_definition_digest": _digest_text(
+                    value.get("successor_definition_digest")
+                ),
+                "predecessor_id": as_str(value.get("predecessor_id")),
+                "predecessor_definition_digest": _digest_text(
+                    value.get("predecessor_definition_digest")
+                ),
+                "burn_notice_digest": as_str(value.get("burn_notice_digest")),
+                "carried_over": "; ".join(carried),
+            },
+        )
+
+    def _work_unit(self, obj: StoredObject, value: Mapping[str, Any], out: Projection) -> None:
+        out.add(
+            "work_units",
+            {
+                "digest": obj.digest,
+                "seq": obj.seq,
+                "work_unit_id": as_str(value.get("id")),
+                "version": as_int(value.get("version")),
+                "work_kind": as_str(value.get("kind")),
+                "objective": as_str(value.get("objective")),
+            },
+        )
+
+    def _plan(self, obj: StoredObject, value: Mapping[str, Any], out: Projection) -> None:
+        out.add(
+            "plans",
+            {
+                "digest": obj.digest,
+                "seq": obj.seq,
+                "plan_id": as_str(value.get("id")),
+                "schema_version": as_str(value.get("schema_version")),
+                "backend": as_str(value.get("backend")),
+                "visibility": as_str(value.get("visibility")),
+                "work_unit_id": as_str(dig(value, "binding", "work_unit_id")),
+                "work_unit_digest": as_str(dig(value, "binding", "work_unit_digest")),
+            },
+        )
+
+    def _manifest(self, obj: StoredObject, value: Mapping[str, Any], out: Projection) -> None:
+        out.add(
+            "manifests",
+            {
+                "digest": obj.digest,
+                "seq": obj.seq,
+                "manifest_id": as_str(value.get("id")),
+                "status": as_str(value.get("status")),
+                "worker_id": as_str(dig(value, "worker", "id")),
+                "work_unit_id": as_str(value.get("work_unit_id")),
+            },
+        )
+
+    def _result(self, obj: StoredObject, value: Mapping[str, Any], out: Projection) -> None:
+        out.add(
+            "results",
+            {
+                "digest": obj.digest,
+                "seq": obj.seq,
+                "result_id": as_str(value.get("id")),
+                "status": as_str(value.get("status")),
+                "recommendation": as_str(dig(value, "decision_support", "recommendation")),
+                "rationale": as_str(dig(value, "decision_support", "rationale")),
+                "verifier_id": as_str(dig(value, "verifier", "id")),
+                "verifier_adapter": as_str(dig(value, "verifier", "adapter")),
+                "verifier_adapter_version": as_str(dig(value, "verifier", "adapter_version")),
+                "work_unit_id": as_str(value.get("work_unit_id")),
+                "work_unit_digest": as_str(dig(value, "provenance", "work_unit_digest")),
+                "result_manifest_digest": as_str(
+                    dig(value, "provenance", "result_manifest_digest")
+                ),
+                "plan_digest": as_str(dig(value, "provenance", "verifier_config_digest")),
+                "finished_at": as_str(value.get("finished_at")),
+            },
+        )
+
+    def _identity(self, obj: StoredObject, value: Mapping[str, Any], out: Projection) -> None:
+        self.remember_identity(obj)
+        versions = [v for v in as_list(value.get("adapter_versions")) if isinstance(v, str)]
+        out.add(
+            "identities",
+            {
+                "digest": obj.digest,
+                "seq": obj.seq,
+                "verifier_id": as_str(value.get("verifier_id")),
+                "adapter": as_str(value.get("adapter")),
+                "adapter_versions": ", ".join(versions),
+                "key_id": as_str(dig(value, "public_key", "key_id")),
+            },
+        )
+
+    def _revocation(self, obj: StoredObject, value: Mapping[str, Any], out: Projection) -> None:
+        out.add(
+            "revocations",
+            {
+                "digest": obj.digest,
+                "seq": obj.seq,
+                "key_id": as_str(value.get("key_id")),
+                "reason": as_str(value.get("reason")),
+                "note": as_str(value.get("note")),
+            },
+        )
+
+    def _attestation(self, obj: StoredObject, value: Mapping[str, Any], out: Projection) -> None:
+        subject_digest = as_str(dig(value, "subject", "digest"))
+        subject_kind = as_str(dig(value, "subject", "kind"))
+        sigs = maps(value.get("signatures"))
+        kid = as_str(sigs[0].get("keyid")) if len(sigs) == 1 else None
+        signer, valid = self._signer(kid, subject_digest, subject_kind, value, sigs, obj.seq)
+        out.add(
+            "attestations",
+            {
+                "digest": obj.digest,
+                "seq": obj.seq,
+                "subject_digest": subject_digest,
+                "subject_kind": subject_kind,
+                "key_id": kid,
+                "signer": signer,
+                "signature_valid": int(valid),
+            },
+        )
+
+    def _signer(
+        self,
+        kid: str | None,
+        subject_digest: str | None,
+        subject_kind: str | None,
+        value: Mapping[str, Any],
+        sigs: list[Mapping[str, Any]],
+        seq: int,
+    ) -> tuple[str | None, bool]:
+        """Who holds ``kid`` (the authority, or a registered verifier) and whether the
+        signature over the stored subject bytes verifies with that key."""
+        if kid is None or subject_digest is None:
+            return None, False
+        public: Any
+        if kid == self.authority_key_id and self._authority is not None:
+            signer, public = AUTHORITY, self._authority
+        elif kid in self._identities:
+            signer, raw = self._identities[kid]
+            try:
+                public = public_key_from_raw(raw)
+            except LedgerError:
+                return signer, False
+        else:
+            return None, False
+        subject = self.reader.get(subject_digest)
+        payload_type = as_str(value.get("payloadType"))
+        if (
+            subject is None
+            or subject.seq >= seq
+            or subject.kind != subject_kind
+            or payload_type != payload_type_for(subject.kind)
+        ):
+            return signer, False
+        try:
+            sig = base64.b64decode(as_str(sigs[0].get("sig")) or "", validate=True)
+        except (binascii.Error, ValueError):
+            return signer, False
+        return signer, verify(public, pae(payload_type, subject.data), sig)
+
+
+def _load(obj: StoredObject) -> Mapping[str, Any] | None:
+    """The object's JSON value with float hints applied (digests recompute exactly)."""
+    try:
+        value = stored_value(obj)
+    except RecursionError:
+        return None
+    return value if isinstance(value, Mapping) else None
+
+
+def _digest_text(value: object) -> str | None:
+    """A digest member that is either a string or ``{"jcs": ..., "legacy": ...}``."""
+    if isinstance(value, str):
+        return value
+    jcs = as_str(dig(value, "jcs"))
+    legacy = as_str(dig(value, "legacy"))
+    if jcs and legacy and jcs != legacy:
+        return f"{jcs} (legacy {legacy})"
+    return jcs or legacy
+
+
+_HANDLERS = {
+    "benchmark-cohort": Projector._cohort,
+    "burn-notice": Projector._burn_notice,
+    "cohort-binding": Projector._binding,
+    "work-unit": Projector._work_unit,
+    "evaluator-plan": Projector._plan,
+    "result-manifest": Projector._manifest,
+    "verification-result": Projector._result,
+    "verifier-identity": Projector._identity,
+    "revocation": Projector._revocation,
+    "attestation": Projector._attestation,
+}

@@ -1,0 +1,405 @@
+"""The browse database's tables, columns, full-text indexes and views, in one place.
+
+Each table is declared once here with a title, a description and one sentence per
+column; ``build`` creates the tables from these declarations and ``web`` turns the
+same text into Datasette metadata, so the two cannot drift apart.
+
+Invariants:
+- Every table that projects ledger objects has a ``digest`` column (or a column named
+  ``*_digest`` pointing at the object it came from), holding ``sha256:`` + 64 hex digits.
+- Primary keys are stable across rebuilds, so an incremental build and a full build
+  of the same ledger give the same rows.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Column:
+    name: str
+    type: type
+    description: str
+
+
+@dataclass(frozen=True)
+class Table:
+    name: str
+    title: str
+    description: str
+    columns: tuple[Column, ...]
+    pk: tuple[str, ...]
+    foreign_keys: tuple[tuple[str, str, str], ...] = ()
+    fts: tuple[str, ...] = ()
+    sort: str | None = None
+
+    def column_types(self) -> dict[str, type]:
+        return {c.name: c.type for c in self.columns}
+
+
+@dataclass(frozen=True)
+class View:
+    name: str
+    title: str
+    description: str
+    sql: str
+
+
+def _c(name: str, kind: type, description: str) -> Column:
+    return Column(name, kind, description)
+
+
+DIGEST = _c("digest", str, "Ledger digest of the object this row came from (sha256 of its bytes).")
+SEQ = _c("seq", int, "Position of the object in the ledger's log (0 = first entry).")
+
+TABLES: tuple[Table, ...] = (
+    Table(
+        "objects",
+        "Ledger objects",
+        "Every object in the ledger, in log order, with its canonical JSON pretty-printed.",
+        (
+            DIGEST,
+            SEQ,
+            _c("kind", str, "Object kind (work-unit, evaluator-plan, burn-notice, blob, ...)."),
+            _c("object_id", str, "The object's own id, when its kind has one."),
+            _c("object_version", int, "The object's own version number, when it has one."),
+            _c("schema_version", str, "Schema version the object was validated against."),
+            _c("appended_at", str, "When the object was appended (UTC)."),
+            _c("size", int, "Size of the stored bytes."),
+            _c("legacy_digest", str, "Upstream IDKMesh digest (sorted-keys JSON), if it differs."),
+            _c("text", str, "Pretty-printed canonical JSON; for a blob its bytes as UTF-8 text."),
+        ),
+        ("digest",),
+        sort="seq",
+    ),
+    Table(
+        "cohorts",
+        "Benchmark cohorts",
+        "Every stored BenchmarkCohort object (each stage is its own object), with its burn.",
+        (
+            DIGEST,
+            SEQ,
+            _c("cohort_id", str, "Cohort id."),
+            _c("title", str, "Cohort title."),
+            _c("description", str, "Cohort description."),
+            _c("stage", str, "Stage of this object: scaffold, collecting, frozen or burned."),
+            _c("definition_digest", str, "Definition digest recorded in the cohort."),
+            _c("definition_digest_jcs", str, "Definition digest recomputed (RFC 8785 scheme)."),
+            _c("definition_digest_legacy", str, "Definition digest recomputed (upstream scheme)."),
+            _c("task_count", int, "Number of tasks."),
+            _c("minimum_final_tasks", int, "Tasks the cohort needs to be final."),
+            _c("burned_at", str, "When the burn notice for this cohort id was issued."),
+            _c("burn_reason", str, "Why the cohort burned (from its burn notice)."),
+            _c("burn_notice_digest", str, "Digest of the burn notice."),
+        ),
+        ("digest",),
+        foreign_keys=(("digest", "objects", "digest"),),
+        fts=("cohort_id", "title", "description", "burn_reason"),
+        sort="seq",
+    ),
+    Table(
+        "tasks",
+        "Cohort tasks",
+        "One row per task of each stored cohort object.",
+        (
+            _c("cohort_digest", str, "Digest of the cohort object the task belongs to."),
+            _c("cohort_id", str, "Cohort id."),
+            _c("position", int, "Position of the task in the cohort (0 = first)."),
+            _c("task_id", str, "Task id."),
+            _c("title", str, "Readable title made from the task id."),
+            _c("family", str, "Task family (bug_fix, refactor, ...)."),
+            _c("difficulty", str, "Declared difficulty."),
+            _c("split", str, "Split (pilot, train, development, held_out)."),
+            _c("status", str, "Evidence status recorded for the task (e.g. excluded)."),
+            _c("exclusion_reason", str, "Why the task's outcome is excluded, if it is."),
+            _c("work_unit_id", str, "WorkUnit id the task points at."),
+            _c("work_unit_digest", str, "WorkUnit digest the task records."),
+            _c("plan_id", str, "EvaluatorPlan id the task points at."),
+            _c("plan_digest", str, "EvaluatorPlan digest the task records."),
+            _c("objective", str, "Objective of the WorkUnit, when that WorkUnit is stored."),
+        ),
+        ("cohort_digest", "position"),
+        foreign_keys=(("cohort_digest", "cohorts", "digest"),),
+        fts=("task_id", "title", "objective", "exclusion_reason"),
+    ),
+    Table(
+        "burn_notices",
+        "Burn notices",
+        "Authority-issued notices that a frozen cohort burned, and why.",
+        (
+            DIGEST,
+            SEQ,
+            _c("cohort_id", str, "Burned cohort id."),
+            _c("cohort_digest", str, "The newest cohort object with that id when the notice came."),
+            _c("reason", str, "Why the cohort burned."),
+            _c("issued_at", str, "When the notice was issued."),
+            _c("definition_digest_jcs", str, "Definition digest of the burned cohort (RFC 8785)."),
+            _c("definition_digest_legacy", str, "Definition digest (upstream scheme)."),
+            _c("excluded_count", int, "Number of excluded outcomes."),
+        ),
+        ("digest",),
+        foreign_keys=(("digest", "objects", "digest"),),
+        fts=("cohort_id", "reason"),
+        sort="seq",
+    ),
+    Table(
+        "excluded_outcomes",
+        "Excluded outcomes",
+        "Task outcomes a burn notice excludes from results, with the reason for each.",
+        (
+            _c("burn_notice_digest", str, "Digest of the burn notice that excludes the outcome."),
+            _c("cohort_id", str, "Cohort id."),
+            _c("task_id", str, "Excluded task."),
+            _c("reason", str, "Why the outcome is excluded."),
+        ),
+        ("burn_notice_digest", "task_id"),
+        foreign_keys=(("burn_notice_digest", "burn_notices", "digest"),),
+        fts=("task_id", "reason"),
+    ),
+    Table(
+        "observed_tasks",
+        "Tasks never held out again",
+        "Tasks whose outcome was seen before the burn: never usable as held-out again.",
+        (
+            _c("burn_notice_digest", str, "Digest of the burn notice."),
+            _c("cohort_id", str, "Cohort id."),
+            _c("task_id", str, "Observed task."),
+            _c("reason", str, "What was observed."),
+        ),
+        ("burn_notice_digest", "task_id"),
+        foreign_keys=(("burn_notice_digest", "burn_notices", "digest"),),
+    ),
+    Table(
+        "bindings",
+        "Cohort bindings",
+        "Successor cohorts bound to a burned predecessor after the successor gate passed.",
+        (
+            DIGEST,
+            SEQ,
+            _c("successor_id", str, "Successor cohort id."),
+            _c("successor_definition_digest", str, "Successor definition digest."),
+            _c("predecessor_id", str, "Burned predecessor cohort id."),
+            _c("predecessor_definition_digest", str, "Predecessor definition digest."),
+            _c("burn_notice_digest", str, "Burn notice of the predecessor."),
+            _c("carried_over", str, "Successor tasks continuing predecessor tasks."),
+        ),
+        ("digest",),
+        foreign_keys=(("digest", "objects", "digest"),),
+        sort="seq",
+    ),
+    Table(
+        "work_units",
+        "WorkUnits",
+        "Stored WorkUnits: what a worker was asked to do.",
+        (
+            DIGEST,
+            SEQ,
+            _c("work_unit_id", str, "WorkUnit id."),
+            _c("version", int, "WorkUnit version."),
+            _c("work_kind", str, "Kind of work (coding, testing, ...)."),
+            _c("objective", str, "Objective."),
+        ),
+        ("digest",),
+        foreign_keys=(("digest", "objects", "digest"),),
+        fts=("work_unit_id", "objective"),
+        sort="seq",
+    ),
+    Table(
+        "plans",
+        "EvaluatorPlans",
+        "Stored EvaluatorPlans: how a verifier judges work on a WorkUnit.",
+        (
+            DIGEST,
+            SEQ,
+            _c("plan_id", str, "Plan id."),
+            _c("schema_version", str, "Plan schema version."),
+            _c("backend", str, "Verifier backend."),
+            _c("visibility", str, "Plan visibility."),
+            _c("work_unit_id", str, "WorkUnit the plan is bound to."),
+            _c("work_unit_digest", str, "Digest of the WorkUnit the plan is bound to."),
+        ),
+        ("digest",),
+        foreign_keys=(("digest", "objects", "digest"),),
+        sort="seq",
+    ),
+    Table(
+        "manifests",
+        "ResultManifests",
+        "Stored ResultManifests: what a worker reported producing.",
+        (
+            DIGEST,
+            SEQ,
+            _c("manifest_id", str, "ResultManifest id."),
+            _c("status", str, "Worker-reported status."),
+            _c("worker_id", str, "Worker id."),
+            _c("work_unit_id", str, "WorkUnit id."),
+        ),
+        ("digest",),
+        foreign_keys=(("digest", "objects", "digest"),),
+        sort="seq",
+    ),
+    Table(
+        "results",
+        "Verification results",
+        "Stored VerificationResults: a verifier's verdict on one ResultManifest.",
+        (
+            DIGEST,
+            SEQ,
+            _c("result_id", str, "VerificationResult id."),
+            _c("status", str, "Verdict: passed, failed, ..."),
+            _c("recommendation", str, "Recommendation (accept_candidate, reject_candidate, ...)."),
+            _c("rationale", str, "Why, in the verifier's words."),
+            _c("verifier_id", str, "Verifier id the result names."),
+            _c("verifier_adapter", str, "Verifier adapter."),
+            _c("verifier_adapter_version", str, "Verifier adapter version."),
+            _c("work_unit_id", str, "WorkUnit id."),
+            _c("work_unit_digest", str, "WorkUnit digest from the result's provenance."),
+            _c("result_manifest_digest", str, "ResultManifest digest from its provenance."),
+            _c("plan_digest", str, "EvaluatorPlan (verifier config) digest from its provenance."),
+            _c("finished_at", str, "When verification finished."),
+        ),
+        ("digest",),
+        foreign_keys=(("digest", "objects", "digest"),),
+        fts=("result_id", "rationale"),
+        sort="seq",
+    ),
+    Table(
+        "attestations",
+        "Attestations",
+        "Detached DSSE signatures over ledger objects, checked when indexed.",
+        (
+            DIGEST,
+            SEQ,
+            _c("subject_digest", str, "Digest of the signed object."),
+            _c("subject_kind", str, "Kind of the signed object."),
+            _c("key_id", str, "Key id (hex SHA-256 of the raw Ed25519 key) that signed."),
+            _c("signer", str, "'authority', the verifier id registered for the key, or empty."),
+            _c("signature_valid", int, "1 when the signature verifies with that key, else 0."),
+        ),
+        ("digest",),
+        foreign_keys=(("digest", "objects", "digest"),),
+        sort="seq",
+    ),
+    Table(
+        "identities",
+        "Verifier identities",
+        "Verifier keys registered in the ledger (which verifier id and adapter they speak for).",
+        (
+            DIGEST,
+            SEQ,
+            _c("verifier_id", str, "Verifier id."),
+            _c("adapter", str, "Adapter."),
+            _c("adapter_versions", str, "Adapter versions the key covers, comma separated."),
+            _c("key_id", str, "Key id of the registered public key."),
+        ),
+        ("digest",),
+        foreign_keys=(("digest", "objects", "digest"),),
+        sort="seq",
+    ),
+    Table(
+        "revocations",
+        "Key revocations",
+        "Revoked verifier keys: retired or compromised.",
+        (
+            DIGEST,
+            SEQ,
+            _c("key_id", str, "Revoked key id."),
+            _c("reason", str, "retired or compromised."),
+            _c("note", str, "Note given with the revocation."),
+        ),
+        ("digest",),
+        foreign_keys=(("digest", "objects", "digest"),),
+        fts=("note",),
+        sort="seq",
+    ),
+    Table(
+        "checkpoints",
+        "Checkpoints",
+        "Signed tree heads (C2SP checkpoints) of the ledger's log.",
+        (
+            _c("size", int, "Tree size: entries covered."),
+            _c("root", str, "Merkle root (hex)."),
+            _c("created_at", str, "When the checkpoint was signed."),
+            _c("note", str, "The signed note, as text."),
+        ),
+        ("size",),
+        sort="size",
+    ),
+    Table(
+        "tree_nodes",
+        "Merkle tree nodes",
+        "Hashes (hex) of every complete subtree of the log; object pages prove inclusion"
+        " from them.",
+        (
+            _c("level", int, "Level (0 = leaves)."),
+            _c("idx", int, "Index within the level."),
+            _c("hash", str, "Node hash (hex)."),
+        ),
+        ("level", "idx"),
+    ),
+    Table(
+        "provenance",
+        "Result provenance",
+        "Whole-chain provenance verdict of each result, recomputed on every index run.",
+        (
+            _c("result_digest", str, "Digest of the VerificationResult."),
+            _c("ok", int, "1 when every check passed."),
+            _c("outcome", str, "counted, excluded or unlisted (cohort membership)."),
+        ),
+        ("result_digest",),
+        foreign_keys=(("result_digest", "results", "digest"),),
+    ),
+    Table(
+        "provenance_checks",
+        "Provenance checks",
+        "Every check of each result's provenance, in tree order (depth = nesting).",
+        (
+            _c("result_digest", str, "Digest of the VerificationResult."),
+            _c("position", int, "Order of the check in the tree."),
+            _c("depth", int, "Nesting depth (0 = top-level check)."),
+            _c("name", str, "Check name."),
+            _c("status", str, "passed or failed."),
+            _c("reason", str, "What was checked, or what failed."),
+            _c("subject", str, "Digest or id the check is about."),
+        ),
+        ("result_digest", "position"),
+        foreign_keys=(("result_digest", "results", "digest"),),
+    ),
+    Table(
+        "ledger_info",
+        "About this ledger",
+        "Origin, keys and the last log position this projection has seen.",
+        (
+            _c("key", str, "Name."),
+            _c("value", str, "Value."),
+        ),
+        ("key",),
+    ),
+)
+
+VIEWS: tuple[View, ...] = (
+    View(
+        "latest_cohorts",
+        "Cohorts, newest object per id",
+        "The current state of each cohort: its newest stored object.",
+        "SELECT c.* FROM cohorts c WHERE c.seq = "
+        "(SELECT max(seq) FROM cohorts c2 WHERE c2.cohort_id = c.cohort_id)",
+    ),
+    View(
+        "result_signatures",
+        "Who signed each result",
+        "Each result's attestations: signing key, the identity registered for it, whether the"
+        " signature verified, and any revocation of the key with its log position.",
+        "SELECT r.digest AS result_digest, r.result_id, r.status, r.verifier_id,"
+        " a.digest AS attestation_digest, a.seq AS signed_at_seq, a.key_id, a.signer,"
+        " a.signature_valid, v.reason AS revoked_reason, v.seq AS revoked_at_seq,"
+        " v.digest AS revocation_digest,"
+        " CASE WHEN v.seq IS NULL THEN 0 ELSE 1 END AS key_revoked,"
+        " CASE WHEN v.seq > a.seq THEN 1 ELSE 0 END AS revoked_after_signing"
+        " FROM results r JOIN attestations a ON a.subject_digest = r.digest"
+        " LEFT JOIN revocations v ON v.key_id = a.key_id",
+    ),
+)
+
+TABLE_BY_NAME = {t.name: t for t in TABLES}
