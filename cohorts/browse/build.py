@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import sqlite_utils
+import sqlite_utils.db
 
 from cohorts.browse.project import Projection, Projector, Row, Update
 from cohorts.browse.tables import TABLES, VIEWS
@@ -62,27 +63,32 @@ def default_out(db: Path) -> Path:
     return db.with_name(db.stem + ".browse.db")
 
 
+def _t(db: sqlite_utils.Database, name: str) -> sqlite_utils.db.Table:
+    """A table handle (``db[name]`` may also be a view)."""
+    return db.table(name)
+
+
 def ensure_schema(db: sqlite_utils.Database) -> None:
     """Create every declared table, full-text index and view that is missing."""
     for table in TABLES:
-        if not db[table.name].exists():
-            db[table.name].create(
+        if not _t(db, table.name).exists():
+            _t(db, table.name).create(
                 table.column_types(),
                 pk=table.pk[0] if len(table.pk) == 1 else table.pk,
                 foreign_keys=list(table.foreign_keys),
             )
             if table.fts:
-                db[table.name].enable_fts(list(table.fts), create_triggers=True)
+                _t(db, table.name).enable_fts(list(table.fts), create_triggers=True)
             for column in table.columns:
                 # Lookups by digest columns from object pages and canned queries.
                 if column.name.endswith("_digest") or column.name in ("cohort_id", "key_id"):
-                    db[table.name].create_index([column.name], if_not_exists=True)
+                    _t(db, table.name).create_index([column.name], if_not_exists=True)
     for view in VIEWS:
         db.create_view(view.name, view.sql, replace=True)
 
 
 def _info(db: sqlite_utils.Database) -> dict[str, str]:
-    return {str(r["key"]): str(r["value"]) for r in db["ledger_info"].rows}
+    return {str(r["key"]): str(r["value"]) for r in _t(db, "ledger_info").rows}
 
 
 def _check_same_log(store: LedgerReader, info: dict[str, str], out: Path) -> int:
@@ -143,7 +149,7 @@ class _Writer:
         for table in TABLES:
             rows = self.pending.pop(table.name, None)
             if rows:
-                self.db[table.name].insert_all(rows, batch_size=500)
+                _t(self.db, table.name).insert_all(rows, batch_size=500)
         self.count = 0
 
 
@@ -186,10 +192,10 @@ def _refresh_provenance(db: sqlite_utils.Database, store: LedgerReader) -> int:
     digests = [str(r[0]) for r in db.execute("SELECT digest FROM results ORDER BY seq")]
     for digest in digests:
         report = provenance(store, digest)
-        db["provenance"].insert(
+        _t(db, "provenance").insert(
             {"result_digest": digest, "ok": int(report.ok), "outcome": report.outcome}
         )
-        db["provenance_checks"].insert_all(_flatten(report.checks, digest))
+        _t(db, "provenance_checks").insert_all(_flatten(report.checks, digest))
     return len(digests)
 
 
@@ -207,18 +213,18 @@ def _write(db: sqlite_utils.Database, store: LedgerReader, out: Path) -> IndexRe
     for seq, appended_at in _entries_from(store, previous):
         if seq >= size:
             break  # appended while we read: the next run takes it
-        obj = store.get_by_seq(seq)
-        if obj is None:
+        stored = store.get_by_seq(seq)
+        if stored is None:
             raise InputError(f"ledger entry {seq} has no object, expected one (run verify)")
-        projection = projector.rows(obj, appended_at)
+        projection = projector.rows(stored, appended_at)
         for node in _tree_nodes(store, seq):
             projection.add("tree_nodes", node)
         writer.add(projection)
-        last_digest = obj.digest
+        last_digest = stored.digest
     writer.flush()
     known = {int(r[0]) for r in db.execute("SELECT size FROM checkpoints")}
     checkpoints = [c for c in store.checkpoints() if c.size not in known and c.size <= size]
-    db["checkpoints"].insert_all(
+    _t(db, "checkpoints").insert_all(
         {
             "size": c.size,
             "root": c.root.hex(),
@@ -227,7 +233,7 @@ def _write(db: sqlite_utils.Database, store: LedgerReader, out: Path) -> IndexRe
         }
         for c in checkpoints
     )
-    results = db["results"].count
+    results = _t(db, "results").count
     if size != previous or checkpoints or "last_seq" not in info:
         results = _refresh_provenance(db, store)
     meta = {
@@ -238,10 +244,8 @@ def _write(db: sqlite_utils.Database, store: LedgerReader, out: Path) -> IndexRe
         "last_seq": str(size - 1),
         "last_digest": last_digest or "",
     }
-    db["ledger_info"].upsert_all(
-        [{"key": k, "value": v} for k, v in meta.items()], pk="key"
-    )
-    return IndexReport(out, previous, size, db["checkpoints"].count, results)
+    _t(db, "ledger_info").upsert_all([{"key": k, "value": v} for k, v in meta.items()], pk="key")
+    return IndexReport(out, previous, size, _t(db, "checkpoints").count, results)
 
 
 def build_index(store: LedgerReader, out: Path, *, full: bool = False) -> IndexReport:

@@ -33,7 +33,7 @@ def object_url(digest: str) -> str:
     return OBJECT_PATH + digest
 
 
-@hookimpl
+@hookimpl  # type: ignore[untyped-decorator]
 def render_cell(value: Any, column: str, table: str | None, database: str) -> Any:
     """Digests link to their object page; key ids link to the identities they belong to."""
     if not isinstance(value, str):
@@ -47,7 +47,7 @@ def render_cell(value: Any, column: str, table: str | None, database: str) -> An
     return None
 
 
-@hookimpl
+@hookimpl  # type: ignore[untyped-decorator]
 def register_routes() -> list[tuple[str, Any]]:
     return [(r"^/-/object/(?P<digest>sha256:[0-9a-f]{64})$", object_page)]
 
@@ -158,7 +158,9 @@ async def object_page(datasette: Any, request: Any) -> Response:
             "SELECT * FROM provenance_checks WHERE result_digest = ? ORDER BY position", [digest]
         )
     )
-    verdict = (await db.execute("SELECT * FROM provenance WHERE result_digest = ?", [digest])).first()
+    verdict = (
+        await db.execute("SELECT * FROM provenance WHERE result_digest = ?", [digest])
+    ).first()
     proof = await db.execute_fn(lambda conn: inclusion(conn, digest))
     context = {
         "obj": obj,

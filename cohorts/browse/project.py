@@ -137,6 +137,8 @@ class Projector:
     # -- kinds -----------------------------------------------------------------------
     def _cohort(self, obj: StoredObject, value: Mapping[str, Any], out: Projection) -> None:
         cohort_id = as_str(value.get("id"))
+        jcs: str | None
+        legacy: str | None
         try:
             digests = definition_digests(value)
             jcs, legacy = digests.jcs, digests.legacy
@@ -200,7 +202,9 @@ class Projector:
     def _burn_notice(self, obj: StoredObject, value: Mapping[str, Any], out: Projection) -> None:
         cohort_id = as_str(value.get("cohort_id")) or ""
         excluded = maps(value.get("excluded_outcomes"))
-        latest = [o for o in self.reader.by_id(cohort_id, kind="benchmark-cohort") if o.seq < obj.seq]
+        latest = [
+            o for o in self.reader.by_id(cohort_id, kind="benchmark-cohort") if o.seq < obj.seq
+        ]
         reason = as_str(value.get("reason"))
         issued_at = as_str(value.get("issued_at"))
         out.add(

@@ -1,0 +1,159 @@
+"""Shared test helper: a ledger built from the real corpus plus the demo, indexed in stages.
+
+Stages (each followed by ``provledger index`` on the same browse file, so the browse
+database is built incrementally):
+1. ``import idkmesh`` of the reference corpus (burns phase-b2-first-five), checkpoint;
+2. the demo of scripts/demo.sh: a registered verifier key, the calibration WorkUnit and
+   plans, run-verifier on the repair and the decoy, checkpoint;
+3. the toy lineage of examples/cohorts/toy: freeze v1, then index, so the burn in stage 4
+   updates a cohort projected in an earlier run;
+4. burn toy v1, freeze v2, calibration records, bind v2; the demo verifier key is
+   retired (after it signed); checkpoint.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from typer.testing import CliRunner
+
+from ledger.cli import app
+from ledger.store.prepared import prepare_value
+from ledger.store.sqlite import open_store
+
+ROOT = Path(__file__).resolve().parents[1]
+CAL = ROOT / "examples" / "calibration"
+TOY = ROOT / "examples" / "cohorts" / "toy"
+BURNED = "benchmark/phase-b2-first-five"
+TOY_V1 = "example/toy-v1"
+
+
+@dataclass(frozen=True)
+class BuiltLedger:
+    db: Path
+    browse: Path
+    reports: tuple[dict[str, Any], ...]
+    repair_digest: str
+    decoy_digest: str
+    verifier_key_id: str
+
+
+def run(runner: CliRunner, args: list[str], code: int = 0) -> Any:
+    result = runner.invoke(app, args)
+    assert result.exit_code == code, (args, result.output)
+    return result
+
+
+def _index(runner: CliRunner, db: Path, browse: Path) -> dict[str, Any]:
+    out = run(runner, ["index", "--db", str(db), "--out", str(browse), "--json"]).stdout
+    report: dict[str, Any] = json.loads(out)
+    return report
+
+
+def _calibration(version: str, candidate: str, passed: bool) -> dict[str, Any]:
+    return {
+        "provledger_kind": "calibration-record",
+        "schema_version": "0.1",
+        "fixture_id": "toy",
+        "plan_id": f"toy/plan-{version}",
+        "plan_digest": "sha256:" + "4" * 64,
+        "plan_schema_version": version,
+        "adapter": "a",
+        "adapter_version": "1",
+        "candidate": candidate,
+        "candidate_name": candidate,
+        "candidate_digest": None,
+        "expected_status": None,
+        "status": "passed" if passed else "failed",
+        "recommendation": "accept_candidate" if passed else "reject_candidate",
+        "verdict": "true_accept" if passed else "true_reject",
+        "result_digest": "sha256:" + "5" * 64,
+        "recorded_at": "2026-01-01T00:00:00Z",
+    }
+
+
+def _run_verifier(runner: CliRunner, db: str, key: Path, candidate: str, code: int) -> str:
+    out = run(
+        runner,
+        [
+            "run-verifier", "--db", db,
+            "--work-unit", str(CAL / "work-unit.json"),
+            "--plan", str(CAL / "plans" / "evaluator-plan-v0.4.json"),
+            "--manifest", str(CAL / "manifests" / f"{candidate}.result-manifest.json"),
+            "--candidate-root", str(CAL / "candidates" / candidate),
+            "--key", str(key), "--json",
+        ],
+        code,
+    ).stdout  # fmt: skip
+    digest: str = json.loads(out)["result_digest"]
+    return digest
+
+
+def build(tmp: Path, corpus: Path) -> BuiltLedger:
+    runner = CliRunner()
+    db = tmp / "ledger.db"
+    browse = tmp / "ledger.browse.db"
+    d = str(db)
+    run(runner, ["init", "--db", d])
+    reports = []
+    # 1. the corpus
+    run(runner, ["import", "idkmesh", str(corpus), "--db", d], 3)  # 3: upstream invalid files
+    run(runner, ["checkpoint", "--db", d])
+    reports.append(_index(runner, db, browse))
+    # 2. the demo
+    key = tmp / "verifier.key"
+    run(runner, ["key", "generate", str(key)])
+    reg = run(
+        runner,
+        [
+            "identity", "register", "--db", d, "--verifier-id", "idkmesh-local-verifier",
+            "--adapter", "deterministic-patch-verifier", "--adapter-version", "0.3.0",
+            "--public-key", f"{key}.pub", "--json",
+        ],
+    ).stdout  # fmt: skip
+    key_id = json.loads(reg)["key_id"]
+    plans = sorted(str(p) for p in (CAL / "plans").glob("*.json"))
+    run(runner, ["append", "--db", d, str(CAL / "work-unit.json"), *plans])
+    repair = _run_verifier(runner, d, key, "repair", 0)
+    decoy = _run_verifier(runner, d, key, "decoy", 1)
+    run(runner, ["checkpoint", "--db", d])
+    reports.append(_index(runner, db, browse))
+    # 3. toy v1 frozen
+    files = sorted(str(p) for p in (TOY / "work-units").glob("*.json"))
+    files += sorted(str(p) for p in (TOY / "evaluators").glob("*.json"))
+    run(runner, ["append", "--db", d, *files])
+    v1 = json.loads((TOY / "cohort-v1.json").read_text())
+    v1["stage"] = "frozen"
+    v1_path = tmp / "toy-v1.json"
+    v1_path.write_text(json.dumps(v1))
+    run(runner, ["cohort", "freeze", str(v1_path), "--db", d])
+    reports.append(_index(runner, db, browse))
+    # 4. burn, bind, revoke
+    task = v1["tasks"][0]["id"]
+    run(
+        runner,
+        ["cohort", "burn", TOY_V1, "--db", d, "--reason", "toy outcome seen early",
+         "--observed-task", task],
+    )  # fmt: skip
+    v2 = str(TOY / "cohort-v2.json")
+    run(runner, ["cohort", "freeze", v2, "--db", d])
+    with open_store(db) as store:
+        store.append_many(
+            [
+                prepare_value(_calibration(v, c, c == "straightforward"))
+                for v in ("0.3", "0.4")
+                for c in ("straightforward", "decoy")
+            ]
+        )
+    run(runner, ["cohort", "bind", v2, "--predecessor", TOY_V1, "--db", d])
+    run(
+        runner,
+        ["identity", "revoke", key_id, "--reason", "retired", "--note", "host decommissioned",
+         "--db", d],
+    )  # fmt: skip
+    run(runner, ["checkpoint", "--db", d])
+    reports.append(_index(runner, db, browse))
+    return BuiltLedger(db, browse, tuple(reports), repair, decoy, key_id)

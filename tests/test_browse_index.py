@@ -1,0 +1,297 @@
+"""`provledger index` / `verify --browse`: the browse projection of the corpus + demo ledger.
+
+Every cohort, burn notice, excluded outcome and result of the ledger is checked against
+values read independently from the ledger's objects; the incrementally built browse
+database must equal a full rebuild; the ledger file is never changed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import shutil
+import sqlite3
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from browse_ledger import BURNED, TOY_V1, BuiltLedger, build, run
+from typer.testing import CliRunner
+
+from cohorts.browse.check import check_browse
+from cohorts.browse.tables import TABLES, VIEWS
+from cohorts.browse.web import CANNED_QUERIES, metadata
+from ledger.cli import app
+from ledger.store.sqlite import open_store
+
+ROOT = Path(__file__).resolve().parents[1]
+CORPUS = ROOT.parent / "shared" / "reference" / "idkmesh"
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> BuiltLedger:
+    if not CORPUS.is_dir():
+        pytest.skip(f"reference corpus absent: {CORPUS}")
+    return build(tmp_path_factory.mktemp("browse"), CORPUS)
+
+
+@pytest.fixture
+def conn(built: BuiltLedger) -> Iterator[sqlite3.Connection]:
+    c = sqlite3.connect(built.browse)
+    c.row_factory = sqlite3.Row
+    yield c
+    c.close()
+
+
+def _values(db: Path, kind: str) -> list[tuple[str, int, dict[str, Any]]]:
+    with open_store(db, readonly=True) as store:
+        return [(o.digest, o.seq, json.loads(o.data)) for o in store.by_kind(kind)]
+
+
+def test_runs_were_incremental(built: BuiltLedger) -> None:
+    sizes = [(r["previous_size"], r["size"]) for r in built.reports]
+    assert sizes[0][0] == 0
+    for (_, before), (after_prev, _) in itertools.pairwise(sizes):
+        assert after_prev == before  # each run started where the previous one stopped
+    with open_store(built.db, readonly=True) as store:
+        assert sizes[-1][1] == store.size()
+
+
+def test_every_cohort_with_its_values(built: BuiltLedger, conn: sqlite3.Connection) -> None:
+    cohorts = _values(built.db, "benchmark-cohort")
+    assert {v["id"] for _, _, v in cohorts} >= {BURNED, TOY_V1, "example/toy-v2"}
+    rows = {r["digest"]: r for r in conn.execute("SELECT * FROM cohorts")}
+    assert set(rows) == {d for d, _, _ in cohorts}
+    for digest, seq, value in cohorts:
+        row = rows[digest]
+        assert (row["cohort_id"], row["stage"], row["seq"]) == (value["id"], value["stage"], seq)
+        assert row["task_count"] == len(value["tasks"])
+        assert row["title"] == value["title"]
+        assert row["definition_digest"] == value.get("definition_digest")
+        if "definition_digest" in value:  # recomputed digest equals the recorded one
+            assert value["definition_digest"] in (
+                row["definition_digest_jcs"],
+                row["definition_digest_legacy"],
+            )
+        tasks = conn.execute(
+            "SELECT * FROM tasks WHERE cohort_digest = ? ORDER BY position", (digest,)
+        ).fetchall()
+        assert [t["task_id"] for t in tasks] == [t["id"] for t in value["tasks"]]
+        assert [t["status"] for t in tasks] == [t["evidence"]["status"] for t in value["tasks"]]
+
+
+def test_every_burn_and_exclusion(built: BuiltLedger, conn: sqlite3.Connection) -> None:
+    notices = _values(built.db, "burn-notice")
+    assert {v["cohort_id"] for _, _, v in notices} == {BURNED, TOY_V1}
+    for digest, _, value in notices:
+        row = conn.execute("SELECT * FROM burn_notices WHERE digest = ?", (digest,)).fetchone()
+        assert (row["cohort_id"], row["reason"], row["issued_at"]) == (
+            value["cohort_id"],
+            value["reason"],
+            value["issued_at"],
+        )
+        excluded = conn.execute(
+            "SELECT task_id, reason FROM excluded_outcomes WHERE burn_notice_digest = ?"
+            " ORDER BY task_id",
+            (digest,),
+        ).fetchall()
+        assert [tuple(e) for e in excluded] == sorted(
+            (e["task"], e["reason"]) for e in value["excluded_outcomes"]
+        )
+        # The cohort rows of that id say when and why it burned.
+        for cohort in conn.execute(
+            "SELECT * FROM cohorts WHERE cohort_id = ? AND seq < ?",
+            (value["cohort_id"], row["seq"]),
+        ):
+            assert (cohort["burned_at"], cohort["burn_reason"], cohort["burn_notice_digest"]) == (
+                value["issued_at"],
+                value["reason"],
+                digest,
+            )
+    first_five = conn.execute(
+        "SELECT count(*) FROM excluded_outcomes WHERE cohort_id = ?", (BURNED,)
+    ).fetchone()[0]
+    assert first_five == 5
+
+
+def test_every_result_signer_and_revocation(built: BuiltLedger, conn: sqlite3.Connection) -> None:
+    results = _values(built.db, "verification-result")
+    rows = {r["digest"]: r for r in conn.execute("SELECT * FROM results")}
+    assert set(rows) == {d for d, _, _ in results}
+    for digest, _, value in results:
+        row = rows[digest]
+        assert row["status"] == value["status"]
+        assert row["verifier_id"] == value["verifier"]["id"]
+        assert row["recommendation"] == value["decision_support"]["recommendation"]
+    signed = {
+        r["result_digest"]: r
+        for r in conn.execute("SELECT * FROM result_signatures WHERE signer IS NOT NULL")
+    }
+    assert set(signed) == {built.repair_digest, built.decoy_digest}
+    for sig in signed.values():
+        assert sig["signer"] == "idkmesh-local-verifier"
+        assert sig["key_id"] == built.verifier_key_id
+        assert sig["signature_valid"] == 1
+        assert (sig["revoked_reason"], sig["revoked_after_signing"]) == ("retired", 1)
+    assert rows[built.repair_digest]["status"] == "passed"
+    assert rows[built.decoy_digest]["status"] == "failed"
+    verdict = conn.execute(
+        "SELECT ok FROM provenance WHERE result_digest = ?", (built.repair_digest,)
+    ).fetchone()
+    assert verdict is not None
+
+
+def test_attestation_signature_is_checked(built: BuiltLedger, conn: sqlite3.Connection) -> None:
+    """Authority attestations of burn notices verify; a forged row would not."""
+    rows = conn.execute(
+        "SELECT a.signer, a.signature_valid FROM attestations a"
+        " JOIN burn_notices b ON b.digest = a.subject_digest"
+    ).fetchall()
+    assert rows and all(tuple(r) == ("authority", 1) for r in rows)
+
+
+def test_incremental_equals_full(built: BuiltLedger, tmp_path: Path) -> None:
+    full = tmp_path / "full.db"
+    run(CliRunner(), ["index", "--db", str(built.db), "--out", str(full), "--full"])
+    a, b = sqlite3.connect(built.browse), sqlite3.connect(full)
+    for table in TABLES:
+        order = ", ".join(table.pk)
+        got = a.execute(f"SELECT * FROM {table.name} ORDER BY {order}").fetchall()
+        want = b.execute(f"SELECT * FROM {table.name} ORDER BY {order}").fetchall()
+        assert got == want, table.name
+    with open_store(built.db, readonly=True) as store:
+        assert check_browse(store, built.browse) == []
+
+
+def test_ledger_file_never_changed(built: BuiltLedger, tmp_path: Path) -> None:
+    before = hashlib.sha256(built.db.read_bytes()).hexdigest()
+    run(CliRunner(), ["index", "--db", str(built.db), "--out", str(tmp_path / "b.db")])
+    run(CliRunner(), ["index", "--db", str(built.db), "--out", str(tmp_path / "b.db")])
+    assert hashlib.sha256(built.db.read_bytes()).hexdigest() == before
+
+
+def test_fts_finds_task_by_title(conn: sqlite3.Connection) -> None:
+    rows = conn.execute(
+        "SELECT t.task_id, t.title FROM tasks t JOIN tasks_fts f ON f.rowid = t.rowid"
+        " WHERE tasks_fts MATCH 'cohort path boundary'"
+    ).fetchall()
+    assert ("benchmark/phase-b2/001-cohort-path-boundary", "Cohort path boundary") in [
+        tuple(r) for r in rows
+    ]
+
+
+def test_every_digest_is_hex_and_resolves(conn: sqlite3.Connection) -> None:
+    objects = {r[0] for r in conn.execute("SELECT digest FROM objects")}
+    for table in TABLES:
+        for column in table.columns:
+            if column.name == "digest" or column.name in ("cohort_digest", "burn_notice_digest"):
+                for (value,) in conn.execute(f"SELECT {column.name} FROM {table.name}"):
+                    if value is not None:
+                        assert value in objects, (table.name, column.name, value)
+
+
+def test_verify_browse_cli(built: BuiltLedger, tmp_path: Path) -> None:
+    runner = CliRunner()
+    ok = run(runner, ["verify", "--db", str(built.db), "--browse", str(built.browse), "--json"])
+    assert json.loads(ok.stdout)["browse"] == {
+        "file": str(built.browse),
+        "ok": True,
+        "findings": [],
+    }
+    bad = tmp_path / "bad.db"
+    shutil.copyfile(built.browse, bad)
+    with sqlite3.connect(bad) as c:
+        c.execute("UPDATE excluded_outcomes SET reason = 'nothing to see' WHERE cohort_id = ?",
+                  (BURNED,))  # fmt: skip
+        c.execute("DELETE FROM results WHERE digest = ?", (built.decoy_digest,))
+    result = run(runner, ["verify", "--db", str(built.db), "--browse", str(bad)], 1)
+    assert "browse.value excluded_outcomes" in result.stdout
+    assert f"browse.row.missing results: row {built.decoy_digest} missing" in result.stdout
+    assert "does NOT match the ledger" in result.stdout
+
+
+def test_index_refuses_another_ledger(built: BuiltLedger, tmp_path: Path) -> None:
+    runner = CliRunner()
+    other = tmp_path / "other.db"
+    run(runner, ["init", "--db", str(other)])
+    copy = tmp_path / "copy.db"
+    shutil.copyfile(built.browse, copy)
+    result = run(runner, ["index", "--db", str(other), "--out", str(copy)], 3)
+    assert "is of another ledger" in result.output
+    assert (
+        hashlib.sha256(copy.read_bytes()).digest()
+        == hashlib.sha256(built.browse.read_bytes()).digest()
+    )
+
+
+def test_installed_cli_index_and_verify(built: BuiltLedger, tmp_path: Path) -> None:
+    exe = ROOT / ".venv" / "bin" / "provledger"
+    if not exe.exists():
+        pytest.skip("no installed .venv/bin/provledger")
+    out = tmp_path / "sub.browse.db"
+    done = subprocess.run(
+        [str(exe), "index", "--db", str(built.db), "--out", str(out)],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("indexed 95 new entries")
+    done = subprocess.run(
+        [str(exe), "verify", "--db", str(built.db), "--browse", str(out)],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "matches the ledger" in done.stdout
+
+
+def test_metadata_describes_every_table_and_column(conn: sqlite3.Connection) -> None:
+    meta = metadata("t")["databases"]["browse"]
+    described = meta["tables"]
+    for (name,) in conn.execute(
+        "SELECT name FROM sqlite_master WHERE type IN ('table', 'view')"
+        " AND name NOT LIKE '%_fts%' AND name NOT LIKE 'sqlite_%'"
+    ):
+        assert described.get(name, {}).get("title"), name
+        assert described[name].get("description"), name
+        if name in {v.name for v in VIEWS}:
+            continue
+        columns = [r[1] for r in conn.execute(f"PRAGMA table_info([{name}])")]
+        assert set(columns) == set(described[name]["columns"]), name
+        assert all(described[name]["columns"].values())
+
+
+def test_canned_queries_answer_the_auditors(built: BuiltLedger, conn: sqlite3.Connection) -> None:
+    burned = conn.execute(CANNED_QUERIES["burned_cohorts"]["sql"]).fetchall()
+    assert {r["cohort_id"] for r in burned} == {BURNED, TOY_V1}
+    excluded = conn.execute(CANNED_QUERIES["excluded_outcomes"]["sql"], {"cohort": BURNED})
+    assert len(excluded.fetchall()) == 5
+    signed = conn.execute(
+        CANNED_QUERIES["results_signed_by"]["sql"], {"verifier": "idkmesh-local-verifier"}
+    ).fetchall()
+    assert {r["result_digest"] for r in signed} == {built.repair_digest, built.decoy_digest}
+    assert all(r["revoked_after_signing"] == 1 for r in signed)
+    checks = conn.execute(
+        CANNED_QUERIES["result_provenance"]["sql"], {"result": built.repair_digest}
+    ).fetchall()
+    assert checks and checks[0]["depth"] == 0
+
+
+def test_serve_without_datasette_says_how(
+    built: BuiltLedger, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import sys
+
+    monkeypatch.setitem(sys.modules, "datasette", None)
+    monkeypatch.setitem(sys.modules, "datasette.app", None)
+    result = CliRunner().invoke(app, ["serve", "--browse", str(built.browse), "--port", "0"])
+    assert result.exit_code == 3
+    assert "pip install 'provledger[web]'" in result.output
+    assert result.output.count("error:") == 1
+
+
+def test_serve_missing_browse_file(tmp_path: Path) -> None:
+    result = CliRunner().invoke(app, ["serve", "--browse", str(tmp_path / "none.db")])
+    assert result.exit_code == 3
+    assert "provledger index" in result.output

@@ -1,0 +1,98 @@
+"""The Datasette app of `provledger serve`, in process: object pages, links, read-only."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import shutil
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import pytest
+from browse_ledger import BURNED, BuiltLedger, build
+
+pytest.importorskip("datasette")
+
+from cohorts.browse.web import CANNED_QUERIES, DATABASE, make_app
+
+ROOT = Path(__file__).resolve().parents[1]
+CORPUS = ROOT.parent / "shared" / "reference" / "idkmesh"
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> BuiltLedger:
+    if not CORPUS.is_dir():
+        pytest.skip(f"reference corpus absent: {CORPUS}")
+    return build(tmp_path_factory.mktemp("browseweb"), CORPUS)
+
+
+def _get(browse: Path, path: str) -> Any:
+    ds = make_app(browse)
+
+    async def fetch() -> Any:
+        await ds.invoke_startup()
+        return await ds.client.get(path)
+
+    return asyncio.run(fetch())
+
+
+def test_result_object_page(built: BuiltLedger) -> None:
+    page = _get(built.browse, f"/-/object/{built.repair_digest}")
+    assert page.status_code == 200
+    text = page.text
+    assert 'Provenance: <span class="prov-ok">all checks passed' in text
+    assert "idkmesh-local-verifier" in text
+    assert built.verifier_key_id in text
+    assert "retired at seq" in text and "(after signing)" in text
+    assert "is included in the tree of size 95" in text
+    assert "checkpoint signature verified with the ledger&#39;s log key" in text
+    assert "&#34;status&#34;: &#34;passed&#34;" in text  # pretty JSON, escaped by Jinja
+
+
+def test_burned_cohort_object_page_shows_json(built: BuiltLedger) -> None:
+    with sqlite3.connect(built.browse) as c:
+        (digest,) = c.execute(
+            "SELECT digest FROM cohorts WHERE cohort_id = ? AND stage = 'burned'", (BURNED,)
+        ).fetchone()
+    page = _get(built.browse, f"/-/object/{digest}")
+    assert page.status_code == 200
+    assert "&#34;stage&#34;: &#34;burned&#34;" in page.text
+    assert "No attestation names this object." in page.text
+
+
+def test_tampered_tree_node_fails_the_proof(built: BuiltLedger, tmp_path: Path) -> None:
+    bad = tmp_path / "bad.db"
+    shutil.copyfile(built.browse, bad)
+    with sqlite3.connect(bad) as c:
+        seq = c.execute(
+            "SELECT seq FROM objects WHERE digest = ?", (built.repair_digest,)
+        ).fetchone()[0]
+        # The sibling leaf of the result: part of its audit path.
+        c.execute(
+            "UPDATE tree_nodes SET hash = ? WHERE level = 0 AND idx = ?", ("00" * 32, seq ^ 1)
+        )
+    page = _get(bad, f"/-/object/{built.repair_digest}")
+    assert "not verified" in page.text
+    assert "inclusion proof failed" in page.text
+
+
+def test_digests_render_as_links(built: BuiltLedger) -> None:
+    page = _get(built.browse, "/browse/results")
+    assert f'<a class="digest" href="/-/object/{built.repair_digest}">' in page.text
+
+
+def test_unknown_object_is_404(built: BuiltLedger) -> None:
+    page = _get(built.browse, "/-/object/sha256:" + "0" * 64)
+    assert page.status_code == 404
+
+
+def test_read_only(built: BuiltLedger) -> None:
+    before = hashlib.sha256(built.browse.read_bytes()).hexdigest()
+    ds = make_app(built.browse)
+    assert [n for n in ds.databases if n != "_internal"] == [DATABASE]
+    assert ds.databases[DATABASE].is_mutable is False
+    assert not any(q.get("write") for q in CANNED_QUERIES.values())
+    for path in ("/browse/tasks?_search=boundary", "/browse/burned_cohorts", "/browse"):
+        assert _get(built.browse, path).status_code == 200
+    assert hashlib.sha256(built.browse.read_bytes()).hexdigest() == before
