@@ -76,7 +76,21 @@ CREATE TABLE IF NOT EXISTS checkpoints (
   note BLOB NOT NULL,
   created_at TEXT NOT NULL
 );
+CREATE VIEW IF NOT EXISTS objects_text AS
+  SELECT seq, digest, kind, schema_version, object_id, object_version, legacy_digest,
+    length(data) AS size,
+    CASE WHEN kind = 'blob' THEN NULL ELSE CAST(data AS TEXT) END AS canonical_json
+  FROM objects;
+CREATE VIEW IF NOT EXISTS tree_nodes_hex AS
+  SELECT level, idx, lower(hex(hash)) AS hash FROM tree_nodes;
+CREATE VIEW IF NOT EXISTS checkpoints_text AS
+  SELECT size, lower(hex(root)) AS root, created_at, CAST(note AS TEXT) AS note
+  FROM checkpoints;
 """
+# The views above only read: they show what tools like Datasette would otherwise render
+# as binary (canonical JSON, hashes, notes) as UTF-8 text and lower-case hex, the forms
+# the CLI prints. RFC 8785 output is always valid UTF-8, so the text is exactly the bytes.
+READABLE_VIEWS = ("objects_text", "tree_nodes_hex", "checkpoints_text")
 
 
 def _trigger_ddl() -> str:
