@@ -65,7 +65,16 @@ def server(built: BuiltLedger) -> Iterator[str]:
     assert exe.exists(), "the package must be installed in .venv (pip install -e '.[test]')"
     port = _free_port()
     proc = subprocess.Popen(
-        [str(exe), "serve", "--browse", str(built.browse), "--port", str(port)],
+        [
+            str(exe),
+            "serve",
+            "--db",
+            str(built.db),
+            "--browse",
+            str(built.browse),
+            "--port",
+            str(port),
+        ],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
     )

@@ -138,10 +138,32 @@ def test_every_result_signer_and_revocation(built: BuiltLedger, conn: sqlite3.Co
         assert (sig["revoked_reason"], sig["revoked_after_signing"]) == ("retired", 1)
     assert rows[built.repair_digest]["status"] == "passed"
     assert rows[built.decoy_digest]["status"] == "failed"
-    verdict = conn.execute(
-        "SELECT ok FROM provenance WHERE result_digest = ?", (built.repair_digest,)
-    ).fetchone()
-    assert verdict is not None
+
+
+def test_result_chain_view(built: BuiltLedger, conn: sqlite3.Connection) -> None:
+    """The chain of the demo result: every link present in the ledger, in order."""
+    (result,) = _values_of(built.db, built.repair_digest)
+    chain = conn.execute(
+        "SELECT role, digest, present FROM result_chain WHERE result_digest = ? ORDER BY role, seq",
+        (built.repair_digest,),
+    ).fetchall()
+    by_role = {}
+    for role, digest, present in chain:
+        by_role.setdefault(role, []).append((digest, present))
+    provenance = result["provenance"]
+    assert by_role["1 result"] == [(built.repair_digest, 1)]
+    assert by_role["2 result manifest"] == [(provenance["result_manifest_digest"], 1)]
+    assert by_role["3 work unit"] == [(provenance["work_unit_digest"], 1)]
+    assert by_role["4 evaluator plan"] == [(provenance["verifier_config_digest"], 1)]
+    assert len(by_role["5 attestation"]) == 1
+    assert len(by_role["6 signer identity"]) == 1
+    assert len(by_role["7 key revocation"]) == 1
+
+
+def _values_of(db: Path, digest: str) -> list[dict[str, Any]]:
+    with open_store(db, readonly=True) as store:
+        obj = store.get(digest)
+        return [] if obj is None else [json.loads(obj.data)]
 
 
 def test_attestation_signature_is_checked(built: BuiltLedger, conn: sqlite3.Connection) -> None:
@@ -272,10 +294,16 @@ def test_canned_queries_answer_the_auditors(built: BuiltLedger, conn: sqlite3.Co
     ).fetchall()
     assert {r["result_digest"] for r in signed} == {built.repair_digest, built.decoy_digest}
     assert all(r["revoked_after_signing"] == 1 for r in signed)
-    checks = conn.execute(
+    chain = conn.execute(
         CANNED_QUERIES["result_provenance"]["sql"], {"result": built.repair_digest}
     ).fetchall()
-    assert checks and checks[0]["depth"] == 0
+    assert [r["role"] for r in chain][:4] == [
+        "1 result",
+        "2 result manifest",
+        "3 work unit",
+        "4 evaluator plan",
+    ]
+    assert all(r["present"] == 1 for r in chain)
 
 
 def test_serve_without_datasette_says_how(

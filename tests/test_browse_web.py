@@ -27,8 +27,8 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> BuiltLedger:
     return build(tmp_path_factory.mktemp("browseweb"), CORPUS)
 
 
-def _get(browse: Path, path: str) -> Any:
-    ds = make_app(browse)
+def _get(browse: Path, path: str, ledger: Path | None = None) -> Any:
+    ds = make_app(browse, ledger=ledger)
 
     async def fetch() -> Any:
         await ds.invoke_startup()
@@ -38,7 +38,7 @@ def _get(browse: Path, path: str) -> Any:
 
 
 def test_result_object_page(built: BuiltLedger) -> None:
-    page = _get(built.browse, f"/-/object/{built.repair_digest}")
+    page = _get(built.browse, f"/-/object/{built.repair_digest}", built.db)
     assert page.status_code == 200
     text = page.text
     assert 'Provenance: <span class="prov-ok">all checks passed' in text
@@ -48,6 +48,25 @@ def test_result_object_page(built: BuiltLedger) -> None:
     assert "is included in the tree of size 95" in text
     assert "checkpoint signature verified with the ledger&#39;s log key" in text
     assert "&#34;status&#34;: &#34;passed&#34;" in text  # pretty JSON, escaped by Jinja
+    assert "checked now, on the ledger" in text
+    assert "<strong>log inclusion</strong>" in text
+
+
+def test_result_page_without_ledger_says_so(built: BuiltLedger) -> None:
+    text = _get(built.browse, f"/-/object/{built.repair_digest}").text
+    assert "Provenance: not checked" in text
+    assert "--db LEDGER" in text
+
+
+def test_result_page_refuses_another_ledger(built: BuiltLedger, tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from ledger.cli import app
+
+    other = tmp_path / "other.db"
+    assert CliRunner().invoke(app, ["init", "--db", str(other)]).exit_code == 0
+    text = _get(built.browse, f"/-/object/{built.repair_digest}", other).text
+    assert "not this projection&#39;s" in text
 
 
 def test_burned_cohort_object_page_shows_json(built: BuiltLedger) -> None:

@@ -9,8 +9,11 @@ Invariants:
   (see ``project``), so an incremental build equals a full build of the same ledger.
 - A projection belongs to one log: the origin and the digest at ``last_seq`` must
   match the ledger, else the run is refused (a different or rewritten ledger).
-- Two tables depend on the whole ledger and are recomputed on every run that sees
-  anything new: ``provenance`` and ``provenance_checks``.
+- Nothing whole-ledger is stored: provenance *checks* run live on the object page
+  (``plugin``), against the ledger, when ``serve`` is given it. What the projection holds
+  about provenance is the chain itself (the ``result_chain`` view).
+- One transaction per run on the temporary copy (no per-insert commits), fsynced before
+  it replaces the old file.
 """
 
 from __future__ import annotations
@@ -27,7 +30,6 @@ import sqlite_utils.db
 
 from cohorts.browse.project import Projection, Projector, Row, Update
 from cohorts.browse.tables import TABLES, VIEWS
-from cohorts.provenance import Check, provenance
 from ledger.errors import InputError
 from ledger.store.base import LedgerReader
 
@@ -163,42 +165,6 @@ def _tree_nodes(store: LedgerReader, seq: int) -> list[Row]:
     return rows
 
 
-def _flatten(checks: tuple[Check, ...], digest: str) -> list[Row]:
-    rows: list[Row] = []
-
-    def walk(check: Check, depth: int) -> None:
-        rows.append(
-            {
-                "result_digest": digest,
-                "position": len(rows),
-                "depth": depth,
-                "name": check.name,
-                "status": "passed" if check.ok else "failed",
-                "reason": check.reason,
-                "subject": check.subject,
-            }
-        )
-        for child in check.children:
-            walk(child, depth + 1)
-
-    for check in checks:
-        walk(check, 0)
-    return rows
-
-
-def _refresh_provenance(db: sqlite_utils.Database, store: LedgerReader) -> int:
-    db.execute("DELETE FROM provenance_checks")
-    db.execute("DELETE FROM provenance")
-    digests = [str(r[0]) for r in db.execute("SELECT digest FROM results ORDER BY seq")]
-    for digest in digests:
-        report = provenance(store, digest)
-        _t(db, "provenance").insert(
-            {"result_digest": digest, "ok": int(report.ok), "outcome": report.outcome}
-        )
-        _t(db, "provenance_checks").insert_all(_flatten(report.checks, digest))
-    return len(digests)
-
-
 def _write(db: sqlite_utils.Database, store: LedgerReader, out: Path) -> IndexReport:
     ensure_schema(db)
     info = _info(db)
@@ -234,8 +200,6 @@ def _write(db: sqlite_utils.Database, store: LedgerReader, out: Path) -> IndexRe
         for c in checkpoints
     )
     results = _t(db, "results").count
-    if size != previous or checkpoints or "last_seq" not in info:
-        results = _refresh_provenance(db, store)
     meta = {
         "format": FORMAT,
         "origin": store.get_meta("origin") or "",
@@ -258,10 +222,16 @@ def build_index(store: LedgerReader, out: Path, *, full: bool = False) -> IndexR
             tmp.unlink()
         db = sqlite_utils.Database(tmp)
         try:
+            # A scratch copy: durability comes from the fsync below, not from SQLite.
+            db.execute("PRAGMA journal_mode = OFF")
+            db.execute("PRAGMA synchronous = OFF")
+            db.conn.execute("BEGIN")  # sqlite-utils nests its writes as savepoints
             report = _write(db, store, out)
-            db.conn.commit()
+            db.conn.execute("COMMIT")
         finally:
             db.close()
+        with tmp.open("rb+") as handle:
+            os.fsync(handle.fileno())
         os.replace(tmp, out)
     finally:
         if tmp.exists():

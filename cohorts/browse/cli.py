@@ -57,7 +57,10 @@ def serve_cmd(
     host: Annotated[str, typer.Option("--host", help="Address to bind.")] = "127.0.0.1",
     port: Annotated[int, typer.Option("--port", min=0, max=65535, help="Port.")] = 8001,
 ) -> None:
-    """Serve the browse database read-only with Datasette (needs the optional web extra)."""
+    """Serve the browse database read-only with Datasette (needs the optional web extra).
+
+    Result pages run provenance checks on the ledger (--db), opened read-only.
+    """
     from cohorts.browse.build import default_out
     from cohorts.browse.web import ServeOptions, serve
     from ledger.errors import NotFound
@@ -68,7 +71,7 @@ def serve_cmd(
             f"browse database not found, got {target}, expected one made by `provledger index`"
         )
     typer.echo(f"serving {target} read-only at http://{host}:{port}/ (Ctrl-C stops)", err=True)
-    serve(ServeOptions(target, host, port))
+    serve(ServeOptions(target, host, port, ledger=db if db.is_file() else None))
 
 
 def browse_findings(store: Any, file: Path) -> list[dict[str, str]]:

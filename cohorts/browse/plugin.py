@@ -8,12 +8,18 @@ verified against the newest checkpoint's root, and the checkpoint's signature is
 verified with the log key the ledger records. An auditor who holds the log key out of
 band still runs ``provledger verify --log-key``: this page checks the projection's
 internal consistency, not the trust anchor.
+
+For a VerificationResult the page also runs ``cohorts.provenance.provenance`` live, on
+the ledger file ``serve`` was given (opened read-only per request, refused when its
+origin is not the projection's): checks are always against the ledger as it is now.
 """
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from datasette import hookimpl
@@ -131,6 +137,52 @@ def inclusion(conn: sqlite3.Connection, digest: str) -> ProofView:
     )
 
 
+@dataclass(frozen=True)
+class LiveProvenance:
+    """Provenance checks of one result, run on the ledger when the page was asked for."""
+
+    ran: bool
+    message: str
+    ok: bool = False
+    outcome: str | None = None
+    checks: tuple[dict[str, Any], ...] = ()
+
+
+def live_provenance(ledger: Path | None, origin: str | None, digest: str) -> LiveProvenance:
+    """Run the provenance checks of ``digest`` on ``ledger`` (read-only)."""
+    from cohorts.provenance import Check, provenance
+    from ledger.store.sqlite import open_store
+
+    if ledger is None:
+        return LiveProvenance(False, "start provledger serve with --db LEDGER to run the checks")
+    try:
+        with open_store(ledger, readonly=True) as store:
+            if store.get_meta("origin") != origin:
+                return LiveProvenance(False, "the ledger given to serve is not this projection's")
+            report = provenance(store, digest)
+    except LedgerError as exc:
+        return LiveProvenance(False, f"cannot read the ledger: {exc}")
+    rows: list[dict[str, Any]] = []
+
+    def walk(check: Check, depth: int) -> None:
+        rows.append(
+            {
+                "depth": depth,
+                "name": check.name,
+                "status": "passed" if check.ok else "failed",
+                "reason": check.reason,
+            }
+        )
+        for child in check.children:
+            walk(child, depth + 1)
+
+    for check in report.checks:
+        walk(check, 0)
+    return LiveProvenance(
+        True, "checked now, on the ledger", report.ok, report.outcome, tuple(rows)
+    )
+
+
 def _dicts(rows: Any) -> list[dict[str, Any]]:
     return [dict(r) for r in rows]
 
@@ -153,21 +205,19 @@ async def object_page(datasette: Any, request: Any) -> Response:
         )
     )
     attests = _dicts(await db.execute("SELECT * FROM attestations WHERE digest = ?", [digest]))
-    checks = _dicts(
-        await db.execute(
-            "SELECT * FROM provenance_checks WHERE result_digest = ? ORDER BY position", [digest]
+    live = None
+    if obj["kind"] == "verification-result":
+        origin = (await db.execute("SELECT value FROM ledger_info WHERE key = 'origin'")).first()
+        ledger = getattr(datasette, "provledger_ledger", None)
+        live = await asyncio.to_thread(
+            live_provenance, ledger, None if origin is None else str(origin[0]), digest
         )
-    )
-    verdict = (
-        await db.execute("SELECT * FROM provenance WHERE result_digest = ?", [digest])
-    ).first()
     proof = await db.execute_fn(lambda conn: inclusion(conn, digest))
     context = {
         "obj": obj,
         "attestations": attestations,
         "attests": attests[0] if attests else None,
-        "checks": checks,
-        "verdict": dict(verdict) if verdict is not None else None,
+        "live": live,
         "proof": proof,
         "database": DATABASE,
         "object_url": object_url,

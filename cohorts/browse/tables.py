@@ -339,34 +339,6 @@ TABLES: tuple[Table, ...] = (
         ("level", "idx"),
     ),
     Table(
-        "provenance",
-        "Result provenance",
-        "Whole-chain provenance verdict of each result, recomputed on every index run.",
-        (
-            _c("result_digest", str, "Digest of the VerificationResult."),
-            _c("ok", int, "1 when every check passed."),
-            _c("outcome", str, "counted, excluded or unlisted (cohort membership)."),
-        ),
-        ("result_digest",),
-        foreign_keys=(("result_digest", "results", "digest"),),
-    ),
-    Table(
-        "provenance_checks",
-        "Provenance checks",
-        "Every check of each result's provenance, in tree order (depth = nesting).",
-        (
-            _c("result_digest", str, "Digest of the VerificationResult."),
-            _c("position", int, "Order of the check in the tree."),
-            _c("depth", int, "Nesting depth (0 = top-level check)."),
-            _c("name", str, "Check name."),
-            _c("status", str, "passed or failed."),
-            _c("reason", str, "What was checked, or what failed."),
-            _c("subject", str, "Digest or id the check is about."),
-        ),
-        ("result_digest", "position"),
-        foreign_keys=(("result_digest", "results", "digest"),),
-    ),
-    Table(
         "ledger_info",
         "About this ledger",
         "Origin, keys and the last log position this projection has seen.",
@@ -376,6 +348,58 @@ TABLES: tuple[Table, ...] = (
         ),
         ("key",),
     ),
+)
+
+
+def _chain_part(role: str, digest: str, join: str = "", where: str = "") -> str:
+    return (
+        f"SELECT r.digest AS result_digest, r.result_id, '{role}' AS role, {digest} AS digest,"
+        f" o.kind AS kind, o.object_id AS object_id,"
+        f" CASE WHEN o.digest IS NULL THEN 0 ELSE 1 END AS present, o.seq AS seq"
+        f" FROM results r {join} LEFT JOIN objects o ON o.digest = {digest}"
+        + (f" WHERE {where}" if where else "")
+    )
+
+
+_COHORTS_OF_WORK_UNIT = (
+    "JOIN (SELECT DISTINCT cohort_digest, work_unit_digest FROM tasks) t"
+    " ON t.work_unit_digest = r.work_unit_digest"
+    " JOIN cohorts c ON c.digest = t.cohort_digest"
+)
+
+_CHAIN_SQL = " UNION ALL ".join(
+    (
+        _chain_part("1 result", "r.digest"),
+        _chain_part("2 result manifest", "r.result_manifest_digest"),
+        _chain_part("3 work unit", "r.work_unit_digest"),
+        _chain_part("4 evaluator plan", "r.plan_digest"),
+        _chain_part(
+            "5 attestation", "a.digest", "JOIN attestations a ON a.subject_digest = r.digest"
+        ),
+        _chain_part(
+            "6 signer identity",
+            "i.digest",
+            "JOIN attestations a ON a.subject_digest = r.digest"
+            " JOIN identities i ON i.key_id = a.key_id",
+        ),
+        _chain_part(
+            "7 key revocation",
+            "v.digest",
+            "JOIN attestations a ON a.subject_digest = r.digest"
+            " JOIN revocations v ON v.key_id = a.key_id",
+        ),
+        _chain_part(
+            "8 cohort",
+            "c.digest",
+            _COHORTS_OF_WORK_UNIT,
+        ),
+        _chain_part(
+            "9 burn notice",
+            "c.burn_notice_digest",
+            _COHORTS_OF_WORK_UNIT,
+            "c.burn_notice_digest IS NOT NULL",
+        ),
+    )
 )
 
 VIEWS: tuple[View, ...] = (
@@ -399,6 +423,16 @@ VIEWS: tuple[View, ...] = (
         " CASE WHEN v.seq > a.seq THEN 1 ELSE 0 END AS revoked_after_signing"
         " FROM results r JOIN attestations a ON a.subject_digest = r.digest"
         " LEFT JOIN revocations v ON v.key_id = a.key_id",
+    ),
+    View(
+        "result_chain",
+        "Provenance chain of each result",
+        "Every object a result's provenance rests on: the result, its ResultManifest,"
+        " WorkUnit and EvaluatorPlan (present = stored in the ledger), its attestations,"
+        " the identities registered for the signing keys, revocations of those keys, and"
+        " the cohorts whose tasks name the WorkUnit with their burn notices. The object"
+        " page runs the checks.",
+        _CHAIN_SQL,
     ),
 )
 

@@ -7,8 +7,8 @@ ask. A small plugin (``DigestLinks``) renders every digest as a link to an objec
 ``/-/object/<digest>``: the canonical JSON pretty-printed, its attestations, its
 inclusion proof against the newest checkpoint (recomputed from the projected tree
 nodes and checked against that checkpoint's root and signature), and, for a
-VerificationResult, its provenance checks. Datasette 0.65 has no write API; no canned
-query is writable.
+VerificationResult, its provenance checks run live on the ledger (``--db``).
+Datasette 0.65 has no write API; no canned query is writable.
 
 Datasette is optional (``pip install 'provledger[web]'``); only ``serve`` needs it.
 """
@@ -76,10 +76,13 @@ CANNED_QUERIES: dict[str, dict[str, Any]] = {
     },
     "result_provenance": {
         "title": "Full provenance of a result",
-        "description": "Every check of one result's chain (paste its digest), in tree order.",
+        "description": (
+            "Every object one result rests on (paste its digest), in chain order; open the"
+            " result's digest for the live checks of each link."
+        ),
         "sql": (
-            "SELECT c.position, c.depth, c.status, c.name, c.reason, c.subject"
-            " FROM provenance_checks c WHERE c.result_digest = :result ORDER BY c.position"
+            "SELECT role, digest, kind, object_id, present, seq FROM result_chain"
+            " WHERE result_digest = :result ORDER BY role, seq"
         ),
         "params": ["result"],
     },
@@ -129,8 +132,10 @@ def _require_datasette() -> Any:
     return uvicorn
 
 
-def make_app(browse: Path, title: str | None = None) -> Any:
-    """A Datasette instance on ``browse`` opened immutable, with our plugin registered."""
+def make_app(browse: Path, title: str | None = None, ledger: Path | None = None) -> Any:
+    """A Datasette instance on ``browse`` opened immutable, with our plugin registered.
+
+    ``ledger`` (opened read-only per request) lets result pages run provenance checks."""
     _require_datasette()
     from datasette.app import Datasette
     from datasette.database import Database
@@ -151,6 +156,7 @@ def make_app(browse: Path, title: str | None = None) -> Any:
         # No scratch database: the only database served is the browse file.
         ds.remove_database("_memory")
     ds.add_database(Database(ds, path=str(browse), is_mutable=False), name=DATABASE)
+    ds.provledger_ledger = ledger
     return ds
 
 
@@ -159,6 +165,7 @@ class ServeOptions:
     browse: Path
     host: str
     port: int
+    ledger: Path | None = None
     title: str | None = None
 
 
@@ -167,7 +174,7 @@ def serve(options: ServeOptions) -> None:
     uvicorn = _require_datasette()
     from datasette.cli import check_databases, run_sync
 
-    ds = make_app(options.browse, options.title)
+    ds = make_app(options.browse, options.title, options.ledger)
 
     run_sync(ds.invoke_startup)
     run_sync(lambda: check_databases(ds))
