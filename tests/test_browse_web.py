@@ -49,6 +49,16 @@ def test_result_object_page(built: BuiltLedger) -> None:
     assert "checkpoint signature verified with the ledger&#39;s log key" in text
     assert "&#34;status&#34;: &#34;passed&#34;" in text  # pretty JSON, escaped by Jinja
     assert "checked now, on the ledger" in text
+    # Digests inside the JSON and the check reasons link to their objects.
+    with sqlite3.connect(built.browse) as c:
+        (manifest,) = c.execute(
+            "SELECT result_manifest_digest FROM results WHERE digest = ?", (built.repair_digest,)
+        ).fetchone()
+    assert (
+        f'&#34;result_manifest_digest&#34;: &#34;<a class="digest" href="/-/object/{manifest}">'
+        in text
+    )
+    assert f'ResultManifest stored as <a class="digest" href="/-/object/{manifest}">' in text
     assert "<strong>log inclusion</strong>" in text
 
 
@@ -115,3 +125,13 @@ def test_read_only(built: BuiltLedger) -> None:
     for path in ("/browse/tasks?_search=boundary", "/browse/burned_cohorts", "/browse"):
         assert _get(built.browse, path).status_code == 200
     assert hashlib.sha256(built.browse.read_bytes()).hexdigest() == before
+
+
+def test_link_digests_escapes_first() -> None:
+    from cohorts.browse.plugin import link_digests
+
+    digest = "sha256:" + "ab" * 32
+    html = str(link_digests(f'<script>alert("{digest}")</script> sha256:{"0" * 63}'))
+    assert "<script>" not in html and "&lt;script&gt;" in html
+    assert f'<a class="digest" href="/-/object/{digest}">{digest}</a>' in html
+    assert html.count("<a ") == 1  # 63 hex digits is not a digest

@@ -17,6 +17,7 @@ origin is not the projection's): checks are always against the ledger as it is n
 from __future__ import annotations
 
 import asyncio
+import re
 import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,6 +38,22 @@ OBJECT_PATH = "/-/object/"
 
 def object_url(digest: str) -> str:
     return OBJECT_PATH + digest
+
+
+_DIGEST_IN_TEXT = re.compile(r"sha256:[0-9a-f]{64}")
+
+
+def link_digests(text: str | None) -> Markup:
+    """``text`` escaped, with every ``sha256:<hex>`` in it a link to its object page.
+
+    Safe: the text is escaped first, and a digest match is only ``sha256:`` and hex."""
+    escaped = str(escape(text or ""))
+    return Markup(
+        _DIGEST_IN_TEXT.sub(
+            lambda m: f'<a class="digest" href="{object_url(m.group(0))}">{m.group(0)}</a>',
+            escaped,
+        )
+    )
 
 
 @hookimpl  # type: ignore[untyped-decorator]
@@ -221,6 +238,7 @@ async def object_page(datasette: Any, request: Any) -> Response:
         "proof": proof,
         "database": DATABASE,
         "object_url": object_url,
+        "link_digests": link_digests,
     }
     html = await datasette.render_template("provledger_object.html", context, request=request)
     return Response.html(html)
