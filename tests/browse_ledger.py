@@ -100,7 +100,7 @@ def build(tmp: Path, corpus: Path) -> BuiltLedger:
     run(runner, ["init", "--db", d])
     reports = []
     # 1. the corpus
-    run(runner, ["import", "idkmesh", str(corpus), "--db", d], 3)  # 3: upstream invalid files
+    run(runner, ["import", "idkmesh", str(corpus), "--db", d])
     run(runner, ["checkpoint", "--db", d])
     reports.append(_index(runner, db, browse))
     # 2. the demo

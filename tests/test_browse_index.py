@@ -91,8 +91,11 @@ def test_every_burn_and_exclusion(built: BuiltLedger, conn: sqlite3.Connection) 
         assert (row["cohort_id"], row["reason"], row["issued_at"]) == (
             value["cohort_id"],
             value["reason"],
-            value["issued_at"],
+            value.get("issued_at"),
         )
+        with open_store(built.db, readonly=True) as store:
+            entry = next(store.entries(since=row["seq"], limit=1))
+        assert row["recorded_at"] == entry.appended_at
         excluded = conn.execute(
             "SELECT task_id, reason FROM excluded_outcomes WHERE burn_notice_digest = ?"
             " ORDER BY task_id",
@@ -107,7 +110,7 @@ def test_every_burn_and_exclusion(built: BuiltLedger, conn: sqlite3.Connection) 
             (value["cohort_id"], row["seq"]),
         ):
             assert (cohort["burned_at"], cohort["burn_reason"], cohort["burn_notice_digest"]) == (
-                value["issued_at"],
+                value.get("issued_at"),
                 value["reason"],
                 digest,
             )

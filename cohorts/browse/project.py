@@ -92,6 +92,7 @@ class Projector:
         self._authority = authority
         # key id -> (verifier id, raw public key) of identities already projected.
         self._identities: dict[str, tuple[str, bytes]] = {}
+        self._appended_at = ""  # log time of the object being projected
 
     def remember_identity(self, obj: StoredObject) -> None:
         """Learn the key of an identity object (also for objects projected in earlier runs)."""
@@ -131,6 +132,7 @@ class Projector:
             return out
         handler = _HANDLERS.get(obj.kind)
         if handler is not None:
+            self._appended_at = appended_at
             handler(self, obj, value, out)
         return out
 
@@ -160,6 +162,7 @@ class Projector:
                 "task_count": len(tasks),
                 "minimum_final_tasks": as_int(value.get("minimum_final_tasks")),
                 "burned_at": None,
+                "burn_recorded_at": None,
                 "burn_reason": None,
                 "burn_notice_digest": None,
             },
@@ -216,6 +219,7 @@ class Projector:
                 "cohort_digest": latest[-1].digest if latest else None,
                 "reason": reason,
                 "issued_at": issued_at,
+                "recorded_at": self._appended_at,
                 "definition_digest_jcs": as_str(dig(value, "definition_digest", "jcs")),
                 "definition_digest_legacy": as_str(dig(value, "definition_digest", "legacy")),
                 "excluded_count": len(excluded),
@@ -247,7 +251,12 @@ class Projector:
                 "cohort_id",
                 cohort_id,
                 obj.seq,
-                {"burned_at": issued_at, "burn_reason": reason, "burn_notice_digest": obj.digest},
+                {
+                    "burned_at": issued_at,
+                    "burn_recorded_at": self._appended_at,
+                    "burn_reason": reason,
+                    "burn_notice_digest": obj.digest,
+                },
             )
         )
 
@@ -365,6 +374,21 @@ class Projector:
             },
         )
 
+    def _quarantine(self, obj: StoredObject, value: Mapping[str, Any], out: Projection) -> None:
+        problems = [p for p in as_list(value.get("problems")) if isinstance(p, str)]
+        out.add(
+            "quarantined",
+            {
+                "digest": obj.digest,
+                "seq": obj.seq,
+                "path": as_str(value.get("path")),
+                "claimed_kind": as_str(value.get("claimed_kind")),
+                "object_id": as_str(value.get("object_id")),
+                "problems": "\n".join(problems),
+                "blob_digest": as_str(value.get("blob_digest")),
+            },
+        )
+
     def _attestation(self, obj: StoredObject, value: Mapping[str, Any], out: Projection) -> None:
         subject_digest = as_str(dig(value, "subject", "digest"))
         subject_kind = as_str(dig(value, "subject", "kind"))
@@ -455,4 +479,5 @@ _HANDLERS = {
     "verifier-identity": Projector._identity,
     "revocation": Projector._revocation,
     "attestation": Projector._attestation,
+    "quarantine": Projector._quarantine,
 }

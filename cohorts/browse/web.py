@@ -39,9 +39,12 @@ class WebUnavailable(LedgerError):
 CANNED_QUERIES: dict[str, dict[str, Any]] = {
     "burned_cohorts": {
         "title": "Which cohorts are burned, why, and when?",
-        "description": "Every burn notice with the cohort it burned, the reason and the time.",
+        "description": (
+            "Every burn notice with the cohort it burned, the reason, the burn date it records"
+            " (empty when upstream recorded none) and when the ledger recorded it."
+        ),
         "sql": (
-            "SELECT b.cohort_id, c.title, b.issued_at AS burned_at, b.reason,"
+            "SELECT b.cohort_id, c.title, b.issued_at AS burned_at, b.recorded_at, b.reason,"
             " b.excluded_count AS excluded_outcomes, b.digest AS burn_notice_digest,"
             " b.cohort_digest FROM burn_notices b"
             " LEFT JOIN cohorts c ON c.digest = b.cohort_digest ORDER BY b.seq"
