@@ -51,6 +51,8 @@ EXAMPLES: dict[str, str] = {
     "cohort bind": "provledger cohort bind successor.json --predecessor benchmark/toy",
     "cohort audit": "provledger cohort audit benchmark/phase-b2-first-five",
     "cohort list": "provledger cohort list --json",
+    "index": "provledger index --out ledger.browse.db",
+    "serve": "provledger serve --browse ledger.browse.db --port 8001",
     "behavioral run": (
         "provledger behavioral run --source-tree src/ --patch candidate.patch"
         " --probes probes.json --verification-result sha256:05cde97b"
