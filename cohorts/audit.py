@@ -15,7 +15,7 @@ versions) is in the per-task facts. ``AuditReport.to_json()`` has a fixed key se
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -59,6 +59,7 @@ from cohorts.upstream import (
     predecessor_claims,
     required_validator_ids,
 )
+from cohorts.validation import schema_validator
 
 REPORT_VERSION = "0.1"
 #: Negative-case categories that must appear as a VerificationResult finding category.
@@ -876,9 +877,29 @@ def _successor_links(cohort: Mapping[str, Any], lookup: CohortLookup) -> tuple[S
 
 
 def audit_cohort(
-    cohort: Mapping[str, Any], lookup: CohortLookup, validate: Validator | None = None
+    cohort: Mapping[str, Any],
+    lookup: CohortLookup,
+    validate: Validator = schema_validator,
+    *,
+    skip_checks: Collection[str] = (),
 ) -> AuditReport:
-    """Audit ``cohort`` against ``lookup``; ``validate`` None skips schema checks."""
+    """Audit ``cohort`` against ``lookup``; every check runs unless named in ``skip_checks``.
+
+    The only check that can be switched off is ``"schema"`` (JSON Schema validation of
+    the cohort and the documents its tasks name); an unknown name raises.
+    """
+    unknown = sorted(set(skip_checks) - {"schema"})
+    if unknown:
+        raise CohortInputError(
+            f"unknown cohort audit check, got {', '.join(unknown)}, expected schema"
+        )
+    validate_or_skip = None if "schema" in skip_checks else validate
+    return _audit_cohort(cohort, lookup, validate_or_skip)
+
+
+def _audit_cohort(
+    cohort: Mapping[str, Any], lookup: CohortLookup, validate: Validator | None
+) -> AuditReport:
     found: list[Finding] = []
     stage = as_str(cohort.get("stage"))
     if validate is not None:

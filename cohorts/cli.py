@@ -22,6 +22,7 @@ from ledger.cli.common import (
     read_input,
     table,
 )
+from ledger.errors import ProblemsReported, RejectionsReported
 
 if TYPE_CHECKING:
     from cohorts.findings import Finding
@@ -237,7 +238,7 @@ def audit_cmd(
     else:
         plain_lines(audit_lines(report, attested, behavioural))
     if not report.ok:
-        raise typer.Exit(1)
+        raise ProblemsReported(f"cohort {cohort_id} audit failed")
 
 
 def _audit_all(db: Path, json_out: bool) -> None:
@@ -291,7 +292,7 @@ def _audit_all(db: Path, json_out: bool) -> None:
             ],
         )
     if any(not r["ok"] for r in rows):
-        raise typer.Exit(1)
+        raise ProblemsReported("a cohort audit failed")
 
 
 @cohort_app.command("list")
@@ -368,7 +369,7 @@ def provenance_cmd(
         if report.outcome is not None:
             typer.echo(f"outcome: {report.outcome} ({OUTCOME_MEANING.get(report.outcome, '')})")
     if not report.ok:
-        raise typer.Exit(1)
+        raise ProblemsReported("provenance chain failed")
 
 
 def import_idkmesh_cmd(
@@ -393,7 +394,6 @@ def import_idkmesh_cmd(
     --unsigned. Idempotent. Exit 0 when every file was recorded, 3 when one was refused.
     """
     from cohorts.importer import import_idkmesh
-    from ledger.errors import InputError
     from ledger.store.sqlite import open_store
 
     with open_store(db) as store:
@@ -413,7 +413,7 @@ def import_idkmesh_cmd(
             f" quarantined {counts['quarantined']}, refused {counts['invalid']}"
         )
     if report.counts()["invalid"]:
-        raise typer.Exit(InputError.exit_code)
+        raise RejectionsReported(f"{report.counts()['invalid']} item(s) invalid")
 
 
 def verification_notes(reader: Any, obj: Any) -> list[str]:

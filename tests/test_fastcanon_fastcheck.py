@@ -15,7 +15,7 @@ import pytest
 
 from ledger.audit import full as audit_mod
 from ledger.audit import object_check as fastcheck
-from ledger.audit.full import audit, default_object_checks
+from ledger.audit.full import audit
 from ledger.store.base import StoredObject
 from ledger.store.bulk import import_jsonl
 from ledger.store.sqlite import open_store
@@ -100,8 +100,8 @@ def test_tampered_objects_get_the_reference_findings(filled: Path) -> None:
 
 def test_workers_and_in_process_audits_agree(filled: Path) -> None:
     with open_store(filled, readonly=True) as store:
-        one = audit(store, object_checks=default_object_checks(), workers=1)
-        two = audit(store, object_checks=default_object_checks(), workers=2)
+        one = audit(store, workers=1)
+        two = audit(store, workers=2)
     assert one.ok and two.ok
     assert one.to_json() == two.to_json()
     assert one.entries == 45
@@ -118,8 +118,8 @@ def test_tampered_ledger_same_findings_with_workers(filled: Path) -> None:
     conn.commit()
     conn.close()
     with open_store(filled, readonly=True) as store:
-        one = audit(store, object_checks=default_object_checks(), workers=1)
-        two = audit(store, object_checks=default_object_checks(), workers=2)
+        one = audit(store, workers=1)
+        two = audit(store, workers=2)
     codes = {f.code for f in one.findings}
     assert {"digest-mismatch", "tree-node-mismatch", "ref-missing"} <= codes
     assert one.to_json() == two.to_json()

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from ledger.cli.common import DbOption, JsonOption, emit_json, new_app
+from ledger.errors import ProblemsReported
 
 if TYPE_CHECKING:
     from ledger.store.base import AppendResult, Store
@@ -212,7 +213,7 @@ def run_verifier(
     else:
         _print_run(info)
     if not outcome.passed:
-        raise typer.Exit(outcome.exit_code)
+        raise ProblemsReported(f"candidate {outcome.status}")
 
 
 def _print_run(info: dict[str, Any]) -> None:
@@ -435,7 +436,7 @@ def behavioral_run(
         seq = next(r["seq"] for r in rows if r["role"] == "behavioral-evidence")
         _out(f"evidence        {info['evidence_digest']} seq={seq}")
     if not summary["all_expectations_met"]:
-        raise typer.Exit(1)
+        raise ProblemsReported("behavioural expectations not met")
 
 
 def _linked_result(store: Store, ref: str, patch: bytes) -> str:

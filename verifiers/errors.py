@@ -1,7 +1,7 @@
 """Exception hierarchy of the verifiers package.
 
 ``VerifierError`` is the package root. Subclasses mix in the ledger base whose exit
-code they share, so ``ledger.cli.common.run`` maps them without knowing this package.
+code they share, so ``ledger.cli.common.ProvGroup`` maps them without knowing this package.
 Messages are one line: "what, got X, expected Y".
 """
 

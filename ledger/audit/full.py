@@ -21,14 +21,14 @@ import hmac
 import re
 import sqlite3
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from ledger.audit import object_check as fastcheck
 from ledger.encoding.canonical import require_canonical
 from ledger.encoding.digest import apply_float_hints, legacy_digest
-from ledger.errors import LedgerError
+from ledger.errors import InputError, LedgerError
 from ledger.log import merkle
 from ledger.log.leaf import entry_record
 from ledger.log.note import Checkpoint, open_checkpoint, parse_note, parse_verifier_key
@@ -71,12 +71,12 @@ class Finding:
 ObjectCheck = Callable[[StoredObject, Any], list[Finding]]
 
 
-def default_object_checks() -> list[ObjectCheck]:
-    """Per-object checks beyond bytes and schema (attestations, ...); extend here."""
+def default_object_checks() -> dict[str, ObjectCheck]:
+    """Per-object checks beyond bytes and schema, by name; ``audit`` runs them all."""
     # Imported here: attestation_checks imports this module for ``Finding``.
     from ledger.trust.judgement import attestation_object_check
 
-    return [attestation_object_check()]
+    return {"attestations": attestation_object_check()}
 
 
 @dataclass
@@ -182,12 +182,7 @@ def _check_object(obj: StoredObject) -> tuple[list[Finding], list[tuple[str, str
                 )
             )
     except LedgerError as exc:
-        code = {
-            "CanonicalFormError": "not-canonical",
-            "SchemaError": "schema-invalid",
-            "KindError": "kind-invalid",
-        }.get(type(exc).__name__, "parse-error")
-        found.append(Finding(code, str(exc), obj.seq, obj.digest))
+        found.append(Finding(exc.finding_code, str(exc), obj.seq, obj.digest))
     return found, refs
 
 
@@ -344,7 +339,7 @@ def audit(
     trusted_key: str | None = None,
     trusted_authority: str | None = None,
     from_checkpoint: bytes | None = None,
-    object_checks: Sequence[ObjectCheck] = (),
+    skip_checks: Collection[str] = (),
     advance: Callable[[int], None] = lambda _n: None,
     workers: int | None = None,
 ) -> AuditReport:
@@ -353,11 +348,21 @@ def audit(
     ``workers`` processes run the per-object checks (default: ``fastcheck.default_workers``,
     i.e. in process for small ledgers); results are used in log order either way.
 
+    Every check runs unless named in ``skip_checks`` (names: ``default_object_checks``);
+    an unknown name raises ``InputError`` rather than silently checking less.
+
     A malformed ``trusted_key`` raises ``VerifierKeyError`` (exit 3); everything found
     in the database is reported as findings.
     """
     if trusted_key is not None:
         parse_verifier_key(trusted_key)
+    checks = default_object_checks()
+    unknown = sorted(set(skip_checks) - set(checks))
+    if unknown:
+        raise InputError(
+            f"unknown audit check, got {', '.join(unknown)}, expected one of {', '.join(checks)}"
+        )
+    object_checks = [check for name, check in checks.items() if name not in skip_checks]
     conn = store.connection
     saved_factory = conn.text_factory
     conn.text_factory = _text

@@ -1,7 +1,9 @@
 """Shared CLI plumbing: the one place errors become exit codes, options, output.
 
 Exit codes: 0 ok; 1 a check found a problem; 2 usage; 3 bad input or not found;
-4 refused by ledger rules. Errors print one line ``error: ...`` on stderr.
+4 refused by ledger rules. ``ProvGroup.invoke`` is the one handler: every
+``LedgerError`` exits with its class's ``exit_code`` and prints one line ``error: ...``
+on stderr (a ``Reported`` outcome prints nothing more: the command already did).
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from typing import Annotated, Any
 import typer
 from typer.core import TyperGroup
 
-from ledger.errors import LedgerError
+from ledger.errors import LedgerError, Reported
 
 DEFAULT_DB = "ledger.db"
 
@@ -40,7 +42,8 @@ class ProvGroup(TyperGroup):
         try:
             return super().invoke(ctx)
         except LedgerError as exc:
-            typer.echo(fail_line(str(exc)), err=True)
+            if not isinstance(exc, Reported):
+                typer.echo(fail_line(str(exc)), err=True)
             ctx.exit(exc.exit_code)
         except sqlite3.Error as exc:
             typer.echo(

@@ -9,6 +9,7 @@ from typing import Annotated
 import typer
 
 from ledger.cli.common import DbOption, JsonOption, emit_json, new_app, progress
+from ledger.errors import RejectionsReported
 
 import_app = new_app("Import many documents at once.")
 
@@ -44,7 +45,7 @@ def jsonl(
     Rejected lines (with line numbers and reasons) are never written; the others are.
     Exit 0 when no line was rejected, 3 when any was.
     """
-    from ledger.errors import InputError, NotFound
+    from ledger.errors import NotFound
     from ledger.store.bulk import default_workers, import_jsonl
     from ledger.store.sqlite import open_store
 
@@ -84,7 +85,7 @@ def jsonl(
             f" ledger size {summary.size}\n"
         )
     if not summary.ok:
-        raise typer.Exit(InputError.exit_code)
+        raise RejectionsReported(f"{len(summary.rejected)} line(s) rejected")
 
 
 def register(app: typer.Typer) -> None:

@@ -10,6 +10,7 @@ from typing import Annotated, Any
 import typer
 
 from ledger.cli.common import DbOption, JsonOption, console, emit_json, new_app
+from ledger.errors import CheckFailed, ProblemsReported
 
 proof_app = new_app("Inclusion and consistency proofs (RFC 9162).")
 
@@ -157,9 +158,8 @@ def verify(
     With --browse FILE, also re-derive the projection and compare it with FILE; the JSON
     output then has "browse": {"file", "ok", "findings": [{"code", "table", "message"}]}.
     """
-    from ledger.audit.full import audit, default_object_checks
+    from ledger.audit.full import audit
     from ledger.cli.common import progress
-    from ledger.errors import CheckFailed
     from ledger.store.sqlite import open_store
 
     trusted = _read_verifier_key(log_key) if log_key else None
@@ -184,7 +184,6 @@ def verify(
                 trusted_key=trusted,
                 trusted_authority=trusted_authority,
                 from_checkpoint=saved,
-                object_checks=default_object_checks(),
                 advance=advance,
                 workers=workers,
             )
@@ -220,7 +219,7 @@ def verify(
             verdict = "matches the ledger" if not browse_findings else "does NOT match the ledger"
             out.print(f"browse database {browse} {verdict}", markup=False)
     if not ok:
-        raise typer.Exit(CheckFailed.exit_code)
+        raise ProblemsReported(f"{len(report.findings)} problem(s)")
 
 
 def _read_verifier_key(value: str) -> str:
