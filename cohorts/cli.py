@@ -441,14 +441,3 @@ def verification_notes(reader: Any, obj: Any) -> list[str]:
         if linked is not None and linked.kind == "behavioral-evidence":
             lines.append(f"{BEHAVIOURAL}: {source}")
     return lines
-
-
-def register(app: typer.Typer, import_app: typer.Typer) -> None:
-    """Mount ``cohort``, ``provenance`` and ``import idkmesh``; add ``show`` notes."""
-    from ledger.cli.common import SHOW_NOTES
-
-    if verification_notes not in SHOW_NOTES:
-        SHOW_NOTES.append(verification_notes)
-    app.add_typer(cohort_app, name="cohort")
-    app.command("provenance")(provenance_cmd)
-    import_app.command("idkmesh")(import_idkmesh_cmd)

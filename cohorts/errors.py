@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from ledger.errors import CheckFailed, InputError, LedgerError, RuleViolation
+from ledger.errors import CheckFailed, InputError, LedgerError, RuleViolation, UsageError
 
 if TYPE_CHECKING:
     from cohorts.findings import Finding
@@ -25,7 +25,7 @@ class CohortInputError(CohortError, InputError):
     """A cohort-related document is malformed or names an unknown stage (exit 3)."""
 
 
-class CohortUsageError(CohortError):
+class CohortUsageError(CohortError, UsageError):
     """A cohort command given a combination of arguments it cannot run (exit 2)."""
 
     exit_code = 2

@@ -5,7 +5,8 @@ Every error class carries ``exit_code`` (what the CLI exits with) and ``finding_
 place, ``ledger.cli.common.ProvGroup.invoke``; no command picks an exit code itself.
 Messages are one line: "what, got X, expected Y".
 
-Faults: ``InputError`` (3, the caller's input is bad or names nothing), ``RuleViolation``
+Faults: ``UsageError`` (2, arguments that do not make a command), ``InputError`` (3, the
+caller's input is bad or names nothing), ``RuleViolation``
 (4, refused by ledger rules), ``StorageError`` (3, the database cannot be used),
 ``CheckFailed`` (1, a check found a problem). ``Reported`` failures are outcomes a
 command has already printed in full: the handler exits with their code and adds nothing.
@@ -19,6 +20,13 @@ class LedgerError(Exception):
 
     exit_code = 3
     finding_code = "error"
+
+
+class UsageError(LedgerError):
+    """A command given a combination of arguments it cannot run (exit 2, like click's)."""
+
+    exit_code = 2
+    finding_code = "usage"
 
 
 class InputError(LedgerError):

@@ -48,7 +48,7 @@ def _now() -> datetime:
 
 
 def _signer(path: Path, passphrase_env: str | None) -> Ed25519Signer:
-    from ledger.cli.identity import passphrase_from_env
+    from ledger.cli.keycmds import passphrase_from_env
     from ledger.trust.keys import Ed25519Signer
 
     return Ed25519Signer.from_file(path, passphrase_from_env(passphrase_env))
@@ -463,10 +463,3 @@ def _linked_result(store: Store, ref: str, patch: bytes) -> str:
             " expected the same candidate"
         )
     return obj.digest
-
-
-def register(app: typer.Typer) -> None:
-    """Mount run-verifier, calibrate and behavioral on the root app."""
-    app.command("run-verifier")(run_verifier)
-    app.command("calibrate")(calibrate)
-    app.add_typer(behavioral_app, name="behavioral")

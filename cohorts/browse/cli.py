@@ -79,9 +79,3 @@ def browse_findings(store: Any, file: Path) -> list[dict[str, str]]:
     from cohorts.browse.check import check_browse
 
     return [f.to_json() for f in check_browse(store, file)]
-
-
-def register(app: typer.Typer) -> None:
-    """Mount ``index`` and ``serve``."""
-    app.command("index")(index_cmd)
-    app.command("serve")(serve_cmd)

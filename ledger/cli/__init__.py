@@ -1,19 +1,147 @@
 """The ``provledger`` command: the composition root.
 
-This is the only module of ``ledger`` that may import ``verifiers`` and ``cohorts``;
-it mounts their typer sub-apps.
+``COMMANDS`` is the whole command tree as data: name -> the ``"module:attr"`` that
+implements it and its one-line help. Nothing listed here is imported until its command
+runs (``ledger.cli.lazy``), so ``provledger --help`` costs typer and rich only. This is
+the only module of ``ledger`` that names ``verifiers`` and ``cohorts``: they are the
+IDKMesh edge, mounted here beside the generic ledger commands.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
-from ledger.cli.common import new_app, set_db_env
+from ledger.cli.common import set_db_env
+from ledger.cli.lazy import Lazy, LazyCommandGroup, LazySubgroup
 
-app = new_app("provledger: a content-addressed, verifiable provenance ledger for IDKMesh evidence.")
+COMMANDS: Mapping[str, Lazy | LazySubgroup] = {
+    "init": Lazy(
+        "ledger.cli.core:init",
+        "Create a ledger, its log key and its authority key; print the log verifier key.",
+    ),
+    "append": Lazy(
+        "ledger.cli.core:append",
+        "Validate every input fully, then append all of them in one transaction.",
+    ),
+    "show": Lazy("ledger.cli.core:show", "Show one object by digest, legacy digest or id."),
+    "log": Lazy(
+        "ledger.cli.core:log",
+        "List log entries in sequence order: seq, kind, object id, full digest, time.",
+    ),
+    "stats": Lazy(
+        "ledger.cli.core:stats", "Entry counts by kind, sizes and the latest checkpoint."
+    ),
+    "checkpoint": Lazy(
+        "ledger.cli.logcmds:checkpoint",
+        "Sign the current tree head as a C2SP checkpoint and store it.",
+    ),
+    "verify": Lazy(
+        "ledger.cli.logcmds:verify",
+        "Audit the whole ledger: digests, canonical form, schemas, sequence, tree, checkpoints.",
+    ),
+    "sign": Lazy(
+        "ledger.cli.attestationcmds:sign",
+        "Append a DSSE attestation by KEY over a stored object; warn if it would not verify.",
+    ),
+    "provenance": Lazy(
+        "cohorts.cli:provenance_cmd",
+        "Verify one VerificationResult's whole chain and say what its verdict can mean.",
+    ),
+    "run-verifier": Lazy(
+        "verifiers.cli:run_verifier",
+        "Judge a candidate under an EvaluatorPlan and record the run (exit 0 passed, 1 failed).",
+    ),
+    "calibrate": Lazy(
+        "verifiers.cli:calibrate",
+        "Judge every fixture candidate under every fixture plan and print the table.",
+    ),
+    "index": Lazy(
+        "cohorts.browse.cli:index_cmd",
+        "Project the ledger into a browse database for auditors (the ledger is only read).",
+    ),
+    "serve": Lazy(
+        "cohorts.browse.cli:serve_cmd",
+        "Serve the browse database read-only with Datasette (needs the optional web extra).",
+    ),
+    "proof": Lazy("ledger.cli.logcmds:proof_app", "Inclusion and consistency proofs (RFC 9162)."),
+    "bundle": Lazy(
+        "ledger.cli.bundlecmds:bundle_app",
+        "Offline bundles: an object, its attestations, proofs and checkpoint.",
+    ),
+    "key": Lazy(
+        "ledger.cli.keycmds:key_app",
+        "Ed25519 key files (PKCS#8 PEM, mode 0600, optional passphrase).",
+    ),
+    "identity": Lazy(
+        "ledger.cli.identitycmds:identity_app",
+        "Verifier identities: register, list, show, revoke (authority-attested).",
+    ),
+    "attestation": Lazy(
+        "ledger.cli.attestationcmds:attestation_app",
+        "DSSE attestations stored in the ledger: check, export, import.",
+    ),
+    "export": Lazy(
+        "ledger.cli.exportcmds:export_app", "Export ledger objects in interoperable formats."
+    ),
+    "import": LazySubgroup(
+        "Import many documents at once.",
+        {
+            "jsonl": Lazy(
+                "ledger.cli.importcmds:jsonl",
+                "Validate every line like `append`; append the valid ones in ordered batches.",
+            ),
+            "idkmesh": Lazy(
+                "cohorts.cli:import_idkmesh_cmd",
+                "Record an IDKMesh tree as it is: every record, at any stage,"
+                " with a summary per cohort.",
+            ),
+        },
+    ),
+    "cohort": Lazy(
+        "cohorts.cli:cohort_app",
+        "Benchmark cohorts: definition digests, freeze, burn, bind, audit.",
+    ),
+    "behavioral": Lazy(
+        "verifiers.cli:behavioral_app",
+        "Behavioural channel: evaluator-owned probes on a patched copy of a tree.",
+    ),
+}
+
+
+def install_idkmesh() -> None:
+    """Plug IDKMesh's additions into the generic core before any command runs."""
+    from cohorts.browse.cli import browse_findings
+    from cohorts.cli import verification_notes
+    from ledger.cli.common import SHOW_NOTES
+    from ledger.cli.logcmds import set_browse_check
+
+    if verification_notes not in SHOW_NOTES:
+        SHOW_NOTES.append(verification_notes)  # `show` explains a VerificationResult
+    set_browse_check(browse_findings)  # `verify --browse FILE`
+
+
+class RootGroup(LazyCommandGroup):
+    """The root group: ``COMMANDS``, errors mapped by ``ProvGroup``, IDKMesh plugged in."""
+
+    table = COMMANDS
+
+    def invoke(self, ctx: Any) -> Any:
+        install_idkmesh()
+        return super().invoke(ctx)
+
+
+app = typer.Typer(
+    help="provledger: a content-addressed, verifiable provenance ledger for IDKMesh evidence.",
+    cls=RootGroup,
+    add_completion=False,
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
 
 
 def _print_version(value: bool) -> None:
@@ -50,25 +178,6 @@ def _root(
     """provledger: a content-addressed, verifiable provenance ledger for IDKMesh evidence."""
     if db is not None:
         set_db_env(ctx, db)
-
-
-def _mount() -> None:
-    from ledger.cli import bundlecmds, core, logcmds
-
-    core.register(app)
-    logcmds.register(app)
-    bundlecmds.register(app)
-    __import__("ledger.cli.identity", fromlist=["register"]).register(app)
-    __import__("ledger.cli.importcmds", fromlist=["register"]).register(app)
-    importcmds = __import__("ledger.cli.importcmds", fromlist=["import_app"])
-    __import__("cohorts.cli", fromlist=["register"]).register(app, importcmds.import_app)
-    __import__("verifiers.cli", fromlist=["register"]).register(app)
-    browse = __import__("cohorts.browse.cli", fromlist=["register"])
-    browse.register(app)
-    logcmds.set_browse_check(browse.browse_findings)
-
-
-_mount()
 
 
 def main() -> None:

@@ -101,8 +101,3 @@ def _read_verifier_key(value: str) -> str:
     if path.is_file():
         return path.read_text("utf-8").strip()
     return value.strip()
-
-
-def register(app: typer.Typer) -> None:
-    """Mount ``provledger bundle``."""
-    app.add_typer(bundle_app, name="bundle")

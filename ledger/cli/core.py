@@ -248,9 +248,3 @@ def stats(db: DbOption = Path("ledger.db"), json_out: JsonOption = False) -> Non
     out.print(f"object bytes    {info['object_bytes']}")
     out.print(f"file bytes      {info['file_bytes']}")
     out.print(f"checkpoint      {info['latest_checkpoint_size']}")
-
-
-def register(app: typer.Typer) -> None:
-    """Mount the core commands on the root app."""
-    for fn in (init, append, show, log, stats):
-        app.command(fn.__name__)(fn)

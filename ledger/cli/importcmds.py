@@ -1,4 +1,4 @@
-"""Bulk import commands: ``provledger import jsonl`` (more importers mount on ``import_app``)."""
+"""Bulk import of JSON Lines: ``provledger import jsonl`` (mounted by ``ledger.cli.COMMANDS``)."""
 
 from __future__ import annotations
 
@@ -8,16 +8,13 @@ from typing import Annotated
 
 import typer
 
-from ledger.cli.common import DbOption, JsonOption, emit_json, new_app, progress
+from ledger.cli.common import DbOption, JsonOption, emit_json, progress
 from ledger.errors import RejectionsReported
-
-import_app = new_app("Import many documents at once.")
 
 # Kept equal to ledger.store.bulk.DEFAULT_BATCH; not imported so `--help` stays light.
 _DEFAULT_BATCH = 12500
 
 
-@import_app.command("jsonl")
 def jsonl(
     file: Annotated[
         str, typer.Argument(help="JSON Lines file, one document per line; - reads stdin.")
@@ -86,8 +83,3 @@ def jsonl(
         )
     if not summary.ok:
         raise RejectionsReported(f"{len(summary.rejected)} line(s) rejected")
-
-
-def register(app: typer.Typer) -> None:
-    """Mount the ``import`` sub-app on the root app."""
-    app.add_typer(import_app, name="import")

@@ -114,13 +114,6 @@ def consistency(
         out.print(f"proof[{i}] {h}")
 
 
-def register(app: typer.Typer) -> None:
-    """Mount the log commands."""
-    app.command("checkpoint")(checkpoint)
-    app.command("verify")(verify)
-    app.add_typer(proof_app, name="proof")
-
-
 def verify(
     db: DbOption = Path("ledger.db"),
     log_key: Annotated[

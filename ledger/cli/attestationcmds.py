@@ -1,0 +1,205 @@
+"""Attestations: ``sign`` appends one; ``attestation check|export|verify-envelope|import``.
+
+An appended attestation is judged at its own log position right after the append and
+any failure is printed as a warning on stderr (the ledger still records it).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from ledger.cli.common import DbOption, JsonOption, console, emit_json, new_app
+from ledger.cli.exportcmds import OutOption, write_out
+from ledger.cli.keycmds import KeyOption, PassphraseEnv, signer_from_file
+
+if TYPE_CHECKING:
+    from ledger.store.base import LedgerReader, Store
+    from ledger.trust.judgement import AttestationVerdict
+
+attestation_app = new_app("DSSE attestations stored in the ledger: check, export, import.")
+
+
+def subject_digest(store: LedgerReader, ref: str) -> str:
+    from ledger.store.resolve import resolve
+
+    return resolve(store, ref).digest
+
+
+def _warn_failures(verdict: AttestationVerdict) -> None:
+    for failure in verdict.failures:
+        typer.echo(f"warning: {failure.code}: {' '.join(failure.message.split())}", err=True)
+
+
+def append_attestations(store: Store, prepared: list[Any]) -> list[dict[str, Any]]:
+    """Append attestations in one transaction, check each at its position, warn on stderr."""
+    from ledger.trust.identity import trust_index
+    from ledger.trust.judgement import check_attestation
+
+    results = store.append_many(prepared)
+    index = trust_index(store)
+    rows = []
+    for result in results:
+        stored = store.get(result.entry.digest)
+        assert stored is not None  # just appended in a committed transaction
+        verdict = check_attestation(store, stored, index)
+        _warn_failures(verdict)
+        rows.append(
+            {
+                "attestation": result.entry.digest,
+                "seq": result.entry.seq,
+                "status": "new" if result.new else "present",
+                **{k: v for k, v in verdict.to_json().items() if k not in ("attestation", "seq")},
+            }
+        )
+    return rows
+
+
+def sign(
+    subject: Annotated[str, typer.Argument(help="Digest (or id) of the object to attest.")],
+    key: KeyOption,
+    db: DbOption = Path("ledger.db"),
+    passphrase_env: PassphraseEnv = None,
+    json_out: JsonOption = False,
+) -> None:
+    """Append a DSSE attestation by KEY over a stored object; warn if it would not verify."""
+    from ledger.store.sqlite import open_store
+    from ledger.trust.attestation import attest
+
+    signer = signer_from_file(key, passphrase_env)
+    with open_store(db) as store:
+        prepared = attest(store, subject_digest(store, subject), signer)
+        rows = append_attestations(store, [prepared])
+    if json_out:
+        emit_json(rows[0])
+        return
+    row = rows[0]
+    state = "new" if row["status"] == "new" else "already present"
+    sys.stdout.write(
+        f"{row['attestation']} seq={row['seq']} attestation of {row['subject']}"
+        f" by {row['key_id']} {state}\n"
+    )
+
+
+def _print_verdicts(verdicts: list[AttestationVerdict]) -> None:
+    out = console()
+    for v in verdicts:
+        where = f"seq {v.seq} {v.attestation_digest}" if v.seq is not None else "envelope"
+        who = f" verifier {v.verifier_id}" if v.verifier_id else f" ({v.signer})"
+        if v.ok:
+            out.print(f"OK   {where} key {v.key_id}{who}", markup=False)
+        for f in v.failures:
+            out.print(f"FAIL {where} key {v.key_id}: {f.code}: {f.message}", markup=False)
+
+
+def _finish_check(subject: str, verdicts: list[AttestationVerdict], json_out: bool) -> None:
+    from ledger.errors import CheckFailed
+    from ledger.trust.judgement import subject_verdict
+
+    ok, reason = subject_verdict(verdicts)
+    if json_out:
+        emit_json(
+            {
+                "subject": subject,
+                "ok": ok,
+                "reason": reason,
+                "attestations": [v.to_json() for v in verdicts],
+            }
+        )
+    else:
+        _print_verdicts(verdicts)
+        console().print(f"{'ok' if ok else 'FAILED'}: {reason}", markup=False)
+    if not ok:
+        raise CheckFailed(
+            f"attestation check of {subject}, got {reason}, expected at least one valid"
+            " attestation and none invalid"
+        )
+
+
+@attestation_app.command("check")
+def attestation_check(
+    subject: Annotated[str, typer.Argument(help="Digest (or id) of the attested object.")],
+    db: DbOption = Path("ledger.db"),
+    json_out: JsonOption = False,
+) -> None:
+    """Check every attestation of a subject. Exit 0 iff >= 1 attestation and all are valid."""
+    from ledger.encoding.digest import is_digest
+    from ledger.store.sqlite import open_store
+    from ledger.trust.attestation import attestations_of
+    from ledger.trust.judgement import check_subject_attestations
+
+    with open_store(db, readonly=True) as store:
+        # An attestation may name a digest that is not stored (subject-missing): check it.
+        if is_digest(subject) and store.get(subject) is None and attestations_of(store, subject):
+            digest = subject
+        else:
+            digest = subject_digest(store, subject)
+        verdicts = check_subject_attestations(store, digest)
+    _finish_check(digest, verdicts, json_out)
+
+
+@attestation_app.command("export")
+def attestation_export(
+    attestation: Annotated[str, typer.Argument(help="Digest of the attestation object.")],
+    db: DbOption = Path("ledger.db"),
+    output: OutOption = None,
+) -> None:
+    """Print the full standard DSSE envelope (payload = the subject's stored bytes)."""
+    from ledger.store.sqlite import open_store
+    from ledger.trust.attestation import rebuild_envelope
+    from ledger.trust.judgement import find_attestation
+
+    with open_store(db, readonly=True) as store:
+        envelope = rebuild_envelope(store, find_attestation(store, attestation))
+    write_out(envelope.to_json_bytes(), output)
+
+
+def _read_envelope(name: str) -> Any:
+    from ledger.cli.common import read_input
+    from ledger.encoding.canonical import parse_strict
+    from ledger.trust.dsse import parse_envelope
+
+    return parse_envelope(parse_strict(read_input(name)))
+
+
+@attestation_app.command("verify-envelope")
+def attestation_verify_envelope(
+    file: Annotated[str, typer.Argument(help="A full DSSE envelope (JSON file; - is stdin).")],
+    db: DbOption = Path("ledger.db"),
+    json_out: JsonOption = False,
+) -> None:
+    """Check an envelope from outside against the ledger, as if appended now (same rule)."""
+    from ledger.encoding.digest import sha256_digest
+    from ledger.store.sqlite import open_store
+    from ledger.trust.judgement import check_envelope
+
+    envelope = _read_envelope(file)
+    with open_store(db, readonly=True) as store:
+        verdicts = check_envelope(store, envelope)
+    _finish_check(sha256_digest(envelope.payload), verdicts, json_out)
+
+
+@attestation_app.command("import")
+def attestation_import(
+    file: Annotated[str, typer.Argument(help="A full DSSE envelope (JSON file; - is stdin).")],
+    db: DbOption = Path("ledger.db"),
+    json_out: JsonOption = False,
+) -> None:
+    """Store a full envelope over a stored object as detached attestation(s); warn on failures."""
+    from ledger.store.sqlite import open_store
+    from ledger.trust.attestation import detach_envelope
+
+    envelope = _read_envelope(file)
+    with open_store(db) as store:
+        rows = append_attestations(store, detach_envelope(store, envelope))
+    if json_out:
+        emit_json(rows)
+        return
+    for row in rows:
+        sys.stdout.write(
+            f"{row['attestation']} seq={row['seq']} attestation of {row['subject']}"
+            f" by {row['key_id']} {row['status']}\n"
+        )

@@ -1,0 +1,52 @@
+"""Export ledger objects in interoperable formats: ``export intoto``.
+
+Exported documents are written as exact bytes (``write_out``), to stdout or a file.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from ledger.cli.common import DbOption, new_app
+from ledger.cli.keycmds import KeyOption, PassphraseEnv, signer_from_file
+
+if TYPE_CHECKING:
+    pass
+
+export_app = new_app("Export ledger objects in interoperable formats.")
+
+OutOption = Annotated[
+    Path | None, typer.Option("-o", "--output", help="Write to FILE (exact bytes) not stdout.")
+]
+
+
+def write_out(data: bytes, output: Path | None) -> None:
+    if output is None:
+        sys.stdout.buffer.write(data + b"\n")
+        sys.stdout.buffer.flush()
+    else:
+        output.write_bytes(data)
+
+
+@export_app.command("intoto")
+@export_app.command("intoto")
+def export_intoto(
+    subject: Annotated[str, typer.Argument(help="Digest (or id) of the object.")],
+    key: KeyOption,
+    db: DbOption = Path("ledger.db"),
+    passphrase_env: PassphraseEnv = None,
+    output: OutOption = None,
+) -> None:
+    """Write an in-toto Statement v1 about the object in a DSSE envelope signed by KEY."""
+    from ledger.store.resolve import resolve
+    from ledger.store.sqlite import open_store
+    from ledger.trust.attestation import intoto_export
+
+    signer = signer_from_file(key, passphrase_env)
+    with open_store(db, readonly=True) as store:
+        envelope = intoto_export(store, resolve(store, subject).digest, signer)
+    write_out(envelope.to_json_bytes(), output)
