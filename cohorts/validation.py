@@ -9,17 +9,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ledger.encoding.canonical import path_child
 from ledger.errors import KindError
-from ledger.schema._compiled import fast_check
-from ledger.schema.validation import validator
-
-
-def _path(parts: Any) -> str:
-    path = "$"
-    for part in parts:
-        path = path_child(path, part)
-    return path
+from ledger.schema.validation import violations
 
 
 def schema_validator(kind: str, doc: Mapping[str, Any]) -> list[str]:
@@ -27,16 +18,7 @@ def schema_validator(kind: str, doc: Mapping[str, Any]) -> list[str]:
     version = doc.get("schema_version")
     if not isinstance(version, str):
         return [f"$.schema_version: not a string ({version!r})"]
-    # The compiled check only vouches for validity; jsonschema lists every violation.
-    if fast_check(kind, version, doc):
-        return []
     try:
-        compiled = validator(kind, version)
+        return [f"{v.path}: {v.message}" for v in violations(kind, version, doc)]
     except KindError as exc:
         return [str(exc)]
-    found = sorted(compiled.iter_errors(doc), key=lambda e: [str(p) for p in e.absolute_path])
-    return [f"{_path(e.absolute_path)}: {_short(e.message)}" for e in found]
-
-
-def _short(message: str) -> str:
-    return message if len(message) <= 200 else message[:197] + "..."

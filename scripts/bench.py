@@ -92,7 +92,7 @@ def _time(rng: random.Random, base: float) -> str:
 
 
 def _digest(value: Any) -> str:
-    from ledger.encoding._fast import canonicalize
+    from ledger.encoding.canonical import canonicalize
 
     return "sha256:" + hashlib.sha256(canonicalize(value)).hexdigest()
 
@@ -617,8 +617,8 @@ def _verify_core(db: Path) -> dict[str, Any]:
     import sqlite3
 
     from ledger.audit.full import CompactRange
-    from ledger.audit.object_check import NodeReader
-    from ledger.encoding._fast import parse_encode
+    from ledger.audit.readers import NodeReader
+    from ledger.encoding.canonical import encode as parse_encode
     from ledger.log import merkle
     from ledger.log.leaf import entry_record
 

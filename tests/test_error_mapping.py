@@ -22,7 +22,8 @@ import verifiers
 from cohorts.audit import audit_cohort
 from cohorts.errors import CohortInputError
 from ledger.audit import full
-from ledger.audit.full import Finding, audit
+from ledger.audit.findings import Finding
+from ledger.audit.full import audit
 from ledger.cli.common import new_app
 from ledger.create import initialise
 from ledger.errors import (

@@ -1,7 +1,7 @@
 """ledger.encoding._fast must give byte-identical results (and identical errors) to the reference.
 
-Reference = ``ledger.encoding.canonical`` (``parse_strict`` + ``rfc8785``) and
-``ledger.encoding.digest``.
+Reference = ``ledger.encoding.strict`` (``parse_strict``, ``reference_canonical_bytes``
+through ``rfc8785``, ``legacy_bytes``, ``reference_float_hints``).
 Checked on the RFC 8785 vectors, the ES6 number vectors, the upstream corpus, generated
 documents, and hypothesis values; and the fast path must really be the one taken.
 """
@@ -20,9 +20,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ledger.encoding import _fast as fastcanon
-from ledger.encoding import canonical
-from ledger.encoding.canonical import Limits, parse_strict
-from ledger.encoding.digest import float_hints, legacy_bytes, legacy_digest, sha256_digest
+from ledger.encoding import strict
+from ledger.encoding.digest import legacy_digest, sha256_digest
+from ledger.encoding.strict import Limits, legacy_bytes, parse_strict
+from ledger.encoding.strict import reference_float_hints as float_hints
 from ledger.errors import CanonicalFormError, LedgerError
 from ledger.schema.kinds import detect_kind, schema_version_of
 from ledger.store.prepared import Prepared, prepare_json
@@ -34,9 +35,9 @@ def _double(hex_ieee: str) -> float:
     return float(struct.unpack(">d", bytes.fromhex(hex_ieee.rjust(16, "0")))[0])
 
 
-def _reference_encoded(data: bytes, limits: Limits = canonical.DEFAULT_LIMITS) -> Any:
+def _reference_encoded(data: bytes, limits: Limits = strict.DEFAULT_LIMITS) -> Any:
     value = parse_strict(data, limits)
-    return value, canonical.canonicalize(value), legacy_bytes(value)
+    return value, strict.reference_canonical_bytes(value), legacy_bytes(value)
 
 
 def _has_float(node: Any) -> bool:
@@ -49,7 +50,7 @@ def _has_float(node: Any) -> bool:
     return False
 
 
-def _assert_same(data: bytes, limits: Limits = canonical.DEFAULT_LIMITS) -> None:
+def _assert_same(data: bytes, limits: Limits = strict.DEFAULT_LIMITS) -> None:
     """parse_encode(data) == reference, or both raise the same error type and message."""
     try:
         expected = _reference_encoded(data, limits)
@@ -149,7 +150,7 @@ def test_fast_path_taken_for_ordinary_documents(monkeypatch: pytest.MonkeyPatch)
 
     data = json.dumps({"b": [1, 0.5, 2.0, -0.0, "x\n\u00e9"], "a": {"z": None, "y": True}}).encode()
     expected = _reference_encoded(data)
-    monkeypatch.setattr(canonical, "canonicalize", refuse)
+    monkeypatch.setattr(fastcanon, "reference_canonical_bytes", refuse)
     got = fastcanon.parse_encode(data)
     assert (got.value, got.canonical, got.legacy) == expected
     assert got.float_hints == [["b", 2, "2.0"], ["b", 3, "-0.0"]]
@@ -162,13 +163,13 @@ def test_fast_path_taken_for_ordinary_documents(monkeypatch: pytest.MonkeyPatch)
 )
 def test_fallback_used_when_unsure(monkeypatch: pytest.MonkeyPatch, value: Any) -> None:
     calls: list[Any] = []
-    original = canonical.canonicalize
+    original = strict.reference_canonical_bytes
 
     def counting(v: Any) -> bytes:
         calls.append(v)
         return original(v)
 
-    monkeypatch.setattr(canonical, "canonicalize", counting)
+    monkeypatch.setattr(fastcanon, "reference_canonical_bytes", counting)
     try:
         expected = rfc8785.dumps(value)
     except (rfc8785.CanonicalizationError, TypeError, ValueError):

@@ -1,4 +1,4 @@
-"""ledger.audit.object_check gives the audit exactly the results of its reference code, faster."""
+"""ledger.audit.object_check: its inner fast path gives exactly the reference result."""
 
 from __future__ import annotations
 
@@ -13,8 +13,7 @@ from typing import Any
 
 import pytest
 
-from ledger.audit import full as audit_mod
-from ledger.audit import object_check as fastcheck
+from ledger.audit import object_check, parallel, readers
 from ledger.audit.full import audit
 from ledger.store.base import StoredObject
 from ledger.store.bulk import import_jsonl
@@ -47,14 +46,17 @@ def _objects(db: Path) -> list[StoredObject]:
         return [store.get_by_seq(s) for s in range(store.size())]  # type: ignore[misc]
 
 
-def test_clean_objects_take_the_fast_path(filled: Path) -> None:
+def test_clean_objects_take_the_fast_path(
+    filled: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     def refuse(_obj: StoredObject) -> Any:
         raise AssertionError("reference used for a clean object")
 
-    for obj in _objects(filled):
-        expected = audit_mod._check_object(obj)
-        assert expected[0] == []
-        assert fastcheck.check_object(obj, refuse) == expected
+    objects = _objects(filled)
+    expected = [object_check._reference_check(obj) for obj in objects]
+    assert all(found == [] for found, _refs in expected)
+    monkeypatch.setattr(object_check, "_reference_check", refuse)
+    assert [object_check.check_object(obj) for obj in objects] == expected
 
 
 def _tampered(obj: StoredObject, rng: random.Random) -> list[StoredObject]:
@@ -76,7 +78,7 @@ def _tampered(obj: StoredObject, rng: random.Random) -> list[StoredObject]:
     # Canonical, correctly digested, but schema-invalid: only the schema check can tell.
     broken = dict(value)
     broken.pop(rng.choice(sorted(k for k in broken if k != "provledger_kind")))
-    from ledger.encoding._fast import canonicalize
+    from ledger.encoding.canonical import canonicalize
 
     data = canonicalize(broken)
     import hashlib
@@ -92,8 +94,8 @@ def test_tampered_objects_get_the_reference_findings(filled: Path) -> None:
     checked = 0
     for obj in _objects(filled):
         for bad in _tampered(obj, rng):
-            expected = audit_mod._check_object(bad)
-            assert fastcheck.check_object(bad, audit_mod._check_object) == expected
+            expected = object_check._reference_check(bad)
+            assert object_check.check_object(bad) == expected
             checked += 1
     assert checked > 400
 
@@ -127,12 +129,8 @@ def test_tampered_ledger_same_findings_with_workers(filled: Path) -> None:
 
 def test_with_object_checks_keeps_row_order() -> None:
     rows = [(i, "d", "k", "t", *([None] * 9)) for i in range(600)]
-    got = [row[0] for row, checked in fastcheck.with_object_checks(iter(rows), _never, 2)]
+    got = [row[0] for row, checked in parallel.with_object_checks(iter(rows), 2)]
     assert got == list(range(600))
-
-
-def _never(_obj: StoredObject) -> Any:
-    raise AssertionError("no object rows here")
 
 
 def _node_db(rows: list[tuple[Any, Any, Any]]) -> sqlite3.Connection:
@@ -152,7 +150,7 @@ def test_node_reader_equals_point_queries() -> None:
     conn = _node_db(rows)
     requests = [(lvl, i) for i in range(45) for lvl in range(5) if i < (50 >> lvl)]
     requests += [(0, 3), (1, 2), (0, 5), (2, -1)]  # out of order: point queries
-    reader = fastcheck.NodeReader(conn)
+    reader = readers.NodeReader(conn)
     for level, idx in requests:
         expected = conn.execute(
             "SELECT hash FROM tree_nodes WHERE level = ? AND idx = ?", (level, idx)
@@ -165,7 +163,7 @@ def test_ref_reader_equals_point_queries() -> None:
     conn.execute("CREATE TABLE refs (from_digest TEXT, rel TEXT, to_digest TEXT)")
     stored = [("a", "r", "x"), ("a", "r", "y"), ("b", "s", "x"), ("c", "r", "z")]
     conn.executemany("INSERT INTO refs VALUES (?,?,?)", stored)
-    reader = fastcheck.RefReader(conn)
+    reader = readers.RefReader(conn)
     asks = [("a", "r", "x"), ("a", "r", "q"), ("a", "r", "y"), ("c", "r", "z"), ("b", "s", "x")]
     asks += [("b", "s", "x"), ("d", "r", "x")]
     for ask in asks:

@@ -257,3 +257,27 @@ def test_validate_still_reports_jsonschema_message() -> None:
     doc["kind"] = "code"
     with pytest.raises(SchemaError, match=r"at \$\.kind"):
         schema.validate("work-unit", "0.2", doc)
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers(-3, 3) | st.sampled_from([0.0, 1.0, -0.0, 2.5]),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.sampled_from("ab"), inner),
+    max_leaves=6,
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(_JSON, _JSON)
+def test_json_equal_is_jsonschemas_equal(one: Any, two: Any) -> None:
+    from jsonschema._utils import equal
+
+    assert fastschema._json_equal(one, two) == equal(one, two)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(_JSON, max_size=5))
+def test_unique_items_never_vouches_where_jsonschema_refuses(items: list[Any]) -> None:
+    from jsonschema._utils import uniq
+
+    if fastschema._unique(items):
+        assert uniq(items)

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import hashlib
 import hmac
 import re
 import sqlite3
@@ -25,14 +24,16 @@ from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ledger.audit import object_check as fastcheck
+from ledger.audit.attestations import AttestationAudit
+from ledger.audit.findings import Finding
+from ledger.audit.object_check import check_object
+from ledger.audit.parallel import default_workers, with_object_checks
+from ledger.audit.readers import NodeReader, RefReader
 from ledger.encoding.canonical import require_canonical
-from ledger.encoding.digest import apply_float_hints, legacy_digest
 from ledger.errors import InputError, LedgerError
 from ledger.log import merkle
 from ledger.log.leaf import entry_record
 from ledger.log.note import Checkpoint, open_checkpoint, parse_note, parse_verifier_key
-from ledger.schema import validation as schema
 from ledger.schema.kinds import BLOB, detect_kind
 from ledger.store.base import CheckpointRow, StoredObject
 from ledger.store.sqlite import LEDGER_TABLES, SQLiteStore, trigger_names
@@ -48,35 +49,12 @@ _TRIGGER_SQL = re.compile(
 _MAX_LISTED = 100  # cap on findings listed one by one for one kind of extra row
 
 
-@dataclass(frozen=True)
-class Finding:
-    """One problem. ``code`` is stable; ``seq``/``digest``/``checkpoint`` locate it."""
-
-    code: str
-    message: str
-    seq: int | None = None
-    digest: str | None = None
-    checkpoint: int | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "code": self.code,
-            "message": self.message,
-            "seq": self.seq,
-            "digest": self.digest,
-            "checkpoint": self.checkpoint,
-        }
-
-
 ObjectCheck = Callable[[StoredObject, Any], list[Finding]]
 
 
 def default_object_checks() -> dict[str, ObjectCheck]:
     """Per-object checks beyond bytes and schema, by name; ``audit`` runs them all."""
-    # Imported here: attestation_checks imports this module for ``Finding``.
-    from ledger.trust.judgement import attestation_object_check
-
-    return {"attestations": attestation_object_check()}
+    return {"attestations": AttestationAudit()}
 
 
 @dataclass
@@ -134,58 +112,6 @@ class CompactRange:
         return acc
 
 
-def _check_object(obj: StoredObject) -> tuple[list[Finding], list[tuple[str, str]]]:
-    """Findings for one object, and the references its bytes imply."""
-    found: list[Finding] = []
-    refs: list[tuple[str, str]] = []
-    actual = "sha256:" + hashlib.sha256(obj.data).hexdigest()
-    if actual != obj.digest:
-        found.append(
-            Finding(
-                "digest-mismatch",
-                f"stored bytes hash to {actual}, expected {obj.digest}",
-                obj.seq,
-                obj.digest,
-            )
-        )
-    if obj.kind == BLOB:
-        return found, refs
-    try:
-        value = require_canonical(obj.data)
-        spec = detect_kind(value)
-        version = value.get("schema_version")
-        if spec.name != obj.kind:
-            found.append(
-                Finding(
-                    "kind-mismatch",
-                    f"bytes are a {spec.name}, index says {obj.kind}",
-                    obj.seq,
-                    obj.digest,
-                )
-            )
-        refs = spec.refs(value)
-        schema.validate(spec.name, str(version), value)
-        expected = (
-            str(version),
-            spec.object_id(value),
-            spec.object_version(value),
-            None if spec.native else _legacy_from_stored(value, obj.legacy_hints),
-        )
-        stored = (obj.schema_version, obj.object_id, obj.object_version, obj.legacy_digest)
-        if expected != stored:
-            found.append(
-                Finding(
-                    "index-mismatch",
-                    f"index columns {stored}, expected {expected}",
-                    obj.seq,
-                    obj.digest,
-                )
-            )
-    except LedgerError as exc:
-        found.append(Finding(exc.finding_code, str(exc), obj.seq, obj.digest))
-    return found, refs
-
-
 def _refs_of(kind: object, data: object) -> list[tuple[str, str]]:
     """References an object's bytes imply (none for blobs or unreadable bytes)."""
     if kind == BLOB or not isinstance(data, bytes):
@@ -195,20 +121,6 @@ def _refs_of(kind: object, data: object) -> list[tuple[str, str]]:
         return list(detect_kind(value).refs(value))
     except LedgerError:
         return []
-
-
-def _legacy_from_stored(value: Any, hints_text: str | None) -> str:
-    """Recompute the legacy digest from canonical bytes plus the stored float hints."""
-    import copy
-    import json
-
-    if not hints_text:
-        return legacy_digest(value)
-    try:
-        hints = json.loads(hints_text)
-        return legacy_digest(apply_float_hints(copy.deepcopy(value), hints))
-    except (ValueError, KeyError, IndexError, TypeError):
-        return "invalid float hints"
 
 
 def _text(data: bytes) -> str:
@@ -345,7 +257,7 @@ def audit(
 ) -> AuditReport:
     """Audit the whole ledger; see the module docstring for what is checked.
 
-    ``workers`` processes run the per-object checks (default: ``fastcheck.default_workers``,
+    ``workers`` processes run the per-object checks (default: ``parallel.default_workers``,
     i.e. in process for small ledgers); results are used in log order either way.
 
     Every check runs unless named in ``skip_checks`` (names: ``default_object_checks``);
@@ -368,7 +280,7 @@ def audit(
     conn.text_factory = _text
     try:
         if workers is None:
-            workers = fastcheck.default_workers(store.size())
+            workers = default_workers(store.size())
         return _audit(
             store, trusted_key, trusted_authority, from_checkpoint, object_checks, advance, workers
         )
@@ -446,10 +358,10 @@ def _audit(
     )
     ref_count = 0
     ref_trouble = False
-    nodes = fastcheck.NodeReader(conn)
-    ref_rows = fastcheck.RefReader(conn)
-    # fastcheck computes _check_object's result cheaply (maybe in workers), in row order.
-    for row, checked in fastcheck.with_object_checks(conn.execute(sql), _check_object, workers):
+    nodes = NodeReader(conn)
+    ref_rows = RefReader(conn)
+    # check_object's results, maybe computed in workers, in row order.
+    for row, checked in with_object_checks(conn.execute(sql), workers):
         seq, digest, kind, appended_at = row[0], row[1], row[2], row[3]
         name = digest if isinstance(digest, str) else None
         if seq != frontier.size:
@@ -488,7 +400,7 @@ def _audit(
                         name,
                     )
                 )
-            problems, refs = checked if checked is not None else _check_object(obj)
+            problems, refs = checked if checked is not None else check_object(obj)
             findings.extend(problems)
             for rel, target in refs:
                 ref_count += 1

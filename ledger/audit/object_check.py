@@ -1,48 +1,39 @@
-"""Fast per-object checks and ordered node reads for ``provledger verify`` (``ledger.audit.full``).
+"""The audit's per-object check: one definition, with its fast path inside.
 
-``check_object(obj, reference)`` returns exactly what ``reference(obj)`` (the audit's
-own ``_check_object``) returns. It recomputes the clean case cheaply (one SHA-256,
-one ``fastcanon`` pass whose canonical bytes must equal the stored bytes, a compiled
-schema check, the index columns) and hands anything else to ``reference``, so every
-finding and message still comes from the audit's code. ``with_object_checks`` runs
-it over the audit's rows, optionally in worker processes, yielding in row order with
-a bounded window in flight. ``NodeReader`` serves the audit's in-order tree-node
-lookups from one sequential scan per level instead of one query per node.
+``check_object(obj)`` returns the findings for one stored object (digest of the stored
+bytes, canonical form, kind, schema, index columns) and the references its bytes imply.
+The clean case is recomputed cheaply first (one SHA-256, one ``encode`` pass whose
+canonical bytes must equal the stored bytes, the schema verdict, the index columns);
+anything else goes to ``_reference_check``, so every finding and message comes from
+one place. tests/test_fastcanon_fastcheck.py proves both give the same result.
 """
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
-import multiprocessing
-import os
-import sqlite3
-from collections import deque
-from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-from ledger.encoding._fast import parse_encode
-from ledger.encoding.digest import apply_float_hints, legacy_bytes, sha256_digest
+from ledger.audit.findings import Finding
+from ledger.encoding.canonical import encode, require_canonical
+from ledger.encoding.digest import apply_float_hints, legacy_digest, sha256_digest
+from ledger.encoding.strict import legacy_bytes
 from ledger.errors import LedgerError
-from ledger.schema._compiled import fast_check
+from ledger.schema import validation as schema
 from ledger.schema.kinds import BLOB, detect_kind
 from ledger.store.base import StoredObject
 
-CheckResult = tuple[list[Any], list[tuple[str, str]]]
-Reference = Callable[[StoredObject], CheckResult]
-
-# Below this many entries a worker pool costs more than it saves.
-POOL_THRESHOLD = 20_000
-_CHUNK = 256  # rows per task sent to a worker
+CheckResult = tuple[list[Finding], list[tuple[str, str]]]
 
 
-def check_object(obj: StoredObject, reference: Reference) -> CheckResult:
-    """``reference(obj)``, computed without it when the object is clean."""
+def check_object(obj: StoredObject) -> CheckResult:
+    """Findings for one object, and the references its bytes imply."""
     try:
         clean = _clean_refs(obj)
     except Exception:  # any surprise: the reference decides (and reports)
         clean = None
-    return reference(obj) if clean is None else ([], clean)
+    return _reference_check(obj) if clean is None else ([], clean)
 
 
 def _clean_refs(obj: StoredObject) -> list[tuple[str, str]] | None:
@@ -53,7 +44,7 @@ def _clean_refs(obj: StoredObject) -> list[tuple[str, str]] | None:
     if obj.kind == BLOB:
         return []
     try:
-        encoded = parse_encode(data)
+        encoded = encode(data)
     except LedgerError:
         return None
     if encoded.canonical != data:
@@ -66,7 +57,7 @@ def _clean_refs(obj: StoredObject) -> list[tuple[str, str]] | None:
     version = value.get("schema_version")
     if spec.name != obj.kind or version not in spec.versions:
         return None
-    if not fast_check(spec.name, version, value):
+    if not schema.is_valid(spec.name, version, value):
         return None
     refs = list(spec.refs(value))
     legacy = None
@@ -83,142 +74,64 @@ def _clean_refs(obj: StoredObject) -> list[tuple[str, str]] | None:
     return refs if expected == stored else None
 
 
-def _check_rows(rows: list[tuple[Any, ...]], reference: Reference) -> list[CheckResult | None]:
-    out: list[CheckResult | None] = []
-    for row in rows:
-        try:
-            obj = StoredObject(*row[4:])
-            out.append(check_object(obj, reference))
-        except Exception:
-            out.append(None)  # the audit recomputes (and reports) this row itself
-    return out
-
-
-def _check_task(args: tuple[list[tuple[Any, ...]], Reference]) -> list[CheckResult | None]:
-    return _check_rows(*args)
-
-
-def default_workers(entries: int) -> int:
-    """Worker processes for an audit of ``entries``: 1 (in process) below the threshold."""
-    if entries < POOL_THRESHOLD:
-        return 1
-    try:
-        cpus = len(os.sched_getaffinity(0))
-    except AttributeError:
-        cpus = os.cpu_count() or 1
-    return max(1, min(2, cpus))
-
-
-def with_object_checks(
-    rows: Iterable[tuple[Any, ...]], reference: Reference, workers: int = 1
-) -> Iterator[tuple[tuple[Any, ...], CheckResult | None]]:
-    """Yield ``(row, check)`` in row order; ``check`` is None when the row has no object.
-
-    A row is the audit's entries-join-objects row: entry columns 0-3, object columns
-    4-12. None may also mean "not computed here": the caller then runs the reference.
-    """
-
-    def chunks() -> Iterator[list[tuple[Any, ...]]]:
-        batch: list[tuple[Any, ...]] = []
-        for row in rows:
-            batch.append(row)
-            if len(batch) == _CHUNK:
-                yield batch
-                batch = []
-        if batch:
-            yield batch
-
-    def pick(batch: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
-        return [row for row in batch if row[4] is not None]
-
-    def merge(
-        batch: list[tuple[Any, ...]], results: list[CheckResult | None]
-    ) -> Iterator[tuple[tuple[Any, ...], CheckResult | None]]:
-        it = iter(results)
-        for row in batch:
-            yield row, (next(it) if row[4] is not None else None)
-
-    if workers <= 1:
-        for batch in chunks():
-            yield from merge(batch, _check_rows(pick(batch), reference))
-        return
-    methods = multiprocessing.get_all_start_methods()
-    context = multiprocessing.get_context("fork" if "fork" in methods else None)
-    window: deque[tuple[list[tuple[Any, ...]], Any]] = deque()
-    with context.Pool(workers) as pool:
-        for batch in chunks():
-            task = pool.apply_async(_check_task, ((pick(batch), reference),))
-            window.append((batch, task))
-            if len(window) > 2 * workers:
-                done, result = window.popleft()
-                yield from merge(done, result.get())
-        while window:
-            done, result = window.popleft()
-            yield from merge(done, result.get())
-
-
-class NodeReader:
-    """``get(level, idx)`` = the ``tree_nodes`` row ``(hash,)`` or None, like a point query.
-
-    The audit asks for nodes level by level in increasing index order, so each level is
-    read by one sequential cursor; an out-of-order request falls back to a point query.
-    """
-
-    def __init__(self, conn: sqlite3.Connection) -> None:
-        self._conn = conn
-        self._cursors: dict[int, Iterator[tuple[Any, Any]]] = {}
-        self._heads: dict[int, tuple[Any, Any] | None] = {}
-        self._last: dict[int, int] = {}
-
-    def _point(self, level: int, idx: int) -> tuple[Any, ...] | None:
-        row: tuple[Any, ...] | None = self._conn.execute(
-            "SELECT hash FROM tree_nodes WHERE level = ? AND idx = ?", (level, idx)
-        ).fetchone()
-        return row
-
-    def get(self, level: int, idx: int) -> tuple[Any, ...] | None:
-        if idx <= self._last.get(level, -1):
-            return self._point(level, idx)
-        self._last[level] = idx
-        if level not in self._cursors:
-            cursor = self._conn.execute(
-                "SELECT idx, hash FROM tree_nodes WHERE level = ? AND idx >= ? ORDER BY idx",
-                (level, idx),
+def _reference_check(obj: StoredObject) -> CheckResult:
+    """Findings for one object, and the references its bytes imply: the definition."""
+    found: list[Finding] = []
+    refs: list[tuple[str, str]] = []
+    actual = "sha256:" + hashlib.sha256(obj.data).hexdigest()
+    if actual != obj.digest:
+        found.append(
+            Finding(
+                "digest-mismatch",
+                f"stored bytes hash to {actual}, expected {obj.digest}",
+                obj.seq,
+                obj.digest,
             )
-            self._cursors[level] = iter(cursor)
-            self._heads[level] = next(self._cursors[level], None)
-        head = self._heads[level]
-        while head is not None and isinstance(head[0], int) and head[0] < idx:
-            head = next(self._cursors[level], None)
-        self._heads[level] = head
-        if head is None or not isinstance(head[0], int):
-            return self._point(level, idx)
-        if head[0] == idx:
-            return (head[1],)
-        return None
-
-
-class RefReader:
-    """``has(from_digest, rel, to_digest)``: does ``refs`` hold that row? Like a point query.
-
-    Appends write an object's references right after it, so the audit asks for them in
-    ``rowid`` order; one sequential cursor answers those, anything else a point query.
-    """
-
-    def __init__(self, conn: sqlite3.Connection) -> None:
-        self._conn = conn
-        self._rows = iter(
-            conn.execute("SELECT from_digest, rel, to_digest FROM refs ORDER BY rowid")
         )
-        self._head: tuple[Any, ...] | None = next(self._rows, None)
+    if obj.kind == BLOB:
+        return found, refs
+    try:
+        value = require_canonical(obj.data)
+        spec = detect_kind(value)
+        version = value.get("schema_version")
+        if spec.name != obj.kind:
+            found.append(
+                Finding(
+                    "kind-mismatch",
+                    f"bytes are a {spec.name}, index says {obj.kind}",
+                    obj.seq,
+                    obj.digest,
+                )
+            )
+        refs = spec.refs(value)
+        schema.validate(spec.name, str(version), value)
+        expected = (
+            str(version),
+            spec.object_id(value),
+            spec.object_version(value),
+            None if spec.native else _legacy_from_stored(value, obj.legacy_hints),
+        )
+        stored = (obj.schema_version, obj.object_id, obj.object_version, obj.legacy_digest)
+        if expected != stored:
+            found.append(
+                Finding(
+                    "index-mismatch",
+                    f"index columns {stored}, expected {expected}",
+                    obj.seq,
+                    obj.digest,
+                )
+            )
+    except LedgerError as exc:
+        found.append(Finding(exc.finding_code, str(exc), obj.seq, obj.digest))
+    return found, refs
 
-    def has(self, from_digest: str, rel: str, to_digest: str) -> bool:
-        head = self._head
-        if head is not None and head[0] == from_digest and head[1] == rel and head[2] == to_digest:
-            self._head = next(self._rows, None)
-            return True
-        row = self._conn.execute(
-            "SELECT 1 FROM refs WHERE to_digest = ? AND rel = ? AND from_digest = ?",
-            (to_digest, rel, from_digest),
-        ).fetchone()
-        return row is not None
+
+def _legacy_from_stored(value: Any, hints_text: str | None) -> str:
+    """Recompute the legacy digest from canonical bytes plus the stored float hints."""
+    if not hints_text:
+        return legacy_digest(value)
+    try:
+        hints = json.loads(hints_text)
+        return legacy_digest(apply_float_hints(copy.deepcopy(value), hints))
+    except (ValueError, KeyError, IndexError, TypeError):
+        return "invalid float hints"

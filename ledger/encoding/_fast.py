@@ -1,4 +1,6 @@
-"""Fast paths to exactly the bytes ``ledger.encoding.canonical`` produces, with a fallback to it.
+"""Private fast paths to exactly the results of ``ledger.encoding.strict``, falling back to it.
+
+Only ``ledger.encoding.canonical`` (the public entry point) calls this module.
 
 ``rfc8785`` is pure Python; the C ``json`` encoder is ~10x faster. For the values
 ``parse_strict`` returns, ``json.dumps(sort_keys=True, separators=(",", ":"),
@@ -19,7 +21,7 @@ ensure_ascii=False)`` writes the RFC 8785 form whenever these hold (checked per 
    ``repr`` has an exponent (below 1e-4 or at least 1e16) go to the fallback.
 
 Anything else (other types, non-string keys, out-of-range numbers, malformed input)
-goes to ``ledger.encoding.canonical``, so results and errors are always exactly its own.
+goes to ``ledger.encoding.strict``, so results and errors are always exactly its own.
 tests/test_fastcanon_differential.py checks the equality on the RFC 8785 vectors,
 ES6 number vectors and generated values.
 """
@@ -31,8 +33,16 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from ledger.encoding import canonical
-from ledger.encoding.canonical import DEFAULT_LIMITS, MAX_SAFE_INTEGER, Limits
+from ledger.encoding.strict import (
+    DEFAULT_LIMITS,
+    MAX_SAFE_INTEGER,
+    Limits,
+    legacy_bytes,
+    parse_strict,
+    reference_canonical_bytes,
+    reference_float_hints,
+)
+from ledger.errors import LedgerError
 
 _ENCODER = json.JSONEncoder(
     sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
@@ -65,7 +75,7 @@ _SCALARS = (str, bool, type(None))
 def _scan(node: Any, depth: int, max_depth: int, keys: bool) -> bool:
     """Check a container; True when it holds a float. Raises ``_Unsure`` on anything odd.
 
-    Mirrors the checks of ``canonical.parse_strict`` (depth, integer range, finite
+    Mirrors the checks of ``strict.parse_strict`` (depth, integer range, finite
     floats, integral doubles beyond the safe range); strings are checked later by
     UTF-8 encoding. ``keys`` also demands exact ``str`` member names (arbitrary values).
     """
@@ -113,7 +123,7 @@ def _jcs_floats(node: Any, path: list[Any], hints: list[list[Any]]) -> Any:
 
     Returns ``node`` itself when nothing needs to change, so documents whose floats
     are all non-integral share one encoding for both byte forms. Each converted float
-    is recorded in ``hints`` as ``ledger.encoding.digest.float_hints`` would list it (same order).
+    is recorded in ``hints`` as ``reference_float_hints`` would list it (same order).
     """
     kind = type(node)
     if kind is float:
@@ -163,7 +173,7 @@ def _encode(value: Any, has_float: bool) -> tuple[bytes, bytes | None, list[list
 
 
 def canonicalize(value: Any) -> bytes:
-    """RFC 8785 bytes of ``value``: identical to ``canonical.canonicalize`` (errors too)."""
+    """RFC 8785 bytes of ``value``: identical to ``reference_canonical_bytes`` (errors too)."""
     kind = type(value)
     try:
         if kind is dict or kind is list:
@@ -181,7 +191,7 @@ def canonicalize(value: Any) -> bytes:
         _, data, _ = _encode(value, has_float)
     except (_Unsure, ValueError, TypeError, RecursionError):
         data = None
-    return data if data is not None else canonical.canonicalize(value)
+    return data if data is not None else reference_canonical_bytes(value)
 
 
 @dataclass(frozen=True, slots=True)
@@ -189,7 +199,7 @@ class Encoded:
     """A strictly parsed document with its RFC 8785 bytes and upstream legacy bytes.
 
     ``legacy`` is ``json.dumps(value, sort_keys=True, separators=(",", ":"),
-    ensure_ascii=False)`` in UTF-8 (``ledger.encoding.digest.legacy_bytes``); it is the same
+    ensure_ascii=False)`` in UTF-8 (``ledger.encoding.strict.legacy_bytes``); it is the same
     object as ``canonical`` when the two byte strings are equal by construction.
     """
 
@@ -197,7 +207,7 @@ class Encoded:
     canonical: bytes
     legacy: bytes
     has_float: bool
-    float_hints: list[list[Any]] | None = None  # as encoding.digest.float_hints; None: unknown
+    float_hints: list[list[Any]] | None = None  # as reference_float_hints; None: unknown
 
 
 def parse_encode(data: bytes, limits: Limits = DEFAULT_LIMITS) -> Encoded:
@@ -232,16 +242,14 @@ def parse_encode(data: bytes, limits: Limits = DEFAULT_LIMITS) -> Encoded:
         # ValueError covers JSONDecodeError, UnicodeDecodeError and UnicodeEncodeError.
         return _reference(data, limits)
     if data_canonical is None:
-        data_canonical = canonical.canonicalize(value)
+        data_canonical = reference_canonical_bytes(value)
     return Encoded(value, data_canonical, legacy, has_float, hints)
 
 
 def _reference(data: bytes, limits: Limits) -> Encoded:
     """The slow path: the reference functions decide, and raise, everything."""
-    from ledger.encoding.digest import legacy_bytes
-
-    value = canonical.parse_strict(data, limits)
-    return Encoded(value, canonical.canonicalize(value), legacy_bytes(value), _has_float(value))
+    value = parse_strict(data, limits)
+    return Encoded(value, reference_canonical_bytes(value), legacy_bytes(value), _has_float(value))
 
 
 def _has_float(node: Any) -> bool:
@@ -256,8 +264,6 @@ def _has_float(node: Any) -> bool:
 
 def is_canonical(data: bytes, limits: Limits = DEFAULT_LIMITS) -> bool:
     """True iff ``data`` parses strictly and is its own RFC 8785 form (no exceptions)."""
-    from ledger.errors import LedgerError
-
     try:
         return parse_encode(data, limits).canonical == data
     except LedgerError:
@@ -265,7 +271,7 @@ def is_canonical(data: bytes, limits: Limits = DEFAULT_LIMITS) -> bool:
 
 
 def float_hints(value: Any) -> list[list[Any]]:
-    """Same list as ``ledger.encoding.digest.float_hints`` (same order), without per-node copies."""
+    """Same list as ``reference_float_hints`` (same order), without per-node copies."""
     hints: list[list[Any]] = []
     path: list[Any] = []
 
@@ -290,9 +296,7 @@ def float_hints(value: Any) -> list[list[Any]]:
     elif kind is dict or kind is list:
         walk(value)
     else:
-        from ledger.encoding.digest import float_hints as reference
-
-        return reference(value)
+        return reference_float_hints(value)
     return hints
 
 

@@ -1,251 +1,71 @@
-"""Strict JSON reading and RFC 8785 canonical bytes.
+"""Canonical encoding, the public entry points: bytes in, canonical bytes out.
 
-Invariants:
-- ``parse_strict`` accepts exactly the I-JSON subset that RFC 8785 can canonicalize:
-  UTF-8 without BOM, no duplicate member names, no NaN/Infinity, integers within
-  +-(2**53 - 1), no lone surrogates, nothing after the value, bounded depth and size.
-  Every rejection is its own ``ParseError`` subclass naming the JSON path.
-- ``canonicalize`` is RFC 8785 through the ``rfc8785`` package and nothing else.
+- ``encode(raw) -> Encoded``: strict parse, RFC 8785 bytes and upstream legacy bytes
+  (and float hints) of one document in one pass. Every write path starts here.
+- ``canonicalize(value) -> bytes``: RFC 8785 bytes of a value already parsed.
+- ``parse_strict(raw)``, ``require_canonical(raw)``, ``is_canonical(raw)``.
+
+Each is computed by a private fast path that hands whatever it cannot vouch for to the
+reference in ``ledger.encoding.strict``, so values, bytes and errors are always exactly
+the reference's (tests/test_fastcanon_differential.py proves the equality).
 """
 
 from __future__ import annotations
 
-import json
-import re
-from dataclasses import dataclass
 from typing import Any
 
-import rfc8785
-
-from ledger.errors import (
-    CanonicalFormError,
-    DocumentTooLargeError,
-    DuplicateKeyError,
-    IntegerRangeError,
-    InvalidUtf8Error,
-    LoneSurrogateError,
-    NestingDepthError,
-    NonFiniteNumberError,
-    ParseError,
-    TrailingDataError,
+from ledger.encoding import _fast
+from ledger.encoding._fast import Encoded
+from ledger.encoding.strict import (
+    DEFAULT_LIMITS,
+    DEFAULT_MAX_BYTES,
+    DEFAULT_MAX_DEPTH,
+    MAX_SAFE_INTEGER,
+    Limits,
+    decode_utf8,
+    parse_strict,
+    path_child,
 )
+from ledger.errors import CanonicalFormError
 
-MAX_SAFE_INTEGER = 2**53 - 1
-DEFAULT_MAX_BYTES = 16 * 1024 * 1024
-DEFAULT_MAX_DEPTH = 128
-
-_SURROGATE = re.compile("[\ud800-\udfff]")
-_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
-
-
-@dataclass(frozen=True)
-class Limits:
-    """Resource limits for one document. Depth counts nested arrays/objects."""
-
-    max_bytes: int = DEFAULT_MAX_BYTES
-    max_depth: int = DEFAULT_MAX_DEPTH
-
-
-DEFAULT_LIMITS = Limits()
-
-
-class _Duplicate:
-    """Stands in for an object whose member names repeat; reported with its path."""
-
-    __slots__ = ("key",)
-
-    def __init__(self, key: str) -> None:
-        self.key = key
+__all__ = [
+    "DEFAULT_LIMITS",
+    "DEFAULT_MAX_BYTES",
+    "DEFAULT_MAX_DEPTH",
+    "MAX_SAFE_INTEGER",
+    "Encoded",
+    "Limits",
+    "canonicalize",
+    "decode_utf8",
+    "encode",
+    "float_hints",
+    "is_canonical",
+    "parse_canonical",
+    "parse_strict",
+    "path_child",
+    "require_canonical",
+]
 
 
-class _Constant:
-    """Stands in for a NaN/Infinity literal; reported with its path."""
-
-    __slots__ = ("text",)
-
-    def __init__(self, text: str) -> None:
-        self.text = text
-
-
-def _pairs_hook(pairs: list[tuple[str, Any]]) -> Any:
-    obj = dict(pairs)
-    if len(obj) != len(pairs):
-        seen: set[str] = set()
-        for key, _ in pairs:
-            if key in seen:
-                return _Duplicate(key)
-            seen.add(key)
-    return obj
-
-
-def _constant_hook(text: str) -> Any:
-    return _Constant(text)
-
-
-class _BigInt:
-    """Stands in for an integer literal too long to be safe; reported with its path."""
-
-    __slots__ = ("text",)
-
-    def __init__(self, text: str) -> None:
-        self.text = text
-
-
-def _int_hook(text: str) -> Any:
-    # 2**53 has 16 digits; longer literals are out of range, and past 4300 digits
-    # Python's int() would raise a bare ValueError, so never convert them.
-    if len(text.lstrip("-")) > 16:
-        return _BigInt(text)
-    return int(text)
-
-
-_DECODER = json.JSONDecoder(
-    object_pairs_hook=_pairs_hook, parse_constant=_constant_hook, parse_int=_int_hook
-)
-
-
-def path_child(path: str, key: str | int) -> str:
-    """JSON path of a member (``$.a.b``, ``$["x y"]``) or array element (``$[2]``)."""
-    if isinstance(key, int):
-        return f"{path}[{key}]"
-    if _IDENT.match(key):
-        return f"{path}.{key}"
-    return f"{path}[{json.dumps(key, ensure_ascii=True)}]"
-
-
-def _check_string(value: str, path: str, what: str) -> None:
-    if _SURROGATE.search(value):
-        raise LoneSurrogateError(
-            f"lone surrogate in {what} at {path}, got an unpaired UTF-16 surrogate escape,"
-            " expected a valid Unicode scalar value"
-        )
-
-
-def _walk(value: Any, path: str, depth: int, limits: Limits) -> None:
-    """Check a decoded value; the explicit depth bound keeps recursion finite."""
-    if isinstance(value, dict):
-        if depth >= limits.max_depth:
-            raise NestingDepthError(
-                f"nesting too deep at {path}, got more than {limits.max_depth} levels,"
-                f" expected at most {limits.max_depth}"
-            )
-        for key, item in value.items():
-            child = path_child(path, key)
-            _check_string(key, child, "member name")
-            _walk(item, child, depth + 1, limits)
-    elif isinstance(value, list):
-        if depth >= limits.max_depth:
-            raise NestingDepthError(
-                f"nesting too deep at {path}, got more than {limits.max_depth} levels,"
-                f" expected at most {limits.max_depth}"
-            )
-        for index, item in enumerate(value):
-            _walk(item, path_child(path, index), depth + 1, limits)
-    elif isinstance(value, str):
-        _check_string(value, path, "string")
-    elif isinstance(value, bool) or value is None:
-        return
-    elif isinstance(value, int):
-        if not -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER:
-            shown = str(value) if len(str(value)) <= 40 else str(value)[:37] + "..."
-            raise IntegerRangeError(
-                f"integer out of range at {path}, got {shown},"
-                f" expected at most {MAX_SAFE_INTEGER} in magnitude"
-            )
-    elif isinstance(value, float):
-        if value != value or value in (float("inf"), float("-inf")):
-            raise NonFiniteNumberError(
-                f"number not finite at {path}, got {value!r} after overflow,"
-                " expected a finite IEEE 754 double"
-            )
-        # RFC 8785 spells integral doubles below 1e21 as plain integers; one beyond the
-        # safe range would come back as an out-of-range integer, so refuse it now.
-        if value.is_integer() and MAX_SAFE_INTEGER < abs(value) < 1e21:
-            raise IntegerRangeError(
-                f"integer-valued number out of range at {path}, got {value:.0f},"
-                f" expected at most {MAX_SAFE_INTEGER} in magnitude"
-            )
-    elif isinstance(value, _Duplicate):
-        raise DuplicateKeyError(
-            f"duplicate member name at {path_child(path, value.key)},"
-            f" got {json.dumps(value.key)} twice, expected unique names"
-        )
-    elif isinstance(value, _BigInt):
-        shown = value.text if len(value.text) <= 40 else value.text[:37] + "..."
-        raise IntegerRangeError(
-            f"integer out of range at {path}, got {shown} ({len(value.text)} characters),"
-            f" expected at most {MAX_SAFE_INTEGER} in magnitude"
-        )
-    elif isinstance(value, _Constant):
-        raise NonFiniteNumberError(
-            f"non-finite number at {path}, got {value.text}, expected a finite JSON number"
-        )
-
-
-def decode_utf8(data: bytes) -> str:
-    """Decode strict UTF-8; a BOM or any invalid sequence is refused."""
-    if data.startswith(b"\xef\xbb\xbf"):
-        raise InvalidUtf8Error("byte order mark at offset 0, got EF BB BF, expected JSON text")
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise InvalidUtf8Error(
-            f"invalid UTF-8 at byte offset {exc.start}, got 0x{data[exc.start]:02x},"
-            " expected a well-formed UTF-8 sequence"
-        ) from None
-
-
-def parse_strict(data: bytes, limits: Limits = DEFAULT_LIMITS) -> Any:
-    """Parse one JSON document under the strict rules in the module docstring."""
-    if len(data) > limits.max_bytes:
-        raise DocumentTooLargeError(
-            f"document too large, got {len(data)} bytes, expected at most {limits.max_bytes}"
-        )
-    text = decode_utf8(data)
-    try:
-        value, end = _DECODER.raw_decode(text, _skip_ws(text, 0))
-    except RecursionError:
-        raise NestingDepthError(
-            f"nesting too deep, got more than the parser can hold,"
-            f" expected at most {limits.max_depth} levels"
-        ) from None
-    except json.JSONDecodeError as exc:
-        raise ParseError(
-            f"malformed JSON at line {exc.lineno} column {exc.colno}, got {exc.msg.lower()},"
-            " expected a JSON value"
-        ) from None
-    rest = _skip_ws(text, end)
-    if rest != len(text):
-        line = text.count("\n", 0, rest) + 1
-        raise TrailingDataError(
-            f"trailing data at line {line} (char {rest}), got {text[rest : rest + 10]!r},"
-            " expected end of document"
-        )
-    _walk(value, "$", 0, limits)
-    return value
-
-
-def _skip_ws(text: str, pos: int) -> int:
-    n = len(text)
-    while pos < n and text[pos] in " \t\n\r":
-        pos += 1
-    return pos
+def encode(raw: bytes, limits: Limits = DEFAULT_LIMITS) -> Encoded:
+    """Parse ``raw`` strictly; return the value with its canonical and legacy bytes."""
+    return _fast.parse_encode(raw, limits)
 
 
 def canonicalize(value: Any) -> bytes:
     """RFC 8785 bytes of an already-checked JSON value."""
-    try:
-        return bytes(rfc8785.dumps(value))
-    except (rfc8785.CanonicalizationError, ValueError, TypeError) as exc:
-        raise CanonicalFormError(
-            f"value cannot be canonicalized, got {exc}, expected I-JSON"
-        ) from None
+    return _fast.canonicalize(value)
+
+
+def float_hints(value: Any) -> list[list[Any]]:
+    """Integral doubles RFC 8785 spells as integers (``strict.reference_float_hints``)."""
+    return _fast.float_hints(value)
 
 
 def parse_canonical(data: bytes, limits: Limits = DEFAULT_LIMITS) -> tuple[Any, bytes]:
     """Parse strictly and return the value with its canonical bytes."""
-    value = parse_strict(data, limits)
-    return value, canonicalize(value)
+    encoded = encode(data, limits)
+    return encoded.value, encoded.canonical
 
 
 def require_canonical(data: bytes, limits: Limits = DEFAULT_LIMITS) -> Any:
@@ -257,3 +77,8 @@ def require_canonical(data: bytes, limits: Limits = DEFAULT_LIMITS) -> Any:
             f" expected the {len(canonical)}-byte canonical form"
         )
     return value
+
+
+def is_canonical(data: bytes, limits: Limits = DEFAULT_LIMITS) -> bool:
+    """True iff ``data`` parses strictly and is its own RFC 8785 form (no exceptions)."""
+    return _fast.is_canonical(data, limits)

@@ -15,11 +15,11 @@ next to one in U+E000..U+FFFF. Escaping is the same in both.
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 from typing import Any
 
 from ledger.encoding.canonical import canonicalize
+from ledger.encoding.strict import legacy_bytes
 from ledger.errors import InputError
 
 DIGEST_RE = re.compile(r"sha256:[0-9a-f]{64}\Z")
@@ -35,39 +35,9 @@ def canonical_digest(value: Any) -> str:
     return sha256_digest(canonicalize(value))
 
 
-def legacy_bytes(value: Any) -> bytes:
-    """Upstream IDKMesh's serialization (sorted keys, compact, UTF-8)."""
-    return json.dumps(
-        value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
-    ).encode("utf-8")
-
-
 def legacy_digest(value: Any) -> str:
     """Upstream IDKMesh's "canonical digest" of a JSON value."""
     return sha256_digest(legacy_bytes(value))
-
-
-def float_hints(value: Any) -> list[list[Any]]:
-    """Paths of integral doubles (``1.0``, ``-0.0``) that RFC 8785 spells as integers.
-
-    Each hint is the list of path segments followed by the Python ``repr`` of the number.
-    Canonical bytes alone cannot tell ``1`` from ``1.0``; these hints let anyone
-    recompute the legacy digest from the stored canonical bytes.
-    """
-    hints: list[list[Any]] = []
-
-    def walk(node: Any, path: list[Any]) -> None:
-        if isinstance(node, dict):
-            for key, item in node.items():
-                walk(item, [*path, key])
-        elif isinstance(node, list):
-            for index, item in enumerate(node):
-                walk(item, [*path, index])
-        elif isinstance(node, float) and node.is_integer() and abs(node) < 1e21:
-            hints.append([*path, repr(node)])
-
-    walk(value, [])
-    return hints
 
 
 def apply_float_hints(value: Any, hints: list[list[Any]]) -> Any:

@@ -8,8 +8,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-# Byte-identical to ledger.encoding.canonical.canonicalize (tests/test_fastcanon_differential.py).
-from ledger.encoding._fast import canonicalize
+from ledger.encoding.canonical import canonicalize
 
 
 def entry_record(seq: int, kind: str, digest: str, appended_at: str) -> bytes:

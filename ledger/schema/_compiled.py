@@ -1,14 +1,17 @@
-"""Schemas compiled to plain Python predicates: a fast "valid" verdict, never a verdict of its own.
+"""Private: schemas compiled to plain Python predicates, a fast "valid" verdict only.
+
+Only ``ledger.schema.validation`` (the public entry point) calls this module.
 
 ``jsonschema`` walks a schema generically and costs ~1 ms per WorkUnit; the closures
 built here cost a few tens of microseconds. They are used only to answer "valid":
 
 - ``fast_check(kind, version, value)`` is True only when ``jsonschema``'s
-  ``Draft202012Validator`` (as configured in ``ledger.schema.validation``) accepts ``value``.
+  ``Draft202012Validator`` (as configured in ``ledger.schema.loader``) accepts ``value``.
   False means "not shown valid": the caller asks ``jsonschema``, which decides and
   explains. So a gap here costs time, never correctness.
 - Every supported keyword is implemented with ``jsonschema``'s own semantics (type
-  checks, ``equal``/``uniq`` for ``enum``/``const``/``uniqueItems``, ``re.search`` for
+  checks, ``_json_equal`` (jsonschema's ``equal``: True is not 1) for ``enum``/``const``/
+  ``uniqueItems``, ``re.search`` for
   ``pattern``, 2020-12 ``items``/``$ref``), exactly, because ``not`` and ``if`` need
   exact sub-verdicts. A schema using anything else (unknown keywords, remote or
   nested-``$id`` references, ``prefixItems``, ``patternProperties``, asserted
@@ -23,11 +26,11 @@ from __future__ import annotations
 
 import operator
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from functools import cache
 from typing import Any
 
-from jsonschema._utils import equal, uniq
+from ledger.schema.loader import load_schema, validator
 
 Check = Callable[[Any], bool]
 
@@ -315,7 +318,7 @@ class _Compiler:
             if type(const) is str:
                 out.append(lambda x: x == const)
             else:
-                out.append(lambda x: bool(equal(x, const)))
+                out.append(lambda x: _json_equal(x, const))
         if "enum" in schema:
             handled.add("enum")
             options = list(schema["enum"])
@@ -325,7 +328,7 @@ class _Compiler:
             def check_enum(x: Any) -> bool:
                 if type(x) is str:
                     return x in strings
-                return any(equal(o, x) for o in others)
+                return any(_json_equal(o, x) for o in others)
 
             out.append(check_enum)
         return out
@@ -366,15 +369,46 @@ class _Compiler:
         return out
 
 
+_TRUE, _FALSE = object(), object()
+
+
+def _unbool(value: Any) -> Any:
+    return _TRUE if value is True else _FALSE if value is False else value
+
+
+def _json_equal(one: Any, two: Any) -> bool:
+    """jsonschema's ``equal``: ``==`` except that booleans never equal numbers, recursively."""
+    if one is two:
+        return True
+    if isinstance(one, str) or isinstance(two, str):
+        return bool(one == two)
+    if isinstance(one, Sequence) and isinstance(two, Sequence):
+        return len(one) == len(two) and all(
+            _json_equal(a, b) for a, b in zip(one, two, strict=True)
+        )
+    if isinstance(one, Mapping) and isinstance(two, Mapping):
+        return len(one) == len(two) and all(
+            key in two and _json_equal(value, two[key]) for key, value in one.items()
+        )
+    return bool(_unbool(one) == _unbool(two))
+
+
 def _unique(x: list[Any]) -> bool:
-    # Distinct under hash/== implies distinct under jsonschema's ``equal`` (which only
-    # splits True from 1 further); anything else gets jsonschema's own ``uniq``.
+    # Distinct under hash/== implies distinct under ``_json_equal`` (which only splits True
+    # from 1 further). Otherwise compare every pair: that finds every duplicate
+    # jsonschema's ``uniq`` finds (it compares a subset of the pairs), so "unique" here
+    # implies "unique" there, which is all a fast "valid" verdict needs.
     try:
         if len(set(x)) == len(x):
             return True
     except TypeError:
         pass
-    return bool(uniq(x))
+    seen: list[Any] = []
+    for item in x:
+        if any(_json_equal(other, item) for other in seen):
+            return False
+        seen.append(item)
+    return True
 
 
 def compile_schema(schema: Any, *, formats_asserted: bool = False) -> Check:
@@ -396,13 +430,11 @@ def compile_schema(schema: Any, *, formats_asserted: bool = False) -> Check:
 
 @cache
 def _compiled(kind: str, version: str) -> Check | None:
-    from ledger.schema import validation as schemas
-
-    validator = schemas.validator(kind, version)  # also checks the schema itself
+    reference = validator(kind, version)  # also checks the schema itself
     try:
         return compile_schema(
-            schemas.load_schema(kind, version),
-            formats_asserted=validator.format_checker is not None,
+            load_schema(kind, version),
+            formats_asserted=reference.format_checker is not None,
         )
     except Unsupported:
         return None

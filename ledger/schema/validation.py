@@ -1,50 +1,32 @@
-"""Loading the project's JSON Schemas (draft 2020-12) shipped in ``schemas/``.
+"""Schema validation, the public entry point: ``validate``, ``is_valid``, ``violations``.
 
-Validators are compiled once per (kind, version) and cached for the process. A verdict
-of "valid" may come from ``ledger.schema._compiled`` (compiled predicates, exact by
-construction); every rejection and its message come from ``jsonschema``.
+The verdict is ``jsonschema``'s (Draft 2020-12, the schemas in ``schemas/``, loaded by
+``ledger.schema.loader``). A verdict of "valid" may come from the private compiled fast
+path (``ledger.schema._compiled``, exact by construction); every rejection and its
+message come from ``jsonschema``.
 """
 
 from __future__ import annotations
 
-import json
-from functools import cache
-from importlib import resources
+from dataclasses import dataclass
 from typing import Any
 
-from jsonschema import Draft202012Validator
 from jsonschema.exceptions import best_match
 
 from ledger.encoding.canonical import path_child
-from ledger.errors import KindError, SchemaError
+from ledger.errors import SchemaError
 from ledger.schema._compiled import fast_check
+from ledger.schema.loader import load_schema, schema_filename, validator
+
+__all__ = ["Violation", "is_valid", "load_schema", "schema_filename", "validate", "violations"]
 
 
-def schema_filename(kind: str, version: str) -> str:
-    """File name of a kind's schema inside the ``schemas`` package."""
-    return f"{kind}-v{version}.schema.json"
+@dataclass(frozen=True)
+class Violation:
+    """One schema violation: the JSON path (``$.a[0]``) and jsonschema's message."""
 
-
-@cache
-def load_schema(kind: str, version: str) -> dict[str, Any]:
-    """The parsed schema document; a missing file is a ``KindError``."""
-    name = schema_filename(kind, version)
-    try:
-        text = resources.files("schemas").joinpath(name).read_text("utf-8")
-    except FileNotFoundError:
-        raise KindError(
-            f"no schema for {kind} {version}, got no file {name}, expected it in schemas/"
-        ) from None
-    schema: dict[str, Any] = json.loads(text)
-    return schema
-
-
-@cache
-def validator(kind: str, version: str) -> Draft202012Validator:
-    """A compiled validator for one kind and version."""
-    schema = load_schema(kind, version)
-    Draft202012Validator.check_schema(schema)
-    return Draft202012Validator(schema)
+    path: str
+    message: str
 
 
 def _json_path(parts: Any) -> str:
@@ -52,6 +34,10 @@ def _json_path(parts: Any) -> str:
     for part in parts:
         path = path_child(path, part)
     return path
+
+
+def _short(message: str) -> str:
+    return message if len(message) <= 200 else message[:197] + "..."
 
 
 def validate(kind: str, version: str, obj: Any) -> None:
@@ -63,9 +49,8 @@ def validate(kind: str, version: str, obj: Any) -> None:
     if v.is_valid(obj):
         return
     error = best_match(v.iter_errors(obj))
-    message = error.message if len(error.message) <= 200 else error.message[:197] + "..."
     raise SchemaError(
-        f"schema violation at {_json_path(error.absolute_path)}, got {message},"
+        f"schema violation at {_json_path(error.absolute_path)}, got {_short(error.message)},"
         f" expected a valid {kind} v{version}"
     )
 
@@ -73,3 +58,17 @@ def validate(kind: str, version: str, obj: Any) -> None:
 def is_valid(kind: str, version: str, obj: Any) -> bool:
     """Validation verdict without an exception."""
     return fast_check(kind, version, obj) or bool(validator(kind, version).is_valid(obj))
+
+
+def violations(kind: str, version: str, obj: Any) -> list[Violation]:
+    """Every violation of ``obj``, ordered by path; empty when valid.
+
+    An unknown kind or version raises ``KindError``.
+    """
+    if fast_check(kind, version, obj):
+        return []
+    found = sorted(
+        validator(kind, version).iter_errors(obj),
+        key=lambda e: [str(p) for p in e.absolute_path],
+    )
+    return [Violation(_json_path(e.absolute_path), _short(e.message)) for e in found]

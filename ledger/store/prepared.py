@@ -10,10 +10,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ledger.encoding._fast import Encoded, parse_encode
-from ledger.encoding._fast import canonicalize as fast_canonicalize
-from ledger.encoding._fast import float_hints as fast_float_hints
-from ledger.encoding.canonical import DEFAULT_LIMITS, Limits
+from ledger.encoding.canonical import (
+    DEFAULT_LIMITS,
+    Encoded,
+    Limits,
+    canonicalize,
+    encode,
+    float_hints,
+)
 from ledger.encoding.digest import legacy_digest, sha256_digest
 from ledger.errors import KindError
 from ledger.schema import validation as schema
@@ -44,9 +48,8 @@ def prepare_json(raw: bytes, kind: str | None = None, limits: Limits = DEFAULT_L
     """Parse strictly, detect or check the kind, validate, canonicalize, digest."""
     if kind == BLOB:
         return prepare_blob(raw)
-    # One pass gives the value, its RFC 8785 bytes and the legacy bytes (ledger.encoding._fast
-    # proves them equal to parse_strict / canonicalize / legacy_bytes, errors included).
-    encoded = parse_encode(raw, limits)
+    # One pass gives the value, its RFC 8785 bytes and the legacy bytes.
+    encoded = encode(raw, limits)
     return _prepare(encoded.value, kind, encoded)
 
 
@@ -54,7 +57,7 @@ def _prepare(value: Any, kind: str | None, encoded: Encoded | None) -> Prepared:
     spec = _resolve_kind(value, kind)
     version = schema_version_of(spec, value)
     schema.validate(spec.name, version, value)
-    data = fast_canonicalize(value) if encoded is None else encoded.canonical
+    data = canonicalize(value) if encoded is None else encoded.canonical
     digest = sha256_digest(data)
     legacy: str | None = None
     hints: str | None = None
@@ -66,7 +69,7 @@ def _prepare(value: Any, kind: str | None, encoded: Encoded | None) -> Prepared:
             legacy = digest if encoded.legacy == data else sha256_digest(encoded.legacy)
             known = encoded.float_hints
             if known is not None:
-                hints = fast_canonicalize(known).decode("utf-8") if known else None
+                hints = canonicalize(known).decode("utf-8") if known else None
             elif encoded.legacy != data:  # only integral floats make the forms differ
                 hints = _hints_text(value)
     return Prepared(
@@ -99,5 +102,5 @@ def _resolve_kind(value: Any, kind: str | None) -> KindSpec:
 
 
 def _hints_text(value: Any) -> str | None:
-    hints = fast_float_hints(value)
-    return fast_canonicalize(hints).decode("utf-8") if hints else None
+    hints = float_hints(value)
+    return canonicalize(hints).decode("utf-8") if hints else None

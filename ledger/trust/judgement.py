@@ -31,7 +31,6 @@ on ties) is reported. An attestation is valid iff it has no failure.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
@@ -47,8 +46,6 @@ from ledger.trust.attestation import (
 from ledger.trust.dsse import Envelope, Signature, kind_of_payload_type, pae, payload_type_for
 from ledger.trust.identity import (
     GOVERNANCE_KINDS,
-    IDENTITY_KIND,
-    REVOCATION_KIND,
     IdentityRecord,
     TrustIndex,
     trust_index,
@@ -476,86 +473,6 @@ def subject_verdict(verdicts: list[AttestationVerdict]) -> tuple[bool, str]:
         codes = sorted({code for v in bad for code in v.codes})
         return False, f"{len(bad)} of {len(verdicts)} attestation(s) invalid: {', '.join(codes)}"
     return True, f"{len(verdicts)} valid attestation(s)"
-
-
-# --- provledger verify ---------------------------------------------------------------
-
-
-class AttestationAudit:
-    """``ObjectCheck`` for ``provledger verify``: one finding per attestation failure.
-
-    Also reports governance objects that nothing makes valid: an identity whose declared
-    key id is not its key's (``identity-key-mismatch``), and an identity or revocation
-    with no valid authority attestation (``identity-not-authorized``,
-    ``revocation-not-authorized``). The trust index is read once per ledger size.
-    """
-
-    def __init__(self) -> None:
-        self._index: TrustIndex | None = None
-        self._reader: object | None = None
-
-    def _trust(self, reader: LedgerReader) -> TrustIndex:
-        if self._index is None or self._reader is not reader or self._index.size != reader.size():
-            self._index, self._reader = trust_index(reader), reader
-        return self._index
-
-    def __call__(self, obj: StoredObject, reader: Any) -> list[Any]:
-        from ledger.audit.full import Finding
-
-        try:
-            return self._findings(obj, reader)
-        except (TypeError, ValueError) as exc:
-            # Rows of the wrong SQL type (a tampered file) are findings, never crashes.
-            return [Finding("malformed", f"{obj.kind} unreadable: {exc}", obj.seq, obj.digest)]
-
-    def _findings(self, obj: StoredObject, reader: Any) -> list[Any]:
-        from ledger.audit.full import Finding
-
-        if obj.kind == ATTESTATION_KIND:
-            verdict = check_attestation(reader, obj, self._trust(reader))
-            return [Finding(f.code, f.message, obj.seq, obj.digest) for f in verdict.failures]
-        if obj.kind == IDENTITY_KIND:
-            index = self._trust(reader)
-            record = next((r for r in index.identities if r.digest == obj.digest), None)
-            if record is None:
-                return []
-            found = []
-            if not record.key_consistent:
-                found.append(
-                    Finding(
-                        "identity-key-mismatch",
-                        f"public_key.key_id, got {record.declared_key_id}, expected"
-                        f" {record.key_id} (sha256 of the raw key)",
-                        obj.seq,
-                        obj.digest,
-                    )
-                )
-            if record.authorized_at is None:
-                found.append(_unauthorized("identity-not-authorized", obj, index))
-            return found
-        if obj.kind == REVOCATION_KIND:
-            index = self._trust(reader)
-            rev = next((r for r in index.revocations if r.digest == obj.digest), None)
-            if rev is not None and rev.authorized_at is None:
-                return [_unauthorized("revocation-not-authorized", obj, index)]
-        return []
-
-
-def _unauthorized(code: str, obj: StoredObject, index: TrustIndex) -> Any:
-    from ledger.audit.full import Finding
-
-    return Finding(
-        code,
-        f"{obj.kind}, got no valid attestation by the authority key, expected one by"
-        f" {index.authority_key_id}",
-        obj.seq,
-        obj.digest,
-    )
-
-
-def attestation_object_check() -> Callable[[StoredObject, Any], list[Any]]:
-    """A fresh audit check (its trust-index cache lives as long as one audit)."""
-    return AttestationAudit()
 
 
 def find_attestation(reader: LedgerReader, digest: str) -> StoredObject:
