@@ -16,6 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ledger.log.merkle import (
+    CompactRange,
     MemoryTree,
     ProofError,
     consistency_proof,
@@ -354,3 +355,50 @@ def test_huge_trees_stay_logarithmic(size: int) -> None:
     cproof = consistency_proof(size // 2 + 1, size, reader)
     assert len(cproof) == consistency_proof_length(size // 2 + 1, size)
     assert reader.reads <= _read_bound(size)
+
+
+# -- one append routine: the audit's frontier and the store's batches agree with it ------------
+
+
+@given(st.integers(0, 300))
+def test_compact_range_closes_the_same_nodes_and_has_every_root(size: int) -> None:
+    frontier = CompactRange()
+    closed: dict[tuple[int, int], bytes] = {}
+    assert frontier.root() == mth(0, 0)
+    for i in range(size):
+        for level, index, value in frontier.append(leaf_hash(LEAVES[i])):
+            closed[(level, index)] = value
+        assert frontier.root() == mth(0, i + 1)
+        # Only the right frontier is held: one node per set bit of the size.
+        assert len(frontier._frontier) == bin(i + 1).count("1")
+    for (level, index), value in closed.items():
+        assert TREE.node(level, index) == value
+    assert len(closed) == sum(size >> level for level in range(size.bit_length()))
+
+
+@settings(max_examples=15, deadline=None)
+@given(batches=st.lists(st.integers(1, 9), min_size=1, max_size=8))
+def test_store_batches_write_exactly_the_memory_trees_nodes(
+    batches: list[int], tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    from ledger.create import initialise
+    from ledger.log.leaf import entry_record
+    from ledger.store.prepared import prepare_blob
+    from ledger.store.sqlite import open_store
+
+    tmp = tmp_path_factory.mktemp("tree")
+    db = tmp / "l.db"
+    initialise(db, "merkle.example/log", tmp / "log.key", tmp / "authority.key")
+    with open_store(db) as store:
+        for b, count in enumerate(batches):
+            store.append_many([prepare_blob(f"{b}-{i}".encode()) for i in range(count)])
+        tree = MemoryTree()
+        for entry in store.entries():
+            tree.append(entry_record(entry.seq, entry.kind, entry.digest, entry.appended_at))
+        rows = store.connection.execute("SELECT level, idx, hash FROM tree_nodes").fetchall()
+    assert tree.size == sum(batches)
+    assert {(level, idx): bytes(h) for level, idx, h in rows} == {
+        (level, idx): tree.node(level, idx)
+        for level in range(tree.size.bit_length())
+        for idx in range(tree.size >> level)
+    }

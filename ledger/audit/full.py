@@ -82,36 +82,6 @@ class AuditReport:
         }
 
 
-class CompactRange:
-    """The right frontier of a growing tree: O(log n) hashes, root at any point."""
-
-    def __init__(self) -> None:
-        self.size = 0
-        self._stack: list[tuple[int, bytes]] = []  # (level, hash), levels strictly decreasing
-
-    def append(self, leaf: bytes) -> list[tuple[int, int, bytes]]:
-        """Add a leaf hash; return every complete subtree node it closes."""
-        index = self.size
-        closed = [(0, index, leaf)]
-        level, value, idx = 0, leaf, index
-        while self._stack and self._stack[-1][0] == level:
-            _, left = self._stack.pop()
-            value = merkle.node_hash(left, value)
-            level, idx = level + 1, idx >> 1
-            closed.append((level, idx, value))
-        self._stack.append((level, value))
-        self.size += 1
-        return closed
-
-    def root(self) -> bytes:
-        if not self._stack:
-            return merkle.EMPTY_ROOT
-        acc = self._stack[-1][1]
-        for _, value in reversed(self._stack[:-1]):
-            acc = merkle.node_hash(value, acc)
-        return acc
-
-
 def _refs_of(kind: object, data: object) -> list[tuple[str, str]]:
     """References an object's bytes imply (none for blobs or unreadable bytes)."""
     if kind == BLOB or not isinstance(data, bytes):
@@ -344,7 +314,7 @@ def _audit(
                 )
             )
 
-    frontier = CompactRange()
+    frontier = merkle.CompactRange()
     # Size 0 has no entry to be checked after, so its checkpoint and saved head go first.
     if 0 in checkpoints:
         findings.extend(_check_checkpoint(checkpoints.pop(0), frontier.root(), vkey, origin))

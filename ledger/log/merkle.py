@@ -5,8 +5,12 @@ interior node ``SHA-256(0x01 || left || right)`` and the empty tree ``SHA-256(""
 
 Storage plug point: a :class:`NodeReader` returns the hash of a *complete* subtree, addressed
 as ``(level, index)`` = leaves ``[index * 2**level, (index + 1) * 2**level)``. A log persists
-exactly those nodes (see :func:`new_nodes_for_append`), so every proof below needs O(log n)
-node reads and O(log n) hashing, whatever the tree size.
+exactly those nodes, so every proof below needs O(log n) node reads and O(log n) hashing,
+whatever the tree size.
+
+Appending is written once, :func:`new_nodes_for_append`: the SQLite store (through
+:class:`PendingNodes`, for a batch not yet committed), the audit's :class:`CompactRange`
+(which holds only the right frontier) and :class:`MemoryTree` all call it.
 
 The verifiers follow RFC 9162 s2.1.3.2 / s2.1.4.2 and add the strict policy documented in
 docs/LOG.md: every hash is 32 bytes, proof lengths must be exact, ``old_size == 0`` is
@@ -205,6 +209,66 @@ def new_nodes_for_append(
         level, position = level + 1, position >> 1
         nodes.append((level, position, current))
     return nodes
+
+
+class PendingNodes:
+    """A :class:`NodeReader` over the nodes of a batch being appended, then ``base``'s.
+
+    A store appends several leaves in one transaction before any node is readable from
+    it; the batch's own nodes are served from here.
+    """
+
+    def __init__(self, base: NodeReader) -> None:
+        self._base = base
+        self._new: dict[tuple[int, int], bytes] = {}
+
+    def node(self, level: int, index: int) -> bytes:
+        found = self._new.get((level, index))
+        return found if found is not None else self._base.node(level, index)
+
+    def append(self, index: int, leaf: bytes) -> list[tuple[int, int, bytes]]:
+        """``new_nodes_for_append`` for leaf ``index``, remembering the nodes it returns."""
+        nodes = new_nodes_for_append(index, leaf, self)
+        for level, position, value in nodes:
+            self._new[(level, position)] = value
+        return nodes
+
+
+class CompactRange:
+    """The right frontier of a growing tree: O(log n) hashes, the root at every size.
+
+    ``node`` serves exactly the frontier (the complete subtrees the size's binary form
+    names), which are the only nodes ``new_nodes_for_append`` reads.
+    """
+
+    def __init__(self) -> None:
+        self.size = 0
+        self._frontier: dict[int, tuple[int, bytes]] = {}  # level -> (index, hash)
+
+    def node(self, level: int, index: int) -> bytes:
+        held = self._frontier.get(level)
+        if held is None or held[0] != index:
+            raise KeyError(f"tree node, got ({level}, {index}), expected a frontier node")
+        return held[1]
+
+    def append(self, leaf: bytes) -> list[tuple[int, int, bytes]]:
+        """Add a leaf hash; return every complete subtree node it closes (leaf first)."""
+        closed = new_nodes_for_append(self.size, leaf, self)
+        for level, _position, _value in closed[:-1]:
+            del self._frontier[level]  # merged into the node one level up
+        level, position, value = closed[-1]
+        self._frontier[level] = (position, value)
+        self.size += 1
+        return closed
+
+    def root(self) -> bytes:
+        if not self._frontier:
+            return EMPTY_ROOT
+        levels = sorted(self._frontier)  # the lowest subtree is the rightmost
+        acc = self._frontier[levels[0]][1]
+        for level in levels[1:]:
+            acc = node_hash(self._frontier[level][1], acc)
+        return acc
 
 
 class MemoryTree:

@@ -17,7 +17,7 @@ from typing import Any
 
 from ledger.errors import AppendOnlyError, NotFound, StorageError
 from ledger.log.leaf import entry_record, utc_now
-from ledger.log.merkle import leaf_hash, node_hash
+from ledger.log.merkle import PendingNodes, leaf_hash
 from ledger.store.base import AppendResult, CheckpointRow, Entry, Precheck, StoredObject
 from ledger.store.prepared import Prepared
 
@@ -207,7 +207,7 @@ class SQLiteStore:
         objects: list[tuple[Any, ...]] = []
         refs: list[tuple[str, str, str]] = []
         nodes: list[tuple[int, int, bytes]] = []
-        written: dict[tuple[int, int], bytes] = {}
+        tree = PendingNodes(self)
         results: list[AppendResult] = []
         for item in items:
             entry = known.get(item.digest)
@@ -233,16 +233,8 @@ class SQLiteStore:
             )
             refs.extend((item.digest, rel, target) for rel, target in item.refs)
             # The leaf, then every complete subtree it closes: O(log n) hashing.
-            level, idx = 0, seq
-            value = leaf_hash(entry_record(seq, item.kind, item.digest, appended_at))
-            nodes.append((0, idx, value))
-            written[(0, idx)] = value
-            while idx & 1:
-                left = written.get((level, idx - 1)) or self.node(level, idx - 1)
-                value = node_hash(left, value)
-                level, idx = level + 1, idx >> 1
-                nodes.append((level, idx, value))
-                written[(level, idx)] = value
+            leaf = leaf_hash(entry_record(seq, item.kind, item.digest, appended_at))
+            nodes.extend(tree.append(seq, leaf))
             results.append(AppendResult(entry, new=True))
             seq += 1
         conn = self._conn
