@@ -616,14 +616,14 @@ def _verify_core(db: Path) -> dict[str, Any]:
     import hmac
     import sqlite3
 
-    from ledger.audit.readers import NodeReader
     from ledger.encoding.canonical import encode as parse_encode
     from ledger.log import merkle
     from ledger.log.leaf import entry_record
     from ledger.log.merkle import CompactRange
+    from ledger.store.sqlite_scan import SQLiteNodeScan
 
     conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
-    nodes = NodeReader(conn)
+    nodes = SQLiteNodeScan(conn)
     frontier = CompactRange()
     bad = 0
     start = time.perf_counter()

@@ -13,11 +13,12 @@ from typing import Any
 
 import pytest
 
-from ledger.audit import object_check, parallel, readers
+from ledger.audit import object_check, parallel
 from ledger.audit.full import audit
-from ledger.store.base import StoredObject
+from ledger.store.base import RawLogRow, StoredObject
 from ledger.store.bulk import import_jsonl
 from ledger.store.sqlite import open_store
+from ledger.store.sqlite_scan import SQLiteNodeScan, SQLiteRefScan
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -46,9 +47,7 @@ def _objects(db: Path) -> list[StoredObject]:
         return [store.get_by_seq(s) for s in range(store.size())]  # type: ignore[misc]
 
 
-def test_clean_objects_take_the_fast_path(
-    filled: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_clean_objects_take_the_fast_path(filled: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     def refuse(_obj: StoredObject) -> Any:
         raise AssertionError("reference used for a clean object")
 
@@ -128,8 +127,8 @@ def test_tampered_ledger_same_findings_with_workers(filled: Path) -> None:
 
 
 def test_with_object_checks_keeps_row_order() -> None:
-    rows = [(i, "d", "k", "t", *([None] * 9)) for i in range(600)]
-    got = [row[0] for row, checked in parallel.with_object_checks(iter(rows), 2)]
+    rows = [RawLogRow(i, "d", "k", "t", None) for i in range(600)]
+    got = [row.seq for row, checked in parallel.with_object_checks(iter(rows), 2)]
     assert got == list(range(600))
 
 
@@ -150,7 +149,7 @@ def test_node_reader_equals_point_queries() -> None:
     conn = _node_db(rows)
     requests = [(lvl, i) for i in range(45) for lvl in range(5) if i < (50 >> lvl)]
     requests += [(0, 3), (1, 2), (0, 5), (2, -1)]  # out of order: point queries
-    reader = readers.NodeReader(conn)
+    reader = SQLiteNodeScan(conn)
     for level, idx in requests:
         expected = conn.execute(
             "SELECT hash FROM tree_nodes WHERE level = ? AND idx = ?", (level, idx)
@@ -163,7 +162,7 @@ def test_ref_reader_equals_point_queries() -> None:
     conn.execute("CREATE TABLE refs (from_digest TEXT, rel TEXT, to_digest TEXT)")
     stored = [("a", "r", "x"), ("a", "r", "y"), ("b", "s", "x"), ("c", "r", "z")]
     conn.executemany("INSERT INTO refs VALUES (?,?,?)", stored)
-    reader = readers.RefReader(conn)
+    reader = SQLiteRefScan(conn)
     asks = [("a", "r", "x"), ("a", "r", "q"), ("a", "r", "y"), ("c", "r", "z"), ("b", "s", "x")]
     asks += [("b", "s", "x"), ("d", "r", "x")]
     for ask in asks:

@@ -28,14 +28,19 @@ from ledger.audit.attestations import AttestationAudit
 from ledger.audit.findings import Finding
 from ledger.audit.object_check import check_object
 from ledger.audit.parallel import default_workers, with_object_checks
-from ledger.audit.readers import NodeReader, RefReader
 from ledger.encoding.canonical import require_canonical
 from ledger.errors import InputError, LedgerError
 from ledger.log import merkle
 from ledger.log.leaf import entry_record
 from ledger.log.note import Checkpoint, open_checkpoint, parse_note, parse_verifier_key
 from ledger.schema.kinds import BLOB, detect_kind
-from ledger.store.base import CheckpointRow, StoredObject
+from ledger.store.base import (
+    OBJECT_COLUMNS,
+    CheckpointRow,
+    RawObjectRow,
+    StoredObject,
+    unchecked_object,
+)
 from ledger.store.sqlite import LEDGER_TABLES, SQLiteStore, trigger_names
 from ledger.trust.keys import key_id as raw_key_id
 
@@ -93,28 +98,23 @@ def _refs_of(kind: object, data: object) -> list[tuple[str, str]]:
         return []
 
 
-def _text(data: bytes) -> str:
-    # Hand-edited files may hold invalid UTF-8 in TEXT columns: keep it visible (as lone
-    # surrogates, which then fail every comparison) instead of aborting the audit.
-    return data.decode("utf-8", "surrogateescape")
+_OBJECT_TYPES: dict[str, type | tuple[type, ...]] = {
+    "digest": str,
+    "seq": int,
+    "kind": str,
+    "schema_version": (str, type(None)),
+    "object_id": (str, type(None)),
+    "object_version": (int, type(None)),
+    "legacy_digest": (str, type(None)),
+    "legacy_hints": (str, type(None)),
+    "data": bytes,
+}
 
 
-_OBJECT_TYPES: tuple[tuple[type | tuple[type, ...], str], ...] = (
-    (str, "digest"),
-    (int, "seq"),
-    (str, "kind"),
-    ((str, type(None)), "schema_version"),
-    ((str, type(None)), "object_id"),
-    ((int, type(None)), "object_version"),
-    ((str, type(None)), "legacy_digest"),
-    ((str, type(None)), "legacy_hints"),
-    (bytes, "data"),
-)
-
-
-def _object_row_problem(columns: Sequence[Any]) -> str | None:
-    for value, (types, name) in zip(columns, _OBJECT_TYPES, strict=True):
-        if not isinstance(value, types) or isinstance(value, bool):
+def _object_row_problem(row: RawObjectRow) -> str | None:
+    for name in OBJECT_COLUMNS:
+        value = getattr(row, name)
+        if not isinstance(value, _OBJECT_TYPES[name]) or isinstance(value, bool):
             return f"objects.{name} has SQL type {type(value).__name__}"
     return None
 
@@ -245,17 +245,12 @@ def audit(
             f"unknown audit check, got {', '.join(unknown)}, expected one of {', '.join(checks)}"
         )
     object_checks = [check for name, check in checks.items() if name not in skip_checks]
-    conn = store.connection
-    saved_factory = conn.text_factory
-    conn.text_factory = _text
-    try:
+    with store.tolerant_text():
         if workers is None:
             workers = default_workers(store.size())
         return _audit(
             store, trusted_key, trusted_authority, from_checkpoint, object_checks, advance, workers
         )
-    finally:
-        conn.text_factory = saved_factory
 
 
 def _audit(
@@ -321,18 +316,17 @@ def _audit(
         report.checkpoints_checked += 1
     if saved is not None and saved.size == 0:
         saved = None
-    sql = (
-        "SELECT e.seq, e.digest, e.kind, e.appended_at, o.digest, o.seq, o.kind,"
-        " o.schema_version, o.object_id, o.object_version, o.legacy_digest, o.legacy_hints, o.data"
-        " FROM entries e LEFT JOIN objects o ON o.seq = e.seq ORDER BY e.seq"
-    )
     ref_count = 0
     ref_trouble = False
-    nodes = NodeReader(conn)
-    ref_rows = RefReader(conn)
+    nodes = store.node_scan()
+    ref_rows = store.ref_scan()
     # check_object's results, maybe computed in workers, in row order.
-    for row, checked in with_object_checks(conn.execute(sql), workers):
-        seq, digest, kind, appended_at = row[0], row[1], row[2], row[3]
+    for row, checked in with_object_checks(store.log_rows(), workers):
+        # Entry columns as stored: any SQL type in a tampered file.
+        seq: Any = row.seq
+        digest: Any = row.digest
+        kind: Any = row.kind
+        appended_at: Any = row.appended_at
         name = digest if isinstance(digest, str) else None
         if seq != frontier.size:
             findings.append(
@@ -355,12 +349,12 @@ def _audit(
                     name,
                 )
             )
-        if row[4] is None:
+        if row.object is None:
             findings.append(Finding("object-missing", "entry has no object", seq, name))
-        elif (problem := _object_row_problem(row[4:])) is not None:
+        elif (problem := _object_row_problem(row.object)) is not None:
             findings.append(Finding("object-row-invalid", problem, seq, name))
         else:
-            obj = StoredObject(*row[4:])
+            obj = unchecked_object(row.object)  # every column type was just checked
             if obj.digest != digest or obj.kind != kind:
                 findings.append(
                     Finding(

@@ -13,26 +13,21 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from ledger.audit.object_check import CheckResult, check_object
-from ledger.store.base import StoredObject
+from ledger.store.base import RawLogRow, RawObjectRow, unchecked_object
 
 # Below this many entries a worker pool costs more than it saves.
 POOL_THRESHOLD = 20_000
 _CHUNK = 256  # rows per task sent to a worker
 
 
-def _check_rows(rows: list[tuple[Any, ...]]) -> list[CheckResult | None]:
+def _check_rows(rows: list[RawObjectRow]) -> list[CheckResult | None]:
     out: list[CheckResult | None] = []
     for row in rows:
         try:
-            obj = StoredObject(*row[4:])
-            out.append(check_object(obj))
+            out.append(check_object(unchecked_object(row)))
         except Exception:
             out.append(None)  # the audit recomputes (and reports) this row itself
     return out
-
-
-def _check_task(rows: list[tuple[Any, ...]]) -> list[CheckResult | None]:
-    return _check_rows(rows)
 
 
 def default_workers(entries: int) -> int:
@@ -47,16 +42,15 @@ def default_workers(entries: int) -> int:
 
 
 def with_object_checks(
-    rows: Iterable[tuple[Any, ...]], workers: int = 1
-) -> Iterator[tuple[tuple[Any, ...], CheckResult | None]]:
+    rows: Iterable[RawLogRow], workers: int = 1
+) -> Iterator[tuple[RawLogRow, CheckResult | None]]:
     """Yield ``(row, check)`` in row order; ``check`` is None when the row has no object.
 
-    A row is the audit's entries-join-objects row: entry columns 0-3, object columns
-    4-12. None may also mean "not computed here": the caller then runs ``check_object`` itself.
+    None may also mean "not computed here": the caller then runs ``check_object`` itself.
     """
 
-    def chunks() -> Iterator[list[tuple[Any, ...]]]:
-        batch: list[tuple[Any, ...]] = []
+    def chunks() -> Iterator[list[RawLogRow]]:
+        batch: list[RawLogRow] = []
         for row in rows:
             batch.append(row)
             if len(batch) == _CHUNK:
@@ -65,15 +59,15 @@ def with_object_checks(
         if batch:
             yield batch
 
-    def pick(batch: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
-        return [row for row in batch if row[4] is not None]
+    def pick(batch: list[RawLogRow]) -> list[RawObjectRow]:
+        return [row.object for row in batch if row.object is not None]
 
     def merge(
-        batch: list[tuple[Any, ...]], results: list[CheckResult | None]
-    ) -> Iterator[tuple[tuple[Any, ...], CheckResult | None]]:
+        batch: list[RawLogRow], results: list[CheckResult | None]
+    ) -> Iterator[tuple[RawLogRow, CheckResult | None]]:
         it = iter(results)
         for row in batch:
-            yield row, (next(it) if row[4] is not None else None)
+            yield row, (next(it) if row.object is not None else None)
 
     if workers <= 1:
         for batch in chunks():
@@ -81,10 +75,10 @@ def with_object_checks(
         return
     methods = multiprocessing.get_all_start_methods()
     context = multiprocessing.get_context("fork" if "fork" in methods else None)
-    window: deque[tuple[list[tuple[Any, ...]], Any]] = deque()
+    window: deque[tuple[list[RawLogRow], Any]] = deque()
     with context.Pool(workers) as pool:
         for batch in chunks():
-            task = pool.apply_async(_check_task, (pick(batch),))
+            task = pool.apply_async(_check_rows, (pick(batch),))
             window.append((batch, task))
             if len(window) > 2 * workers:
                 done, result = window.popleft()

@@ -217,24 +217,16 @@ def stats(db: DbOption = Path("ledger.db"), json_out: JsonOption = False) -> Non
     from ledger.store.sqlite import open_store
 
     with open_store(db, readonly=True) as store:
-        # One read transaction: every figure comes from the same snapshot of the log.
-        store.connection.execute("BEGIN")
-        counts = store.counts()
-        (object_bytes,) = store.connection.execute(
-            "SELECT coalesce(sum(length(data)), 0) FROM objects"
-        ).fetchone()
-        (latest,) = store.connection.execute("SELECT max(size) FROM checkpoints").fetchone()
-        size = store.size()
-        origin = store.get_meta("origin")
-        store.connection.execute("COMMIT")
+        snapshot = store.stats()  # every figure from the same snapshot of the log
+    counts = snapshot.counts
     info = {
         "db": str(db),
-        "entries": size,
+        "entries": snapshot.size,
         "by_kind": counts,
-        "object_bytes": int(object_bytes),
+        "object_bytes": snapshot.object_bytes,
         "file_bytes": db.stat().st_size,
-        "origin": origin,
-        "latest_checkpoint_size": latest,
+        "origin": snapshot.origin,
+        "latest_checkpoint_size": snapshot.latest_checkpoint_size,
     }
     if json_out:
         emit_json(info)

@@ -11,9 +11,10 @@ Invariants every backend keeps:
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from ledger.store.prepared import Prepared
 
@@ -41,6 +42,71 @@ class StoredObject:
     legacy_digest: str | None
     legacy_hints: str | None
     data: bytes
+
+
+OBJECT_COLUMNS: tuple[str, ...] = tuple(f.name for f in fields(StoredObject))
+
+
+def stored_object(columns: Sequence[Any]) -> StoredObject:
+    """A ``StoredObject`` from a row of ``OBJECT_COLUMNS``, matched by name."""
+    return StoredObject(**dict(zip(OBJECT_COLUMNS, columns, strict=True)))
+
+
+@dataclass(frozen=True)
+class RawObjectRow:
+    """An ``objects`` row as read, before any type is trusted (a file may be tampered)."""
+
+    digest: object
+    seq: object
+    kind: object
+    schema_version: object
+    object_id: object
+    object_version: object
+    legacy_digest: object
+    legacy_hints: object
+    data: object
+
+
+def unchecked_object(raw: RawObjectRow) -> StoredObject:
+    """The row as a ``StoredObject``, field by field, WITHOUT checking the SQL types."""
+    values: dict[str, Any] = {name: getattr(raw, name) for name in OBJECT_COLUMNS}
+    return StoredObject(**values)
+
+
+@dataclass(frozen=True)
+class RawLogRow:
+    """One ``entries`` row in log order, with its object row (None when there is none)."""
+
+    seq: object
+    digest: object
+    kind: object
+    appended_at: object
+    object: RawObjectRow | None
+
+
+@dataclass(frozen=True)
+class LedgerStats:
+    """Figures of one consistent snapshot of a ledger."""
+
+    size: int
+    counts: dict[str, int]
+    object_bytes: int
+    latest_checkpoint_size: int | None
+    origin: str | None
+
+
+class NodeScan(Protocol):
+    """Stored tree nodes, read in the order an audit closes them."""
+
+    def get(self, level: int, index: int) -> tuple[object] | None:
+        """``(hash,)`` as stored (any SQL type), or None when no such node is stored."""
+        ...
+
+
+class RefScan(Protocol):
+    """Stored reference rows, read in the order objects were appended."""
+
+    def has(self, from_digest: str, rel: str, to_digest: str) -> bool: ...
 
 
 @dataclass(frozen=True)
@@ -82,6 +148,15 @@ class LedgerReader(Protocol):
     def get_meta(self, key: str) -> str | None: ...
     def checkpoints(self) -> list[CheckpointRow]: ...
     def checkpoint_at(self, size: int) -> CheckpointRow | None: ...
+    def stats(self) -> LedgerStats: ...
+
+
+class AuditSource(LedgerReader, Protocol):
+    """What a full audit streams: raw rows in log order, nodes and refs in write order."""
+
+    def log_rows(self) -> Iterator[RawLogRow]: ...
+    def node_scan(self) -> NodeScan: ...
+    def ref_scan(self) -> RefScan: ...
 
 
 Precheck = Callable[[LedgerReader], None]
@@ -97,4 +172,8 @@ class Store(LedgerReader, Protocol):
     ) -> list[AppendResult]: ...
     def add_checkpoint(self, row: CheckpointRow) -> None: ...
     def set_meta(self, key: str, value: str) -> None: ...
+    def bulk_session(self) -> AbstractContextManager[None]:
+        """Tuning for a long run of appends (a backend may do nothing)."""
+        ...
+
     def close(self) -> None: ...

@@ -17,11 +17,9 @@ from __future__ import annotations
 
 import multiprocessing
 import os
-import sqlite3
 from collections import deque
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any, BinaryIO
 
 from ledger.encoding.canonical import DEFAULT_LIMITS, Limits
@@ -30,7 +28,6 @@ from ledger.store.base import Store
 from ledger.store.prepared import Prepared, prepare_json
 
 DEFAULT_BATCH = 12500  # valid lines per transaction (docs/PERFORMANCE.md: why)
-BULK_CACHE_KIB = 65536  # SQLite page cache while importing
 BLOCK_BYTES = 1 << 20  # lines are shipped to workers in blocks of about this size
 _BLANK = b" \t\r"
 
@@ -156,8 +153,10 @@ def read_blocks(
 
 # -- preparing (runs in workers) ---------------------------------------------------------
 
-# A prepared line travels as a plain tuple of Prepared's fields: cheaper to pickle.
+# A prepared line travels as a plain tuple of Prepared's fields (cheaper to pickle),
+# packed and unpacked by field name.
 PreparedFields = tuple[Any, ...]
+_PREPARED_FIELDS = tuple(f.name for f in fields(Prepared))
 
 
 @dataclass(frozen=True)
@@ -172,17 +171,11 @@ class BlockResult:
 
 
 def _fields(p: Prepared) -> PreparedFields:
-    return (
-        p.digest,
-        p.kind,
-        p.data,
-        p.schema_version,
-        p.object_id,
-        p.object_version,
-        p.legacy_digest,
-        p.legacy_hints,
-        p.refs,
-    )
+    return tuple(getattr(p, name) for name in _PREPARED_FIELDS)
+
+
+def _prepared(values: PreparedFields) -> Prepared:
+    return Prepared(**dict(zip(_PREPARED_FIELDS, values, strict=True)))
 
 
 def prepare_block(block: Block, kind: str | None, limits: Limits) -> BlockResult:
@@ -258,7 +251,7 @@ def import_jsonl(
         raise InputError("kind, got 'blob', expected a JSON kind (JSON Lines hold JSON)")
     summary = ImportSummary()
     pending: list[Prepared] = []
-    with _bulk_tuning(store):
+    with store.bulk_session():
         _import(store, source, kind, batch, workers, limits, advance, summary, pending)
     summary.size = store.size()
     return summary
@@ -294,39 +287,10 @@ def _import(
         summary.lines += result.lines
         summary.blank += result.blank
         summary.rejected.extend(result.rejected)
-        for fields in result.prepared:
-            pending.append(Prepared(*fields))
+        for values in result.prepared:
+            pending.append(_prepared(values))
             if len(pending) >= batch:
                 flush()
         advance(result.nbytes)
     if pending:
         flush()
-
-
-@contextmanager
-def _bulk_tuning(store: Store) -> Iterator[None]:
-    """On SQLite: a larger page cache while importing, a WAL checkpoint after.
-
-    The random-keyed indexes (digest, legacy digest, reference target) touch a new page
-    for almost every insert; a 64 MB cache keeps the upper levels and recent leaves in
-    memory. The final checkpoint (bounded wait) leaves a small WAL behind.
-    """
-    from ledger.store.sqlite import BUSY_TIMEOUT_S, SQLiteStore
-
-    if not isinstance(store, SQLiteStore):
-        yield
-        return
-    conn = store.connection
-    (old_cache,) = conn.execute("PRAGMA cache_size").fetchone()
-    conn.execute(f"PRAGMA cache_size = -{BULK_CACHE_KIB}")
-    try:
-        yield
-    finally:
-        conn.execute(f"PRAGMA cache_size = {int(old_cache)}")
-        try:
-            conn.execute("PRAGMA busy_timeout = 200")
-            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
-        except sqlite3.Error:
-            pass  # readers or another writer: the next checkpoint will do
-        finally:
-            conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")

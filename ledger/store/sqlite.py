@@ -12,14 +12,29 @@ import sqlite3
 import time
 import urllib.parse
 from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from ledger.errors import AppendOnlyError, NotFound, StorageError
 from ledger.log.leaf import entry_record, utc_now
 from ledger.log.merkle import PendingNodes, leaf_hash
-from ledger.store.base import AppendResult, CheckpointRow, Entry, Precheck, StoredObject
+from ledger.store.base import (
+    OBJECT_COLUMNS,
+    AppendResult,
+    CheckpointRow,
+    Entry,
+    LedgerStats,
+    NodeScan,
+    Precheck,
+    RawLogRow,
+    RawObjectRow,
+    RefScan,
+    StoredObject,
+    stored_object,
+)
 from ledger.store.prepared import Prepared
+from ledger.store.sqlite_scan import SQLiteNodeScan, SQLiteRefScan
 
 SCHEMA_VERSION = "1"
 LEDGER_TABLES = ("meta", "objects", "entries", "refs", "tree_nodes", "checkpoints")
@@ -130,6 +145,13 @@ def _storage_error(exc: sqlite3.Error, path: Path) -> Exception:
             f"cannot read ledger {path}, got '{text}', expected a provledger SQLite file"
         )
     return StorageError(f"database error on {path}, got '{text}', expected success")
+
+
+BULK_CACHE_KIB = 65536  # SQLite page cache during ``bulk_session``
+
+
+def _surrogate_text(data: bytes) -> str:
+    return data.decode("utf-8", "surrogateescape")
 
 
 class SQLiteStore:
@@ -258,12 +280,14 @@ class SQLiteStore:
         for start in range(0, len(unique), 500):
             chunk = unique[start : start + 500]
             marks = ",".join("?" * len(chunk))
-            for digest, *row in self._conn.execute(
+            for digest, seq, entry_digest, kind, appended_at in self._conn.execute(
                 "SELECT o.digest, e.seq, e.digest, e.kind, e.appended_at FROM objects o"
                 f" JOIN entries e ON e.seq = o.seq WHERE o.digest IN ({marks})",
                 chunk,
             ):
-                found[digest] = Entry(*row)
+                found[digest] = Entry(
+                    seq=seq, digest=entry_digest, kind=kind, appended_at=appended_at
+                )
         return found
 
     def add_checkpoint(self, row: CheckpointRow) -> None:
@@ -315,22 +339,19 @@ class SQLiteStore:
         row = self._q("SELECT max(seq) FROM entries")[0]
         return 0 if row[0] is None else int(row[0]) + 1
 
-    _OBJ = (
-        "SELECT digest, seq, kind, schema_version, object_id, object_version, legacy_digest,"
-        " legacy_hints, data FROM objects"
-    )
+    _OBJ = f"SELECT {', '.join(OBJECT_COLUMNS)} FROM objects"
 
     def get(self, digest: str) -> StoredObject | None:
         rows = self._q(f"{self._OBJ} WHERE digest = ?", (digest,))
-        return StoredObject(*rows[0]) if rows else None
+        return stored_object(rows[0]) if rows else None
 
     def get_by_seq(self, seq: int) -> StoredObject | None:
         rows = self._q(f"{self._OBJ} WHERE seq = ?", (seq,))
-        return StoredObject(*rows[0]) if rows else None
+        return stored_object(rows[0]) if rows else None
 
     def by_legacy(self, legacy: str) -> list[StoredObject]:
         return [
-            StoredObject(*r)
+            stored_object(r)
             for r in self._q(f"{self._OBJ} WHERE legacy_digest = ? ORDER BY seq", (legacy,))
         ]
 
@@ -376,12 +397,12 @@ class SQLiteStore:
         if kind is not None:
             sql += " AND kind = ?"
             args.append(kind)
-        return [StoredObject(*r) for r in self._q(sql + " ORDER BY seq", tuple(args))]
+        return [stored_object(r) for r in self._q(sql + " ORDER BY seq", tuple(args))]
 
     def by_kind(self, kind: str) -> Iterator[StoredObject]:
         cur = self._conn.execute(f"{self._OBJ} WHERE kind = ? ORDER BY seq", (kind,))
         for row in cur:
-            yield StoredObject(*row)
+            yield stored_object(row)
 
     def entries(
         self, since: int = 0, limit: int | None = None, kind: str | None = None
@@ -401,8 +422,8 @@ class SQLiteStore:
             args.append(limit)
         try:
             cur = self._conn.execute(sql, tuple(args))
-            for row in cur:
-                yield Entry(*row)
+            for seq, digest, kind, appended_at in cur:
+                yield Entry(seq=seq, digest=digest, kind=kind, appended_at=appended_at)
         except sqlite3.Error as exc:
             raise _storage_error(exc, self.path) from None
 
@@ -429,6 +450,84 @@ class SQLiteStore:
                 " expected a complete subtree hash"
             )
         return bytes(rows[0][0])
+
+    def stats(self) -> LedgerStats:
+        """Counts, sizes and the latest checkpoint, all from one read transaction."""
+        in_transaction = self._conn.in_transaction
+        if not in_transaction:
+            self._conn.execute("BEGIN")
+        try:
+            counts = self.counts()
+            (object_bytes,) = self._conn.execute(
+                "SELECT coalesce(sum(length(data)), 0) FROM objects"
+            ).fetchone()
+            (latest,) = self._conn.execute("SELECT max(size) FROM checkpoints").fetchone()
+            return LedgerStats(
+                size=self.size(),
+                counts=counts,
+                object_bytes=int(object_bytes),
+                latest_checkpoint_size=latest,
+                origin=self.get_meta("origin"),
+            )
+        finally:
+            if not in_transaction:
+                self._conn.execute("COMMIT")
+
+    # -- streams for a full audit (``ledger.audit.full``) -------------------------------
+    def log_rows(self) -> Iterator[RawLogRow]:
+        """Every entry in seq order with its object row, columns as stored (untrusted)."""
+        columns = ", ".join(f"o.{name}" for name in OBJECT_COLUMNS)
+        cursor = self._conn.execute(
+            f"SELECT e.seq, e.digest, e.kind, e.appended_at, {columns}"
+            " FROM entries e LEFT JOIN objects o ON o.seq = e.seq ORDER BY e.seq"
+        )
+        for seq, digest, kind, appended_at, *obj in cursor:
+            named = dict(zip(OBJECT_COLUMNS, obj, strict=True))
+            raw = None if named["digest"] is None else RawObjectRow(**named)
+            yield RawLogRow(seq, digest, kind, appended_at, raw)
+
+    def node_scan(self) -> NodeScan:
+        return SQLiteNodeScan(self._conn)
+
+    def ref_scan(self) -> RefScan:
+        return SQLiteRefScan(self._conn)
+
+    @contextmanager
+    def tolerant_text(self) -> Iterator[None]:
+        """Read TEXT that is not valid UTF-8 as surrogate-escaped ``str``, not an error.
+
+        Hand-edited files may hold such bytes; an audit keeps them visible (lone
+        surrogates then fail every comparison) instead of aborting.
+        """
+        saved = self._conn.text_factory
+        self._conn.text_factory = _surrogate_text
+        try:
+            yield
+        finally:
+            self._conn.text_factory = saved
+
+    @contextmanager
+    def bulk_session(self) -> Iterator[None]:
+        """A larger page cache while importing, a WAL checkpoint after.
+
+        The random-keyed indexes (digest, legacy digest, reference target) touch a new
+        page for almost every insert; a 64 MB cache keeps the upper levels and recent
+        leaves in memory. The final checkpoint (bounded wait) leaves a small WAL behind.
+        """
+        conn = self._conn
+        (old_cache,) = conn.execute("PRAGMA cache_size").fetchone()
+        conn.execute(f"PRAGMA cache_size = -{BULK_CACHE_KIB}")
+        try:
+            yield
+        finally:
+            conn.execute(f"PRAGMA cache_size = {int(old_cache)}")
+            try:
+                conn.execute("PRAGMA busy_timeout = 200")
+                conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+            except sqlite3.Error:
+                pass  # readers or another writer: the next checkpoint will do
+            finally:
+                conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
 
     def get_meta(self, key: str) -> str | None:
         rows = self._q("SELECT value FROM meta WHERE key = ?", (key,))

@@ -1,4 +1,9 @@
-"""Ordered reads for the audit: tree nodes and reference rows, one sequential scan each."""
+"""SQLite sequential scans serving a full audit's in-order lookups (``NodeScan``, ``RefScan``).
+
+The audit asks for tree nodes level by level in increasing index order, and for the
+references of each object right after it; a sequential cursor per level (and one over
+``refs`` in rowid order) answers those, anything out of order gets a point query.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +12,7 @@ from collections.abc import Iterator
 from typing import Any
 
 
-class NodeReader:
+class SQLiteNodeScan:
     """``get(level, idx)`` = the ``tree_nodes`` row ``(hash,)`` or None, like a point query.
 
     The audit asks for nodes level by level in increasing index order, so each level is
@@ -20,13 +25,14 @@ class NodeReader:
         self._heads: dict[int, tuple[Any, Any] | None] = {}
         self._last: dict[int, int] = {}
 
-    def _point(self, level: int, idx: int) -> tuple[Any, ...] | None:
-        row: tuple[Any, ...] | None = self._conn.execute(
+    def _point(self, level: int, idx: int) -> tuple[object] | None:
+        row: tuple[object] | None = self._conn.execute(
             "SELECT hash FROM tree_nodes WHERE level = ? AND idx = ?", (level, idx)
         ).fetchone()
         return row
 
-    def get(self, level: int, idx: int) -> tuple[Any, ...] | None:
+    def get(self, level: int, index: int) -> tuple[object] | None:
+        idx = index
         if idx <= self._last.get(level, -1):
             return self._point(level, idx)
         self._last[level] = idx
@@ -48,7 +54,7 @@ class NodeReader:
         return None
 
 
-class RefReader:
+class SQLiteRefScan:
     """``has(from_digest, rel, to_digest)``: does ``refs`` hold that row? Like a point query.
 
     Appends write an object's references right after it, so the audit asks for them in
