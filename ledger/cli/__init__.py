@@ -4,7 +4,8 @@
 implements it and its one-line help. Nothing listed here is imported until its command
 runs (``ledger.cli.lazy``), so ``provledger --help`` costs typer and rich only. This is
 the only module of ``ledger`` that names ``verifiers`` and ``cohorts``: they are the
-IDKMesh edge, mounted here beside the generic ledger commands.
+IDKMesh edge, mounted here beside the generic ledger commands, and their policies are
+installed into the core (``install_idkmesh``) before any command runs.
 """
 
 from __future__ import annotations
@@ -113,12 +114,15 @@ COMMANDS: Mapping[str, Lazy | LazySubgroup] = {
 
 
 def install_idkmesh() -> None:
-    """Plug IDKMesh's additions into the generic core before any command runs."""
+    """Plug IDKMesh's rules and additions into the generic core before any command runs."""
     from cohorts.browse.cli import browse_findings
     from cohorts.cli import verification_notes
     from ledger.cli.common import SHOW_NOTES
     from ledger.cli.logcmds import set_browse_check
+    from ledger.trust import policy
+    from verifiers.attestation_policy import IDKMeshAttestationPolicy
 
+    policy.install(IDKMeshAttestationPolicy())
     if verification_notes not in SHOW_NOTES:
         SHOW_NOTES.append(verification_notes)  # `show` explains a VerificationResult
     set_browse_check(browse_findings)  # `verify --browse FILE`

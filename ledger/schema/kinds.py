@@ -1,65 +1,36 @@
 """The kind registry: what object kinds the ledger stores and how to recognise them.
 
-Adding a kind = one schema file ``schemas/<kind>-v<version>.schema.json`` plus one
-``KindSpec`` entry in ``KINDS``.
+The registry is data, ``schemas/kinds.json`` (shipped beside the schemas it names), read
+once by ``load_registry``; this module names no kind but ``blob``. Adding a kind = one
+schema file ``schemas/<kind>-v<version>.schema.json`` plus one entry in ``kinds.json``.
 
 Detection rule (when ``--kind`` is not given), applied to a JSON object:
 1. ``provledger_kind`` present: that ledger-native kind (must be registered).
-2. Otherwise exactly one upstream rule must match, by required member names:
-   evaluator-plan ``binding`` + ``required_validator_ids``; work-unit ``objective`` +
-   ``validators``; verification-result ``result_manifest_id`` + ``checks``;
-   result-manifest ``produced_artifacts`` + ``worker``; benchmark-cohort ``tasks`` +
-   ``minimum_final_tasks``. No match is "unknown", two or more is "ambiguous".
+2. Otherwise exactly one non-native kind's ``detect_keys`` must all be members. No match
+   is "unknown", two or more is "ambiguous".
 The schema version is the document's ``schema_version`` and must be registered.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from importlib import resources
 from typing import Any
 
 from ledger.errors import KindError
 
 BLOB = "blob"
-
-RefExtractor = Callable[[Mapping[str, Any]], list[tuple[str, str]]]
-
-
-def _no_refs(_obj: Mapping[str, Any]) -> list[tuple[str, str]]:
-    return []
+REGISTRY_FORMAT = "provledger-kinds/v1"
 
 
-def _get(obj: Mapping[str, Any], *path: str) -> Any:
-    cur: Any = obj
-    for part in path:
-        if not isinstance(cur, Mapping) or part not in cur:
-            return None
-        cur = cur[part]
-    return cur
+@dataclass(frozen=True)
+class RefPath:
+    """A reference the ledger indexes: relation name, and the member path of the digest."""
 
-
-def _refs_at(*specs: tuple[str, tuple[str, ...]]) -> RefExtractor:
-    """Build an extractor of (relation, digest) pairs from fixed member paths."""
-
-    def extract(obj: Mapping[str, Any]) -> list[tuple[str, str]]:
-        out: list[tuple[str, str]] = []
-        for rel, path in specs:
-            value = _get(obj, *path)
-            if isinstance(value, str) and value.startswith("sha256:"):
-                out.append((rel, value))
-        return out
-
-    return extract
-
-
-def _verification_refs(obj: Mapping[str, Any]) -> list[tuple[str, str]]:
-    refs = _refs_at(
-        ("verifier-config", ("provenance", "verifier_config_digest")),
-        ("result-manifest", ("provenance", "result_manifest_digest")),
-        ("work-unit", ("provenance", "work_unit_digest")),
-    )(obj)
-    return refs
+    rel: str
+    path: tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -72,7 +43,7 @@ class KindSpec:
     detect_keys: tuple[str, ...] = ()
     id_field: str | None = "id"
     version_field: str | None = "version"
-    refs: RefExtractor = field(default=_no_refs)
+    ref_paths: tuple[RefPath, ...] = ()
 
     def object_id(self, obj: Mapping[str, Any]) -> str | None:
         value = obj.get(self.id_field) if self.id_field else None
@@ -82,85 +53,95 @@ class KindSpec:
         value = obj.get(self.version_field) if self.version_field else None
         return value if isinstance(value, int) and not isinstance(value, bool) else None
 
+    def refs(self, obj: Mapping[str, Any]) -> list[tuple[str, str]]:
+        """(relation, digest) for each ref path that holds a ``sha256:`` string."""
+        out: list[tuple[str, str]] = []
+        for ref in self.ref_paths:
+            value: Any = obj
+            for part in ref.path:
+                if not isinstance(value, Mapping) or part not in value:
+                    value = None
+                    break
+                value = value[part]
+            if isinstance(value, str) and value.startswith("sha256:"):
+                out.append((ref.rel, value))
+        return out
 
-KINDS: dict[str, KindSpec] = {
-    spec.name: spec
-    for spec in (
-        KindSpec("work-unit", ("0.1", "0.2"), detect_keys=("objective", "validators")),
-        KindSpec(
-            "evaluator-plan",
-            ("0.1", "0.2", "0.3", "0.4"),
-            detect_keys=("binding", "required_validator_ids"),
-            refs=_refs_at(("binds-work-unit", ("binding", "work_unit_digest"))),
+
+_SPEC_MEMBERS = {"name", "versions", "native", "detect_keys", "id_field", "version_field", "refs"}
+
+
+def _strings(value: object, what: str) -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ValueError(f"{what}, got {value!r}, expected a list of strings")
+    return tuple(value)
+
+
+def _optional_name(value: object, what: str) -> str | None:
+    if value is not None and not isinstance(value, str):
+        raise ValueError(f"{what}, got {value!r}, expected a member name or null")
+    return value
+
+
+def _spec(entry: object) -> KindSpec:
+    if not isinstance(entry, dict) or not isinstance(entry.get("name"), str):
+        raise ValueError(f"kind entry, got {entry!r}, expected an object with a name")
+    name = entry["name"]
+    unknown = sorted(set(entry) - _SPEC_MEMBERS)
+    if unknown:
+        raise ValueError(
+            f"kind {name}: unknown members {unknown}, expected {sorted(_SPEC_MEMBERS)}"
+        )
+    native = entry.get("native", False)
+    if not isinstance(native, bool):
+        raise ValueError(f"kind {name}: native, got {native!r}, expected a boolean")
+    refs = entry.get("refs", [])
+    if not isinstance(refs, list):
+        raise ValueError(f"kind {name}: refs, got {refs!r}, expected a list")
+    ref_paths = []
+    for ref in refs:
+        if not isinstance(ref, dict) or set(ref) != {"rel", "path"}:
+            raise ValueError(f"kind {name}: ref, got {ref!r}, expected {{rel, path}}")
+        if not isinstance(ref["rel"], str):
+            raise ValueError(f"kind {name}: ref rel, got {ref['rel']!r}, expected a string")
+        ref_paths.append(RefPath(ref["rel"], _strings(ref["path"], f"kind {name}: ref path")))
+    return KindSpec(
+        name=name,
+        versions=_strings(entry.get("versions"), f"kind {name}: versions"),
+        native=native,
+        detect_keys=_strings(entry.get("detect_keys", []), f"kind {name}: detect_keys"),
+        id_field=_optional_name(entry.get("id_field", "id"), f"kind {name}: id_field"),
+        version_field=_optional_name(
+            entry.get("version_field", "version"), f"kind {name}: version_field"
         ),
-        KindSpec("result-manifest", ("0.1",), detect_keys=("produced_artifacts", "worker")),
-        KindSpec(
-            "verification-result",
-            ("0.1",),
-            detect_keys=("result_manifest_id", "checks"),
-            refs=_verification_refs,
-        ),
-        KindSpec("benchmark-cohort", ("0.1",), detect_keys=("tasks", "minimum_final_tasks")),
-        # Ledger-native kinds.
-        KindSpec(
-            "attestation",
-            ("0.1",),
-            native=True,
-            id_field=None,
-            version_field=None,
-            refs=_refs_at(("subject", ("subject", "digest"))),
-        ),
-        KindSpec(
-            "verifier-identity",
-            ("0.1",),
-            native=True,
-            id_field="verifier_id",
-            version_field=None,
-        ),
-        KindSpec("revocation", ("0.1",), native=True, id_field="key_id", version_field=None),
-        KindSpec(
-            "burn-notice",
-            ("0.1",),
-            native=True,
-            id_field="cohort_id",
-            version_field=None,
-        ),
-        KindSpec(
-            "cohort-binding",
-            ("0.1",),
-            native=True,
-            id_field="successor_id",
-            version_field=None,
-        ),
-        KindSpec(
-            "behavioral-evidence",
-            ("0.1",),
-            native=True,
-            id_field=None,
-            version_field=None,
-            refs=_refs_at(
-                ("candidate", ("candidate_digest",)),
-                ("verification-result", ("verification_result_digest",)),
-            ),
-        ),
-        KindSpec(
-            "quarantine",
-            ("0.1",),
-            native=True,
-            id_field="object_id",
-            version_field="object_version",
-            refs=_refs_at(("quarantined-bytes", ("blob_digest",))),
-        ),
-        KindSpec(
-            "calibration-record",
-            ("0.1",),
-            native=True,
-            id_field=None,
-            version_field=None,
-            refs=_refs_at(("plan", ("plan_digest",))),
-        ),
+        ref_paths=tuple(ref_paths),
     )
-}
+
+
+def parse_registry(text: str) -> dict[str, KindSpec]:
+    """Parse a kinds registry document; anything not understood raises ``ValueError``."""
+    doc = json.loads(text)
+    if not isinstance(doc, dict) or doc.get("format") != REGISTRY_FORMAT:
+        raise ValueError(f"kinds registry, got no format {REGISTRY_FORMAT!r}, expected it")
+    if set(doc) - {"format", "description", "kinds"} or not isinstance(doc.get("kinds"), list):
+        raise ValueError("kinds registry, expected exactly format, description and kinds")
+    specs: dict[str, KindSpec] = {}
+    for entry in doc["kinds"]:
+        spec = _spec(entry)
+        if spec.name in specs or spec.name == BLOB:
+            raise ValueError(f"kinds registry: kind {spec.name!r} defined twice or reserved")
+        if not spec.native and not spec.detect_keys:
+            raise ValueError(f"kind {spec.name}: a non-native kind needs detect_keys")
+        specs[spec.name] = spec
+    return specs
+
+
+def load_registry() -> dict[str, KindSpec]:
+    """The registry shipped in the ``schemas`` package (``schemas/kinds.json``)."""
+    return parse_registry(resources.files("schemas").joinpath("kinds.json").read_text("utf-8"))
+
+
+KINDS: Mapping[str, KindSpec] = load_registry()
 
 UPSTREAM_KINDS = tuple(name for name, spec in KINDS.items() if not spec.native)
 

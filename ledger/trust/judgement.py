@@ -1,8 +1,11 @@
 """Checking attestations against the ledger: pure functions over a ``LedgerReader``.
 
-An attestation is judged at its own log position S (its seq; an envelope from outside is
-judged as if appended now). The payload is always the subject's STORED bytes and the
-PAE is rebuilt from them. Failure codes (stable; documented in docs/IDENTITIES.md):
+Protocol knowledge (which kinds only a verifier may sign, what a subject says about its
+signer) comes from the installed ``ledger.trust.policy.AttestationPolicy``; IDKMesh's is
+``verifiers.attestation_policy``. An attestation is judged at its own log position S (its
+seq; an envelope from outside is judged as if appended now). The payload is always the
+subject's STORED bytes and the PAE is rebuilt from them. Failure codes (stable; documented
+in docs/IDENTITIES.md):
 
 * ``malformed``: the attestation object cannot be read.
 * ``subject-missing``: no stored object has the subject digest (or envelope payload).
@@ -10,17 +13,16 @@ PAE is rebuilt from them. Failure codes (stable; documented in docs/IDENTITIES.m
 * ``payload-type-mismatch``: payloadType is not ``payload_type_for(stored kind)``.
 * ``bad-signature``: the signature does not verify over PAE(payloadType, stored bytes).
 * ``unregistered-key``: no identity with this key id was appended before S (the
-  authority key counts as registered, except on verification results and evaluator
-  plans, which only a verifier identity may sign).
+  authority key counts as registered, except on the kinds the attestation policy marks
+  verifier-signed, which only a verifier identity may sign).
 * ``not-authority-key``: a verifier identity or revocation signed by another key.
 * ``identity-not-authorized``: identities exist before S but none had a valid authority
   attestation before S.
-* ``wrong-verifier-id`` / ``wrong-adapter-version``: the subject (VerificationResult or
-  EvaluatorPlan) names a ``verifier.id`` / ``verifier.adapter`` + ``adapter_version``
-  the identity does not hold. A missing ``adapter_version`` never matches.
-* ``self-verification``: the identity's verifier id is the worker of the ResultManifest
-  the VerificationResult names (``provenance.result_manifest_digest``, as ledger or
-  legacy digest, else ``result_manifest_id``), or its ``independence.worker_id_observed``.
+* ``wrong-verifier-id`` / ``wrong-adapter-version``: a verifier-signed subject names a
+  verifier id / adapter + version (``AttestationPolicy.signer_claim``) the identity does
+  not hold. A missing version never matches.
+* ``self-verification``: the identity's verifier id is one the policy excludes for this
+  subject (``AttestationPolicy.excluded_signers``, e.g. the worker it judges).
 * ``revoked-retired``: a ``retired`` revocation of the key was in force before S.
 * ``revoked-compromised``: a ``compromised`` revocation of the key exists (any position).
 
@@ -32,9 +34,9 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any, Final, Literal
+from typing import Any, Literal
 
-from ledger.encoding.digest import is_digest, sha256_digest
+from ledger.encoding.digest import sha256_digest
 from ledger.errors import InputError, NotFound
 from ledger.store.base import LedgerReader, StoredObject
 from ledger.trust.attestation import (
@@ -51,6 +53,7 @@ from ledger.trust.identity import (
     trust_index,
 )
 from ledger.trust.keys import SIGNATURE_SIZE, verify
+from ledger.trust.policy import current_policy
 
 FailureCode = Literal[
     "malformed",
@@ -68,7 +71,6 @@ FailureCode = Literal[
     "revoked-compromised",
 ]
 
-VERIFIER_SUBJECT_KINDS: Final = ("verification-result", "evaluator-plan")
 SignerRole = Literal["authority", "verifier", "unknown"]
 
 
@@ -133,54 +135,24 @@ def _json_value(obj: StoredObject) -> Any:
         return None
 
 
-def _worker_ids(reader: LedgerReader, result: dict[str, Any]) -> dict[str, str]:
-    """Worker ids the VerificationResult's manifest names -> where each came from."""
-    found: dict[str, str] = {}
-    provenance = result.get("provenance")
-    digest = provenance.get("result_manifest_digest") if isinstance(provenance, dict) else None
-    manifests: list[StoredObject] = []
-    if isinstance(digest, str) and is_digest(digest):
-        direct = reader.get(digest)
-        if direct is not None and direct.kind == "result-manifest":
-            manifests = [direct]
-        else:
-            manifests = [m for m in reader.by_legacy(digest) if m.kind == "result-manifest"]
-    manifest_id = result.get("result_manifest_id")
-    if not manifests and isinstance(manifest_id, str):
-        manifests = reader.by_id(manifest_id, kind="result-manifest")
-    for manifest in manifests:
-        value = _json_value(manifest)
-        worker = value.get("worker") if isinstance(value, dict) else None
-        if isinstance(worker, dict) and isinstance(worker.get("id"), str):
-            found.setdefault(worker["id"], f"ResultManifest {manifest.digest} worker.id")
-    independence = result.get("independence")
-    observed = independence.get("worker_id_observed") if isinstance(independence, dict) else None
-    if isinstance(observed, str):
-        found.setdefault(observed, "independence.worker_id_observed")
-    return found
-
-
 def _binding_failures(
     reader: LedgerReader, identity: IdentityRecord, subject: StoredObject
 ) -> list[Failure]:
-    """What the identity may not sign about this subject (verifier kinds only)."""
-    if subject.kind not in VERIFIER_SUBJECT_KINDS:
+    """What the identity may not sign about this subject (verifier-signed kinds only)."""
+    policy = current_policy()
+    if not policy.verifier_signed(subject.kind):
         return []
-    value = _json_value(subject)
-    verifier = value.get("verifier") if isinstance(value, dict) else None
-    if not isinstance(verifier, dict):
-        verifier = {}
+    claim = policy.signer_claim(subject)
     failures: list[Failure] = []
-    named_id = verifier.get("id")
-    if named_id != identity.verifier_id:
+    if claim.verifier_id != identity.verifier_id:
         failures.append(
             Failure(
                 "wrong-verifier-id",
-                f"{subject.kind} verifier.id, got {named_id!r}, expected the signing identity's"
-                f" {identity.verifier_id!r}",
+                f"{subject.kind} verifier.id, got {claim.verifier_id!r}, expected the signing"
+                f" identity's {identity.verifier_id!r}",
             )
         )
-    adapter, version = verifier.get("adapter"), verifier.get("adapter_version")
+    adapter, version = claim.adapter, claim.adapter_version
     if adapter != identity.adapter or version not in identity.adapter_versions:
         failures.append(
             Failure(
@@ -189,16 +161,15 @@ def _binding_failures(
                 f" {identity.adapter!r} at one of {list(identity.adapter_versions)}",
             )
         )
-    if subject.kind == "verification-result" and isinstance(value, dict):
-        source = _worker_ids(reader, value).get(identity.verifier_id)
-        if source is not None:
-            failures.append(
-                Failure(
-                    "self-verification",
-                    f"signing verifier {identity.verifier_id!r} is the worker ({source}),"
-                    " expected an independent verifier",
-                )
+    source = policy.excluded_signers(reader, subject).get(identity.verifier_id)
+    if source is not None:
+        failures.append(
+            Failure(
+                "self-verification",
+                f"signing verifier {identity.verifier_id!r} is the worker ({source}),"
+                " expected an independent verifier",
             )
+        )
     return failures
 
 
@@ -282,7 +253,7 @@ def _judge(
                     f" {index.authority_key_id}",
                 )
             )
-    elif is_authority and subject_kind not in VERIFIER_SUBJECT_KINDS:
+    elif is_authority and not current_policy().verifier_signed(subject_kind):
         role = "authority"
     else:
         role, chosen, found = _judge_verifier(reader, index, keyid, seq, subject, subject_kind)

@@ -1,0 +1,84 @@
+"""IDKMesh's attestation rules, plugged into ``ledger.trust.policy``.
+
+- A VerificationResult or an EvaluatorPlan is a verifier's statement: only a registered
+  verifier identity may attest it (the authority key alone does not make it valid), and
+  only an identity holding the ``verifier.id`` and ``verifier.adapter`` +
+  ``adapter_version`` the subject names. A missing ``adapter_version`` never matches.
+- A verifier may not attest a VerificationResult about its own work: the ResultManifest
+  it names (``provenance.result_manifest_digest`` as ledger or legacy digest, else
+  ``result_manifest_id``) has that ``worker.id``, or ``independence.worker_id_observed``
+  is that id.
+
+Installed by the CLI composition root and registered as the ``idkmesh`` entry point of
+the ``provledger.attestation_policy`` group (pyproject.toml).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any, Final
+
+from ledger.encoding.digest import is_digest
+from ledger.trust.policy import SignerClaim
+
+if TYPE_CHECKING:
+    from ledger.store.base import LedgerReader, StoredObject
+
+VERIFIER_SUBJECT_KINDS: Final = ("verification-result", "evaluator-plan")
+RESULT_MANIFEST: Final = "result-manifest"
+
+
+def _json_value(obj: StoredObject) -> Any:
+    try:
+        return json.loads(obj.data)
+    except (ValueError, UnicodeDecodeError):
+        return None
+
+
+class IDKMeshAttestationPolicy:
+    """``AttestationPolicy`` for IDKMesh verifier statements (see the module docstring)."""
+
+    def verifier_signed(self, kind: str) -> bool:
+        return kind in VERIFIER_SUBJECT_KINDS
+
+    def signer_claim(self, subject: StoredObject) -> SignerClaim:
+        value = _json_value(subject)
+        verifier = value.get("verifier") if isinstance(value, dict) else None
+        if not isinstance(verifier, dict):
+            return SignerClaim()
+        return SignerClaim(
+            verifier.get("id"), verifier.get("adapter"), verifier.get("adapter_version")
+        )
+
+    def excluded_signers(self, reader: LedgerReader, subject: StoredObject) -> dict[str, str]:
+        if subject.kind != "verification-result":
+            return {}
+        value = _json_value(subject)
+        return _worker_ids(reader, value) if isinstance(value, dict) else {}
+
+
+def _worker_ids(reader: LedgerReader, result: dict[str, Any]) -> dict[str, str]:
+    """Worker ids the VerificationResult's manifest names -> where each came from."""
+    found: dict[str, str] = {}
+    provenance = result.get("provenance")
+    digest = provenance.get("result_manifest_digest") if isinstance(provenance, dict) else None
+    manifests: list[StoredObject] = []
+    if isinstance(digest, str) and is_digest(digest):
+        direct = reader.get(digest)
+        if direct is not None and direct.kind == RESULT_MANIFEST:
+            manifests = [direct]
+        else:
+            manifests = [m for m in reader.by_legacy(digest) if m.kind == RESULT_MANIFEST]
+    manifest_id = result.get("result_manifest_id")
+    if not manifests and isinstance(manifest_id, str):
+        manifests = reader.by_id(manifest_id, kind=RESULT_MANIFEST)
+    for manifest in manifests:
+        value = _json_value(manifest)
+        worker = value.get("worker") if isinstance(value, dict) else None
+        if isinstance(worker, dict) and isinstance(worker.get("id"), str):
+            found.setdefault(worker["id"], f"ResultManifest {manifest.digest} worker.id")
+    independence = result.get("independence")
+    observed = independence.get("worker_id_observed") if isinstance(independence, dict) else None
+    if isinstance(observed, str):
+        found.setdefault(observed, "independence.worker_id_observed")
+    return found
