@@ -11,6 +11,7 @@ every row of every table (and the schema, triggers included) are identical.
 from __future__ import annotations
 
 import ctypes
+import functools
 import hashlib
 import json
 import os
@@ -26,6 +27,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
+import ledger.store.sqlite as sqlite_store
 from ledger.cli import app
 
 HERE = Path(__file__).resolve().parent
@@ -39,7 +41,6 @@ WORK_UNIT = CORPUS / "examples" / "work-units" / "phase0-smoke.work-unit.json"
 
 CHILD_ENV = {**os.environ, "PROVLEDGER_NO_PROGRESS": "1"}
 CHILD_ENV.pop("PROVLEDGER_DB", None)
-CHILD_ENV.pop("PROVLEDGER_MAX_PAGE_COUNT", None)
 
 
 def fingerprint(db: Path) -> tuple[int, str]:
@@ -313,7 +314,8 @@ def test_full_database_refuses_cleanly(
     big = tmp_path / "big.bin"
     big.write_bytes(os.urandom(256 * 1024))
     before = fingerprint(ledger)
-    monkeypatch.setenv("PROVLEDGER_MAX_PAGE_COUNT", str(_page_count(ledger)))
+    capped = functools.partial(sqlite_store.open_store, max_page_count=_page_count(ledger))
+    monkeypatch.setattr(sqlite_store, "open_store", capped)
     runner = CliRunner()
     # One transaction: the small blob that would fit is not written either.
     result = runner.invoke(
@@ -323,7 +325,7 @@ def test_full_database_refuses_cleanly(
     _one_error_line(result.stderr)
     assert "full" in result.stderr
     assert fingerprint(ledger) == before
-    monkeypatch.delenv("PROVLEDGER_MAX_PAGE_COUNT")
+    monkeypatch.undo()
     # With room again the ledger takes both and stays verifiable.
     ok = runner.invoke(app, ["append", "--kind", "blob", str(small), str(big), "--db", str(ledger)])
     assert ok.exit_code == 0, ok.output
@@ -334,19 +336,26 @@ def test_full_database_in_a_subprocess(ledger: Path, tmp_path: Path) -> None:
     big = tmp_path / "big.bin"
     big.write_bytes(os.urandom(256 * 1024))
     before = fingerprint(ledger)
-    env = {**CHILD_ENV, "PROVLEDGER_MAX_PAGE_COUNT": str(_page_count(ledger))}
-    result = _run(["append", "--kind", "blob", str(big), "--db", str(ledger)], env=env)
+    # The CLI's own entry point in a fresh interpreter, its store capped at the current size.
+    code = (
+        "import functools, sys\n"
+        "import ledger.store.sqlite as s\n"
+        f"s.open_store = functools.partial(s.open_store, max_page_count={_page_count(ledger)})\n"
+        "from ledger.cli import main\n"
+        "sys.argv = ['provledger', *sys.argv[1:]]\n"
+        "main()\n"
+    )
+    args = ["append", "--kind", "blob", str(big), "--db", str(ledger)]
+    result = subprocess.run(
+        [str(ROOT / ".venv" / "bin" / "python"), "-c", code, *args],
+        capture_output=True,
+        env=CHILD_ENV,
+        check=False,
+    )
     assert result.returncode == 3
     _one_error_line(result.stderr.decode())
     assert "database or disk is full" in result.stderr.decode()
     assert fingerprint(ledger) == before
-    bad = _run(["log", "--db", str(ledger)], env={**CHILD_ENV, "PROVLEDGER_MAX_PAGE_COUNT": "x"})
-    assert bad.returncode == 0, "read-only commands do not apply the write cap"
-    bad = _run(
-        ["checkpoint", "--db", str(ledger)], env={**CHILD_ENV, "PROVLEDGER_MAX_PAGE_COUNT": "x"}
-    )
-    assert bad.returncode == 3
-    assert "PROVLEDGER_MAX_PAGE_COUNT" in bad.stderr.decode()
 
 
 # --------------------------------------------------------------------------- keys

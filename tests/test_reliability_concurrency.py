@@ -53,7 +53,6 @@ HAMMER_TXNS = 400 if LONG else 60
 
 CHILD_ENV = {**os.environ, "PROVLEDGER_NO_PROGRESS": "1"}
 CHILD_ENV.pop("PROVLEDGER_DB", None)
-CHILD_ENV.pop("PROVLEDGER_MAX_PAGE_COUNT", None)
 
 
 @pytest.fixture

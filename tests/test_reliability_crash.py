@@ -64,7 +64,6 @@ TEMPLATES = (
 
 CHILD_ENV = {**os.environ, "PROVLEDGER_NO_PROGRESS": "1"}
 CHILD_ENV.pop("PROVLEDGER_DB", None)
-CHILD_ENV.pop("PROVLEDGER_MAX_PAGE_COUNT", None)
 
 # The store-level writer: appends JSONL lines in batches, checkpointing every 3 batches.
 STORE_WRITER = """

@@ -42,9 +42,6 @@ BUSY_TIMEOUT_S = 60.0
 PAGE_SIZE = 32768  # for new ledgers (see create_store)
 # Largest value an SQLite INTEGER holds; user numbers beyond it can match nothing.
 INT64_MAX = 2**63 - 1
-# Testing knob: cap the database size (``PRAGMA max_page_count``) to simulate a full
-# disk. Unset in normal use.
-MAX_PAGE_COUNT_ENV = "PROVLEDGER_MAX_PAGE_COUNT"
 
 _DDL = """
 CREATE TABLE IF NOT EXISTS meta (
@@ -551,19 +548,13 @@ class SQLiteStore:
         return CheckpointRow(int(s), bytes(r), bytes(n), str(c))
 
 
-def _connect(path: Path) -> sqlite3.Connection:
+def _connect(path: Path, max_page_count: int | None = None) -> sqlite3.Connection:
     conn = sqlite3.connect(
         str(path), timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False
     )
     conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
-    cap = os.environ.get(MAX_PAGE_COUNT_ENV)
-    if cap is not None:
-        if not (cap.isascii() and cap.isdigit() and int(cap) > 0):
-            conn.close()
-            raise StorageError(
-                f"{MAX_PAGE_COUNT_ENV}, got {cap!r}, expected a positive number of pages"
-            )
-        conn.execute(f"PRAGMA max_page_count = {int(cap)}")
+    if max_page_count is not None:
+        conn.execute(f"PRAGMA max_page_count = {int(max_page_count)}")
     return conn
 
 
@@ -619,8 +610,14 @@ def create_store(path: Path) -> SQLiteStore:
         raise _storage_error(exc, path) from None
 
 
-def open_store(path: Path, *, readonly: bool = False) -> SQLiteStore:
-    """Open an existing ledger; a missing file or a non-ledger file is an error."""
+def open_store(
+    path: Path, *, readonly: bool = False, max_page_count: int | None = None
+) -> SQLiteStore:
+    """Open an existing ledger; a missing file or a non-ledger file is an error.
+
+    ``max_page_count`` caps the file's size for writes (``PRAGMA max_page_count``): a
+    write past it fails as a full disk would.
+    """
     if not path.exists():
         raise NotFound(
             f"ledger not found, got no file at {path}, expected one made by `provledger init`"
@@ -629,7 +626,7 @@ def open_store(path: Path, *, readonly: bool = False) -> SQLiteStore:
         if readonly:
             conn = _connect_readonly(path)
         else:
-            conn = _connect(path)
+            conn = _connect(path, max_page_count)
             conn.execute("PRAGMA synchronous = FULL")
         store = SQLiteStore(path, conn)
         if store.get_meta("format") is None:
