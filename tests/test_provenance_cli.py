@@ -17,7 +17,7 @@ from ledger.store.prepared import prepare_blob, prepare_json
 from ledger.store.sqlite import open_store, trigger_names
 
 ROOT = Path(__file__).resolve().parents[1]
-CAL = ROOT / "examples" / "calibration"
+CAL = ROOT / "verifiers" / "fixtures" / "calibration"
 
 
 def _ok(runner: CliRunner, args: list[str]) -> str:

@@ -1,4 +1,4 @@
-"""``provledger run-verifier`` end to end on real SQLite ledgers (examples/calibration).
+"""``provledger run-verifier`` end to end on real SQLite ledgers (verifiers/fixtures/calibration).
 
 Exit codes follow the calibration story; a run records WorkUnit, plan, manifest,
 candidate and log blobs, observations, the VerificationResult and its attestation in

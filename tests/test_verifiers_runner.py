@@ -26,7 +26,7 @@ from ledger.schema.validation import validate
 from verifiers.runner import BEHAVIORAL_CLAIM_KEY, VerificationOutcome, evaluate, rfc3339
 from verifiers.v0_1_json import json_equal
 
-FIX = Path(__file__).resolve().parents[1] / "examples" / "calibration"
+FIX = Path(__file__).resolve().parents[1] / "verifiers" / "fixtures" / "calibration"
 CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "reference" / "idkmesh"
 PATCH_EVIDENCE = [
     "candidate-patch-hash",

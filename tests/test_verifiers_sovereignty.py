@@ -21,7 +21,7 @@ from verifiers.errors import SovereigntyError, VerifierError
 from verifiers.runner import evaluate
 from verifiers.sovereignty import check_post_evaluation, check_pre_evaluation
 
-FIX = Path(__file__).resolve().parents[1] / "examples" / "calibration"
+FIX = Path(__file__).resolve().parents[1] / "verifiers" / "fixtures" / "calibration"
 Docs = dict[str, Any]
 
 

@@ -1,6 +1,6 @@
 """Calibration: how each plan version judges known-good and known-bad candidates.
 
-A fixture directory (default ``examples/calibration``, see its ``calibration.json``)
+A fixture directory (default ``verifiers/fixtures/calibration``, see its ``calibration.json``)
 names a WorkUnit, EvaluatorPlans, candidates with their ground truth (``good`` or
 ``bad``) and, optionally, behavioural probes. ``calibration_table`` evaluates every
 candidate under every plan with the ordinary runner and classifies each verdict:
@@ -26,7 +26,8 @@ from verifiers.fields import get
 from verifiers.runner import Clock, VerificationOutcome, evaluate
 from verifiers.sovereignty import Validate
 
-FIXTURE_DIR = Path(__file__).resolve().parents[1] / "examples" / "calibration"
+# Package data (pyproject.toml), so an installed wheel has it too.
+FIXTURE_DIR = Path(__file__).resolve().parent / "fixtures" / "calibration"
 Truth = Literal["good", "bad"]
 Verdict = Literal["true_accept", "true_reject", "false_negative", "false_positive"]
 
