@@ -14,6 +14,7 @@ import struct
 from pathlib import Path
 from typing import Any
 
+import bench_corpus
 import pytest
 import rfc8785
 from hypothesis import given, settings
@@ -304,14 +305,7 @@ def _reference_prepare(raw: bytes) -> Prepared:
 
 
 def _documents(corpus_dir: Path | None) -> list[bytes]:
-    import importlib.util
-
-    root = Path(__file__).resolve().parents[1]
-    spec = importlib.util.spec_from_file_location("bench", root / "scripts" / "bench.py")
-    assert spec is not None and spec.loader is not None
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
-    docs = [json.dumps(d).encode() for d in bench.corpus(180, 11)]
+    docs = [json.dumps(d).encode() for d in bench_corpus.corpus(180, 11)]
     if corpus_dir is not None:
         for path in sorted(corpus_dir.rglob("*.json")):
             if "schemas" not in path.parts:

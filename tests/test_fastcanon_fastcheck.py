@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import importlib.util
 import io
 import json
 import random
@@ -11,6 +10,7 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
+import bench_corpus
 import pytest
 
 from ledger.audit import object_check, parallel
@@ -24,14 +24,10 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def _lines(n: int, db: Path) -> bytes:
-    spec = importlib.util.spec_from_file_location("bench", ROOT / "scripts" / "bench.py")
-    assert spec is not None and spec.loader is not None
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
     from ledger.trust.keys import Ed25519Signer
 
     signer = Ed25519Signer.from_file(db.with_name(db.name + ".authority.key"))
-    return b"".join(json.dumps(d).encode() + b"\n" for d in bench.corpus(n, 9, signer))
+    return b"".join(json.dumps(d).encode() + b"\n" for d in bench_corpus.corpus(n, 9, signer))
 
 
 @pytest.fixture

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import copy
 import functools
-import importlib.util
 import json
 import random
 from pathlib import Path
 from typing import Any
 
+import bench_corpus
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -39,17 +39,8 @@ def _pairs() -> list[tuple[str, str]]:
 
 
 @functools.cache
-def _bench() -> Any:
-    spec = importlib.util.spec_from_file_location("bench", ROOT / "scripts" / "bench.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-@functools.cache
 def _documents(corpus: Path | None) -> list[Any]:
-    docs = list(_bench().corpus(90, 5))
+    docs = list(bench_corpus.corpus(90, 5))
     if corpus is not None:
         for path in sorted(corpus.rglob("*.json")):
             if "schemas" not in path.parts:
@@ -253,7 +244,7 @@ def test_non_json_values_are_not_vouched_for() -> None:
 
 
 def test_validate_still_reports_jsonschema_message() -> None:
-    doc = next(iter(_bench().corpus(1, 3)))
+    doc = next(iter(bench_corpus.corpus(1, 3)))
     doc["kind"] = "code"
     with pytest.raises(SchemaError, match=r"at \$\.kind"):
         schema.validate("work-unit", "0.2", doc)

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import importlib.util
 import io
 import json
 import sqlite3
 from pathlib import Path
 from typing import Any
 
+import bench_corpus
 import pytest
 from typer.testing import CliRunner
 
@@ -25,14 +25,6 @@ SUMMARY_KEYS = {
 }  # fmt: skip
 
 
-def _bench() -> Any:
-    spec = importlib.util.spec_from_file_location("bench", ROOT / "scripts" / "bench.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def _lines(n: int, db: Path | None = None, seed: int = 3) -> list[bytes]:
     """``n`` generated documents of mixed kinds (attestations when a ledger is given)."""
     signer = None
@@ -40,7 +32,7 @@ def _lines(n: int, db: Path | None = None, seed: int = 3) -> list[bytes]:
         from ledger.trust.keys import Ed25519Signer
 
         signer = Ed25519Signer.from_file(db.with_name(db.name + ".authority.key"))
-    return [json.dumps(doc).encode() for doc in _bench().corpus(n, seed, signer)]
+    return [json.dumps(doc).encode() for doc in bench_corpus.corpus(n, seed, signer)]
 
 
 def _stored_digests(db: Path) -> list[str]:
