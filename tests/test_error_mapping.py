@@ -22,7 +22,7 @@ import verifiers
 from cohorts.audit import audit_cohort
 from cohorts.errors import CohortInputError
 from ledger.audit import full
-from ledger.audit.findings import Finding
+from ledger.audit.findings import LedgerFinding
 from ledger.audit.full import audit
 from ledger.cli.common import new_app
 from ledger.create import initialise
@@ -167,8 +167,8 @@ def test_audit_runs_object_checks_by_default_and_skips_only_by_name(
     with open_store(db) as store:
         store.append_many([prepare_blob(b"one")])
 
-    def flag(obj: StoredObject, _store: object) -> list[Finding]:
-        return [Finding("flagged", "seen", obj.seq, obj.digest)]
+    def flag(obj: StoredObject, _store: object) -> list[LedgerFinding]:
+        return [LedgerFinding("flagged", "seen", obj.seq, obj.digest)]
 
     monkeypatch.setattr(full, "default_object_checks", lambda: {"flag": flag})
     with open_store(db, readonly=True) as store:

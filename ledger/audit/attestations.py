@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ledger.audit.findings import Finding
+from ledger.audit.findings import LedgerFinding
 from ledger.store.base import LedgerReader, StoredObject
 from ledger.trust.attestation import ATTESTATION_KIND
 from ledger.trust.identity import IDENTITY_KIND, REVOCATION_KIND, TrustIndex, trust_index
@@ -27,17 +27,19 @@ class AttestationAudit:
             self._index, self._reader = trust_index(reader), reader
         return self._index
 
-    def __call__(self, obj: StoredObject, reader: LedgerReader) -> list[Finding]:
+    def __call__(self, obj: StoredObject, reader: LedgerReader) -> list[LedgerFinding]:
         try:
             return self._findings(obj, reader)
         except (TypeError, ValueError) as exc:
             # Rows of the wrong SQL type (a tampered file) are findings, never crashes.
-            return [Finding("malformed", f"{obj.kind} unreadable: {exc}", obj.seq, obj.digest)]
+            return [
+                LedgerFinding("malformed", f"{obj.kind} unreadable: {exc}", obj.seq, obj.digest)
+            ]
 
-    def _findings(self, obj: StoredObject, reader: LedgerReader) -> list[Finding]:
+    def _findings(self, obj: StoredObject, reader: LedgerReader) -> list[LedgerFinding]:
         if obj.kind == ATTESTATION_KIND:
             verdict = check_attestation(reader, obj, self._trust(reader))
-            return [Finding(f.code, f.message, obj.seq, obj.digest) for f in verdict.failures]
+            return [LedgerFinding(f.code, f.message, obj.seq, obj.digest) for f in verdict.failures]
         if obj.kind == IDENTITY_KIND:
             index = self._trust(reader)
             record = next((r for r in index.identities if r.digest == obj.digest), None)
@@ -46,7 +48,7 @@ class AttestationAudit:
             found = []
             if not record.key_consistent:
                 found.append(
-                    Finding(
+                    LedgerFinding(
                         "identity-key-mismatch",
                         f"public_key.key_id, got {record.declared_key_id}, expected"
                         f" {record.key_id} (sha256 of the raw key)",
@@ -65,8 +67,8 @@ class AttestationAudit:
         return []
 
 
-def _unauthorized(code: str, obj: StoredObject, index: TrustIndex) -> Finding:
-    return Finding(
+def _unauthorized(code: str, obj: StoredObject, index: TrustIndex) -> LedgerFinding:
+    return LedgerFinding(
         code,
         f"{obj.kind}, got no valid attestation by the authority key, expected one by"
         f" {index.authority_key_id}",

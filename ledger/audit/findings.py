@@ -1,4 +1,4 @@
-"""What an audit reports: one ``Finding`` per problem, with a stable code and a location."""
+"""What an audit reports: one ``LedgerFinding`` per problem, with a stable code and a location."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import Any
 
 
 @dataclass(frozen=True)
-class Finding:
+class LedgerFinding:
     """One problem. ``code`` is stable; ``seq``/``digest``/``checkpoint`` locate it."""
 
     code: str

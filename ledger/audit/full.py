@@ -7,7 +7,7 @@ signature (exactly one signature line, by the log key), the append-only triggers
 and unaltered), the consistency of the meta records (origin, log and authority key ids),
 and the derived tables (index columns, references). A saved checkpoint
 (``from_checkpoint``) must still be a prefix of the log: this is what catches a ledger
-truncated and re-signed with another key. Each problem becomes a ``Finding`` naming the
+truncated and re-signed with another key. Each problem becomes a ``LedgerFinding`` naming the
 entry (``seq``/``digest``) or the checkpoint (``checkpoint`` = its size) when it has one.
 Rows of the wrong SQL type are findings too, never crashes.
 """
@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ledger.audit.attestations import AttestationAudit
-from ledger.audit.findings import Finding
+from ledger.audit.findings import LedgerFinding
 from ledger.audit.object_check import check_object
 from ledger.audit.parallel import default_workers, with_object_checks
 from ledger.encoding.canonical import require_canonical
@@ -54,7 +54,7 @@ _TRIGGER_SQL = re.compile(
 _MAX_LISTED = 100  # cap on findings listed one by one for one kind of extra row
 
 
-ObjectCheck = Callable[[StoredObject, Any], list[Finding]]
+ObjectCheck = Callable[[StoredObject, Any], list[LedgerFinding]]
 
 
 def default_object_checks() -> dict[str, ObjectCheck]:
@@ -63,14 +63,14 @@ def default_object_checks() -> dict[str, ObjectCheck]:
 
 
 @dataclass
-class AuditReport:
+class LedgerAuditReport:
     """The audit's result; ``ok`` iff there are no findings."""
 
     entries: int = 0
     checkpoints_checked: int = 0
     root: str | None = None
     from_checkpoint: dict[str, Any] | None = None
-    findings: list[Finding] = field(default_factory=list)
+    findings: list[LedgerFinding] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -119,7 +119,7 @@ def _object_row_problem(row: RawObjectRow) -> str | None:
     return None
 
 
-def _check_triggers(conn: sqlite3.Connection) -> list[Finding]:
+def _check_triggers(conn: sqlite3.Connection) -> list[LedgerFinding]:
     present = {
         str(name): (str(table), str(sql))
         for name, table, sql in conn.execute(
@@ -130,7 +130,7 @@ def _check_triggers(conn: sqlite3.Connection) -> list[Finding]:
     found = []
     for name in expected:
         if name not in present:
-            found.append(Finding("trigger-missing", f"append-only trigger {name} is missing"))
+            found.append(LedgerFinding("trigger-missing", f"append-only trigger {name} is missing"))
             continue
         table, op = name.rsplit("_no_", 1)
         match = _TRIGGER_SQL.fullmatch(" ".join(present[name][1].split()))
@@ -141,7 +141,7 @@ def _check_triggers(conn: sqlite3.Connection) -> list[Finding]:
             or match["op"].lower() != op
         ):
             found.append(
-                Finding(
+                LedgerFinding(
                     "trigger-altered",
                     f"append-only trigger {name} is not an unconditional abort on {op} of {table}",
                 )
@@ -149,30 +149,34 @@ def _check_triggers(conn: sqlite3.Connection) -> list[Finding]:
     for name, (table, _sql) in sorted(present.items()):
         if name not in expected and table in LEDGER_TABLES:
             found.append(
-                Finding("trigger-unexpected", f"trigger {name} on ledger table {table} is unknown")
+                LedgerFinding(
+                    "trigger-unexpected", f"trigger {name} on ledger table {table} is unknown"
+                )
             )
     return found
 
 
-def _check_meta(store: SQLiteStore) -> list[Finding]:
+def _check_meta(store: SQLiteStore) -> list[LedgerFinding]:
     """The meta records must agree with each other (they are not in the log)."""
     found = []
     origin = store.get_meta("origin")
     vkey = store.get_meta("log_verifier_key")
     if vkey is None or origin is None:
-        return [Finding("meta-missing", "origin or log verifier key missing from meta")]
+        return [LedgerFinding("meta-missing", "origin or log verifier key missing from meta")]
     try:
         name, _kid, public_key = parse_verifier_key(vkey)
     except LedgerError as exc:
-        return [Finding("meta-invalid", f"meta log_verifier_key: {exc}")]
+        return [LedgerFinding("meta-invalid", f"meta log_verifier_key: {exc}")]
     if name != origin:
         found.append(
-            Finding("meta-inconsistent", f"log verifier key names {name!r}, origin is {origin!r}")
+            LedgerFinding(
+                "meta-inconsistent", f"log verifier key names {name!r}, origin is {origin!r}"
+            )
         )
     log_id = store.get_meta("log_key_id")
     if log_id is not None and log_id != raw_key_id(public_key):
         found.append(
-            Finding(
+            LedgerFinding(
                 "meta-inconsistent",
                 f"meta log_key_id {log_id}, expected {raw_key_id(public_key)}"
                 " (of the verifier key)",
@@ -187,7 +191,7 @@ def _check_meta(store: SQLiteStore) -> list[Finding]:
             computed = "an unreadable key"
         if computed != auth_id:
             found.append(
-                Finding(
+                LedgerFinding(
                     "meta-inconsistent",
                     f"meta authority_key_id {auth_id}, expected {computed} (of the public key)",
                 )
@@ -195,7 +199,9 @@ def _check_meta(store: SQLiteStore) -> list[Finding]:
     return found
 
 
-def _load_checkpoints(conn: sqlite3.Connection) -> tuple[dict[int, CheckpointRow], list[Finding]]:
+def _load_checkpoints(
+    conn: sqlite3.Connection,
+) -> tuple[dict[int, CheckpointRow], list[LedgerFinding]]:
     rows: dict[int, CheckpointRow] = {}
     found = []
     for size, root, note, created_at in conn.execute(
@@ -205,7 +211,7 @@ def _load_checkpoints(conn: sqlite3.Connection) -> tuple[dict[int, CheckpointRow
             rows[size] = CheckpointRow(size, root, note, str(created_at))
         else:
             found.append(
-                Finding(
+                LedgerFinding(
                     "checkpoint-row-invalid",
                     f"checkpoint row has SQL types ({type(size).__name__},"
                     f" {type(root).__name__}, {type(note).__name__}), expected (int, blob, blob)",
@@ -224,7 +230,7 @@ def audit(
     skip_checks: Collection[str] = (),
     advance: Callable[[int], None] = lambda _n: None,
     workers: int | None = None,
-) -> AuditReport:
+) -> LedgerAuditReport:
     """Audit the whole ledger; see the module docstring for what is checked.
 
     ``workers`` processes run the per-object checks (default: ``parallel.default_workers``,
@@ -261,9 +267,9 @@ def _audit(
     object_checks: Sequence[ObjectCheck],
     advance: Callable[[int], None],
     workers: int = 1,
-) -> AuditReport:
+) -> LedgerAuditReport:
     conn = store.connection
-    report = AuditReport()
+    report = LedgerAuditReport()
     findings = report.findings
     meta_key = store.get_meta("log_verifier_key")
     origin = store.get_meta("origin")
@@ -271,7 +277,7 @@ def _audit(
     vkey = trusted_key or meta_key
     if trusted_key is not None and meta_key is not None and trusted_key != meta_key:
         findings.append(
-            Finding(
+            LedgerFinding(
                 "log-key-mismatch",
                 f"ledger records log key {meta_key}, expected the trusted key {trusted_key}",
             )
@@ -279,7 +285,7 @@ def _audit(
     meta_authority = store.get_meta("authority_public_key")
     if trusted_authority is not None and trusted_authority != meta_authority:
         findings.append(
-            Finding(
+            LedgerFinding(
                 "authority-key-mismatch",
                 f"ledger records authority key {meta_authority},"
                 f" expected the trusted key {trusted_authority}",
@@ -288,7 +294,7 @@ def _audit(
     findings.extend(_check_triggers(conn))
     integrity = [str(r[0]) for r in conn.execute("PRAGMA quick_check")]
     if integrity != ["ok"]:
-        findings.append(Finding("database-corrupt", "; ".join(integrity[:5])))
+        findings.append(LedgerFinding("database-corrupt", "; ".join(integrity[:5])))
 
     checkpoints, problems = _load_checkpoints(conn)
     findings.extend(problems)
@@ -301,7 +307,7 @@ def _audit(
             report.from_checkpoint = {"size": saved.size, "root": saved.root_hash.hex()}
         except LedgerError as exc:
             findings.append(
-                Finding(
+                LedgerFinding(
                     "saved-checkpoint-invalid",
                     "the saved checkpoint does not verify under the "
                     + ("trusted" if trusted_key else "ledger's current")
@@ -330,7 +336,7 @@ def _audit(
         name = digest if isinstance(digest, str) else None
         if seq != frontier.size:
             findings.append(
-                Finding(
+                LedgerFinding(
                     "sequence-gap",
                     f"entry seq {seq} follows {frontier.size - 1}, expected {frontier.size}",
                     seq=seq,
@@ -339,10 +345,12 @@ def _audit(
             )
         leaf_fields = (seq, kind, digest, appended_at)
         if not all(isinstance(v, str) for v in leaf_fields[1:]):
-            findings.append(Finding("entry-invalid", "entry columns are not all text", seq, name))
+            findings.append(
+                LedgerFinding("entry-invalid", "entry columns are not all text", seq, name)
+            )
         elif not _APPENDED_AT.fullmatch(appended_at):
             findings.append(
-                Finding(
+                LedgerFinding(
                     "entry-invalid",
                     f"appended_at, got {appended_at!r}, expected UTC RFC 3339 with microseconds",
                     seq,
@@ -350,14 +358,14 @@ def _audit(
                 )
             )
         if row.object is None:
-            findings.append(Finding("object-missing", "entry has no object", seq, name))
+            findings.append(LedgerFinding("object-missing", "entry has no object", seq, name))
         elif (problem := _object_row_problem(row.object)) is not None:
-            findings.append(Finding("object-row-invalid", problem, seq, name))
+            findings.append(LedgerFinding("object-row-invalid", problem, seq, name))
         else:
             obj = unchecked_object(row.object)  # every column type was just checked
             if obj.digest != digest or obj.kind != kind:
                 findings.append(
-                    Finding(
+                    LedgerFinding(
                         "entry-object-mismatch",
                         f"entry names {kind} {digest}, object row is {obj.kind} {obj.digest}",
                         seq,
@@ -371,13 +379,15 @@ def _audit(
                 if not ref_rows.has(obj.digest, rel, target):
                     ref_trouble = True
                     findings.append(
-                        Finding("ref-missing", f"reference {rel} -> {target} missing", seq, name)
+                        LedgerFinding(
+                            "ref-missing", f"reference {rel} -> {target} missing", seq, name
+                        )
                     )
             for check in object_checks:
                 try:
                     findings.extend(check(obj, store))
                 except LedgerError as exc:
-                    findings.append(Finding("object-check-error", str(exc), seq, name))
+                    findings.append(LedgerFinding("object-check-error", str(exc), seq, name))
         leaf = _leaf_hash(seq, kind, digest, appended_at)
         for level, idx, value in frontier.append(leaf):
             stored = nodes.get(level, idx)
@@ -385,7 +395,7 @@ def _audit(
                 isinstance(stored[0], bytes) and hmac.compare_digest(stored[0], value)
             ):
                 findings.append(
-                    Finding(
+                    LedgerFinding(
                         "tree-node-mismatch",
                         f"tree node level {level} index {idx} "
                         + ("missing" if stored is None else "differs from the recomputed hash"),
@@ -400,7 +410,7 @@ def _audit(
         if saved is not None and saved.size == size:
             if not hmac.compare_digest(saved.root_hash, frontier.root()):
                 findings.append(
-                    Finding(
+                    LedgerFinding(
                         "history-rewritten",
                         f"log at size {size} has root {frontier.root().hex()},"
                         f" expected the saved checkpoint's {saved.root_hash.hex()}",
@@ -414,7 +424,7 @@ def _audit(
 
     if saved is not None:
         findings.append(
-            Finding(
+            LedgerFinding(
                 "history-rewritten",
                 f"log has {frontier.size} entries, expected at least the saved checkpoint's"
                 f" {saved.size}",
@@ -423,7 +433,7 @@ def _audit(
         )
     for size in checkpoints:
         findings.append(
-            Finding(
+            LedgerFinding(
                 "checkpoint-beyond-log",
                 f"checkpoint for size {size} > log size {frontier.size}",
                 checkpoint=size,
@@ -448,11 +458,11 @@ def _leaf_hash(seq: int, kind: Any, digest: Any, appended_at: Any) -> bytes:
 
 def _check_checkpoint(
     row: CheckpointRow, root: bytes, vkey: str | None, origin: str | None
-) -> list[Finding]:
+) -> list[LedgerFinding]:
     found = []
     if not hmac.compare_digest(row.root, root):
         found.append(
-            Finding(
+            LedgerFinding(
                 "checkpoint-root-mismatch",
                 f"checkpoint at size {row.size} stores root {row.root.hex()},"
                 f" recomputed {root.hex()}",
@@ -465,7 +475,7 @@ def _check_checkpoint(
         body = open_checkpoint(row.note, vkey, origin)
         if body.size != row.size or not hmac.compare_digest(body.root_hash, root):
             found.append(
-                Finding(
+                LedgerFinding(
                     "checkpoint-note-mismatch",
                     f"signed note says size {body.size} root {body.root_hash.hex()},"
                     f" expected size {row.size} root {root.hex()}",
@@ -476,7 +486,7 @@ def _check_checkpoint(
         lines = len(parse_note(row.note).signatures)
         if lines != 1:
             found.append(
-                Finding(
+                LedgerFinding(
                     "checkpoint-extra-signature",
                     f"checkpoint at size {row.size} has {lines} signature lines,"
                     " expected exactly the log's one",
@@ -485,7 +495,7 @@ def _check_checkpoint(
             )
     except LedgerError as exc:
         found.append(
-            Finding(
+            LedgerFinding(
                 "checkpoint-signature-invalid",
                 f"checkpoint at size {row.size}: {exc}",
                 checkpoint=row.size,
@@ -494,7 +504,7 @@ def _check_checkpoint(
     return found
 
 
-def _extra_tree_nodes(conn: sqlite3.Connection, size: int) -> list[Finding]:
+def _extra_tree_nodes(conn: sqlite3.Connection, size: int) -> list[LedgerFinding]:
     """Stored nodes that are not complete subtrees of the log (all others were compared)."""
     found = []
     (total,) = conn.execute("SELECT count(*) FROM tree_nodes").fetchone()
@@ -508,7 +518,7 @@ def _extra_tree_nodes(conn: sqlite3.Connection, size: int) -> list[Finding]:
         first = idx << level if isinstance(idx, int) and isinstance(level, int) else None
         sane = first is not None and 0 <= level <= 63 and idx >= 0
         found.append(
-            Finding(
+            LedgerFinding(
                 "tree-node-extra",
                 f"tree node level {level} index {idx} is not a complete subtree of the"
                 f" {size}-entry log",
@@ -518,17 +528,19 @@ def _extra_tree_nodes(conn: sqlite3.Connection, size: int) -> list[Finding]:
     # Expected count: one node per complete subtree, sum of size >> level.
     expected = sum(size >> level for level in range(size.bit_length()))
     if not extra and total != expected:
-        found.append(Finding("tree-node-extra", f"{total} tree nodes stored, expected {expected}"))
+        found.append(
+            LedgerFinding("tree-node-extra", f"{total} tree nodes stored, expected {expected}")
+        )
     return found
 
 
-def _check_orphans(conn: sqlite3.Connection) -> list[Finding]:
+def _check_orphans(conn: sqlite3.Connection) -> list[LedgerFinding]:
     rows = conn.execute(
         "SELECT o.seq, o.digest FROM objects o LEFT JOIN entries e ON e.seq = o.seq"
         " WHERE e.seq IS NULL OR e.digest != o.digest"
     ).fetchall()
     return [
-        Finding(
+        LedgerFinding(
             "object-without-entry",
             "object row is not in the log",
             seq if isinstance(seq, int) else None,
@@ -538,9 +550,9 @@ def _check_orphans(conn: sqlite3.Connection) -> list[Finding]:
     ]
 
 
-def _extra_refs(conn: sqlite3.Connection) -> list[Finding]:
+def _extra_refs(conn: sqlite3.Connection) -> list[LedgerFinding]:
     """Name the reference rows no object's bytes imply (run only when counts disagree)."""
-    found: list[Finding] = []
+    found: list[LedgerFinding] = []
     rows = conn.execute(
         "SELECT r.from_digest, r.rel, r.to_digest, o.seq, o.kind, o.data FROM refs r"
         " LEFT JOIN objects o ON o.digest = r.from_digest ORDER BY r.from_digest"
@@ -558,7 +570,7 @@ def _extra_refs(conn: sqlite3.Connection) -> list[Finding]:
     return found[:_MAX_LISTED]
 
 
-def _extra_refs_of(group: Iterable[tuple[Any, ...]]) -> list[Finding]:
+def _extra_refs_of(group: Iterable[tuple[Any, ...]]) -> list[LedgerFinding]:
     rows = list(group)
     from_digest, _rel, _to, seq, kind, data = rows[0]
     stored = Counter((rel, to) for _f, rel, to, *_ in rows)
@@ -566,7 +578,7 @@ def _extra_refs_of(group: Iterable[tuple[Any, ...]]) -> list[Finding]:
     extra = stored - implied
     where = "an object not in the ledger" if seq is None else "an object whose bytes imply it not"
     return [
-        Finding(
+        LedgerFinding(
             "ref-extra",
             f"reference {rel} -> {to} from {where}" + (f" ({count} copies)" if count > 1 else ""),
             seq if isinstance(seq, int) else None,

@@ -15,7 +15,7 @@ import hashlib
 import json
 from typing import Any
 
-from ledger.audit.findings import Finding
+from ledger.audit.findings import LedgerFinding
 from ledger.encoding.canonical import encode, require_canonical
 from ledger.encoding.digest import apply_float_hints, legacy_digest, sha256_digest
 from ledger.encoding.strict import legacy_bytes
@@ -24,7 +24,7 @@ from ledger.schema import validation as schema
 from ledger.schema.kinds import BLOB, detect_kind
 from ledger.store.base import StoredObject
 
-CheckResult = tuple[list[Finding], list[tuple[str, str]]]
+CheckResult = tuple[list[LedgerFinding], list[tuple[str, str]]]
 
 
 def check_object(obj: StoredObject) -> CheckResult:
@@ -76,12 +76,12 @@ def _clean_refs(obj: StoredObject) -> list[tuple[str, str]] | None:
 
 def _reference_check(obj: StoredObject) -> CheckResult:
     """Findings for one object, and the references its bytes imply: the definition."""
-    found: list[Finding] = []
+    found: list[LedgerFinding] = []
     refs: list[tuple[str, str]] = []
     actual = "sha256:" + hashlib.sha256(obj.data).hexdigest()
     if actual != obj.digest:
         found.append(
-            Finding(
+            LedgerFinding(
                 "digest-mismatch",
                 f"stored bytes hash to {actual}, expected {obj.digest}",
                 obj.seq,
@@ -96,7 +96,7 @@ def _reference_check(obj: StoredObject) -> CheckResult:
         version = value.get("schema_version")
         if spec.name != obj.kind:
             found.append(
-                Finding(
+                LedgerFinding(
                     "kind-mismatch",
                     f"bytes are a {spec.name}, index says {obj.kind}",
                     obj.seq,
@@ -114,7 +114,7 @@ def _reference_check(obj: StoredObject) -> CheckResult:
         stored = (obj.schema_version, obj.object_id, obj.object_version, obj.legacy_digest)
         if expected != stored:
             found.append(
-                Finding(
+                LedgerFinding(
                     "index-mismatch",
                     f"index columns {stored}, expected {expected}",
                     obj.seq,
@@ -122,7 +122,7 @@ def _reference_check(obj: StoredObject) -> CheckResult:
                 )
             )
     except LedgerError as exc:
-        found.append(Finding(exc.finding_code, str(exc), obj.seq, obj.digest))
+        found.append(LedgerFinding(exc.finding_code, str(exc), obj.seq, obj.digest))
     return found, refs
 
 
