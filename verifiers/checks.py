@@ -16,7 +16,7 @@ from typing import Any
 
 from verifiers.candidate import FileObservation, read_in_root
 from verifiers.fields import get, str_list
-from verifiers.report import Finding, InputArtifact
+from verifiers.report import InputArtifact, ResultFinding
 
 
 @dataclass(frozen=True)
@@ -27,7 +27,7 @@ class SubCheck:
     passed: bool
     summary: str
     observation: Mapping[str, Any]
-    findings: tuple[Finding, ...] = ()
+    findings: tuple[ResultFinding, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -114,7 +114,9 @@ def artifact_digest_check(art: ArtifactRead) -> SubCheck:
         summary = "observed candidate sha256 matches the ResultManifest"
     else:
         summary = f"observed candidate digest {observed}, declared {art.declared_digest}"
-    finding = Finding("high", "provenance", f"Candidate artifact: {summary}.", art.locator or None)
+    finding = ResultFinding(
+        "high", "provenance", f"Candidate artifact: {summary}.", art.locator or None
+    )
     findings = () if passed else (finding,)
     return SubCheck(
         "artifact-digest",
@@ -135,7 +137,7 @@ def size_check(art: ArtifactRead, max_bytes: int) -> SubCheck:
         if size is not None
         else "candidate size unknown (not read)"
     )
-    findings = () if passed else (Finding("medium", "policy", f"Candidate size: {summary}."),)
+    findings = () if passed else (ResultFinding("medium", "policy", f"Candidate size: {summary}."),)
     return SubCheck(
         "size",
         passed,
@@ -150,7 +152,7 @@ def worker_status_check(manifest: Mapping[str, Any]) -> SubCheck:
     status = get(manifest, "status")
     passed = status == "succeeded"
     summary = f"worker status {status!r}" + ("" if passed else ", expected 'succeeded'")
-    findings = () if passed else (Finding("high", "policy", f"Worker {summary}."),)
+    findings = () if passed else (ResultFinding("high", "policy", f"Worker {summary}."),)
     return SubCheck("worker-status", passed, summary, {"worker_status": status}, findings)
 
 
@@ -181,7 +183,7 @@ def scope_check(paths: Sequence[str] | None, work_unit: Mapping[str, Any]) -> Su
         passed = not violations
         summary = f"{len(paths)} changed path(s), {len(violations)} scope violation(s)"
     findings = tuple(
-        Finding(
+        ResultFinding(
             "high",
             "scope",
             f"Changed path violates {v['rule']}"
@@ -192,7 +194,7 @@ def scope_check(paths: Sequence[str] | None, work_unit: Mapping[str, Any]) -> Su
         for v in violations
     )
     if paths is None:
-        findings = (Finding("high", "scope", "Scope cannot be checked: " + summary + "."),)
+        findings = (ResultFinding("high", "scope", "Scope cannot be checked: " + summary + "."),)
     observation = {
         "changed_paths": list(paths) if paths is not None else None,
         "forbidden_paths": forbidden,
@@ -269,7 +271,7 @@ def logs_check(
         if passed
         else f"{len(problems)} log problem(s): {problems[0]}"
     )
-    findings = tuple(Finding("high", "provenance", f"Log integrity: {p}.") for p in problems)
+    findings = tuple(ResultFinding("high", "provenance", f"Log integrity: {p}.") for p in problems)
     observation = {
         "logs": records,
         "required_log_types": list(required_types),

@@ -27,7 +27,7 @@ from verifiers.checks import (
 from verifiers.diff import ChangedLine, ParsedDiff, parse_patch
 from verifiers.errors import DiffError, SovereigntyError
 from verifiers.fields import get, require_int, require_str, require_str_list
-from verifiers.report import Check, Evidence, Finding, InputArtifact, VerifierReport
+from verifiers.report import Check, Evidence, InputArtifact, ResultFinding, VerifierReport
 from verifiers.spec import EvaluationInput
 
 PATCH_VALIDATORS = frozenset({"result-manifest-schema", "independent-review"})
@@ -91,7 +91,7 @@ class RuleResult:
     detail: Mapping[str, Any] = field(default_factory=dict)
     evidence: tuple[Evidence, ...] = ()
     metrics: Mapping[str, int] = field(default_factory=dict)
-    findings: tuple[Finding, ...] = ()
+    findings: tuple[ResultFinding, ...] = ()
 
 
 PatchRule = Callable[[ParsedDiff | None], RuleResult]
@@ -125,10 +125,10 @@ def match_records(
     return records
 
 
-def missing_findings(records: Sequence[Mapping[str, Any]], what: str) -> tuple[Finding, ...]:
+def missing_findings(records: Sequence[Mapping[str, Any]], what: str) -> tuple[ResultFinding, ...]:
     """One finding per unmatched required value; ``what`` names the rule."""
     return tuple(
-        Finding("high", "correctness", f"Required {what} not found: {r['required']!r}.")
+        ResultFinding("high", "correctness", f"Required {what} not found: {r['required']!r}.")
         for r in records
         if not r["matched"]
     )
@@ -141,7 +141,7 @@ def _structure(art_data: bytes | None, reason: str) -> tuple[ParsedDiff | None, 
             False,
             f"patch not parsed: {reason}",
             {"valid": False, "error": {"reason": reason}},
-            (Finding("high", "correctness", f"Candidate patch not parsed: {reason}."),),
+            (ResultFinding("high", "correctness", f"Candidate patch not parsed: {reason}."),),
         )
     try:
         parsed = parse_patch(art_data)
@@ -158,7 +158,7 @@ def _structure(art_data: bytes | None, reason: str) -> tuple[ParsedDiff | None, 
             False,
             str(exc),
             {"valid": False, "error": error},
-            (Finding("high", "correctness", f"Candidate patch is not a valid diff: {exc}."),),
+            (ResultFinding("high", "correctness", f"Candidate patch is not a valid diff: {exc}."),),
         )
     files = [
         {
@@ -178,7 +178,9 @@ def _nonempty(size: int | None, parsed: ParsedDiff | None) -> SubCheck:
     changed = len(parsed.added_lines) + len(parsed.removed_lines) if parsed is not None else 0
     passed = bool(size) and changed > 0
     summary = f"{changed} added or removed line(s)" + ("" if passed else ", expected at least 1")
-    findings = () if passed else (Finding("high", "correctness", "Candidate patch is empty."),)
+    findings = (
+        () if passed else (ResultFinding("high", "correctness", "Candidate patch is empty."),)
+    )
     return SubCheck("non-empty", passed, summary, {"changed_lines": changed}, findings)
 
 

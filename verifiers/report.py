@@ -55,7 +55,7 @@ class Evidence:
 
 
 @dataclass(frozen=True)
-class Finding:
+class ResultFinding:
     """One VerificationResult finding (severity and category use upstream's enums)."""
 
     severity: str
@@ -114,7 +114,7 @@ class VerifierReport:
 
     checks: tuple[Check, ...]
     evidence: tuple[Evidence, ...]
-    findings: tuple[Finding, ...]
+    findings: tuple[ResultFinding, ...]
     metrics: Mapping[str, int]
     inputs: tuple[InputArtifact, ...]
     summary: str

@@ -20,7 +20,7 @@ from verifiers.candidate import list_tree, locator_problem
 from verifiers.checks import artifact_digest_check, read_artifact
 from verifiers.errors import SovereigntyError
 from verifiers.fields import get, require_int, require_str, require_str_list
-from verifiers.report import Check, Evidence, Finding, VerifierReport
+from verifiers.report import Check, Evidence, ResultFinding, VerifierReport
 from verifiers.spec import EvaluationInput, VerifierSpec
 
 VALIDATORS = frozenset({"artifact-digest", "candidate-scope", "independent-acceptance"})
@@ -162,12 +162,14 @@ def run(inp: EvaluationInput) -> VerifierReport:
             parse_error or "",
         ),
     )
-    findings: list[Finding] = list(digest_sc.findings)
+    findings: list[ResultFinding] = list(digest_sc.findings)
     if not scope_passed:
-        findings.append(Finding("high", "scope", "Candidate file set violates the plan's scope."))
+        findings.append(
+            ResultFinding("high", "scope", "Candidate file set violates the plan's scope.")
+        )
     if not accepted:
         findings.append(
-            Finding(
+            ResultFinding(
                 "high",
                 "correctness",
                 "Candidate failed the verifier-owned JSON expectation.",
