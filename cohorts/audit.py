@@ -9,7 +9,7 @@ cohorts the burn notice and excluded outcomes; lineage claims, bindings and Work
 whose outcomes were observed elsewhere.
 
 The report's ``findings`` hold only errors and warnings; what matched (schemes,
-versions) is in the per-task facts. ``AuditReport.to_json()`` has a fixed key set.
+versions) is in the per-task facts. ``CohortAuditReport.to_json()`` has a fixed key set.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from cohorts.burn import (
 )
 from cohorts.definition import DefinitionDigests, definition_digests, recorded_definition_digest
 from cohorts.errors import AuditFailed, CohortInputError, DefinitionError
-from cohorts.findings import Finding, error, errors, problems, sort_key, warning
+from cohorts.findings import CohortFinding, error, errors, problems, sort_key, warning
 from cohorts.lifecycle import (
     FIXED_STAGES,
     STAGES,
@@ -186,7 +186,7 @@ class SuccessorLink:
         }
 
 
-def category(finding: Finding) -> str:
+def category(finding: CohortFinding) -> str:
     """``missing`` (evidence not in the ledger), ``defect`` (evidence wrong), ``warning``."""
     if finding.severity != "error":
         return "warning"
@@ -194,7 +194,7 @@ def category(finding: Finding) -> str:
 
 
 @dataclass(frozen=True)
-class AuditReport:
+class CohortAuditReport:
     """Audit of one cohort. ``ok`` when there is no error-severity finding."""
 
     cohort_id: str | None
@@ -204,7 +204,7 @@ class AuditReport:
     tasks: tuple[TaskAudit, ...]
     excluded_outcomes: tuple[TaskReason, ...]
     relations: Relations
-    findings: tuple[Finding, ...]
+    findings: tuple[CohortFinding, ...]
     burn: BurnView | None = None
     successor_links: tuple[SuccessorLink, ...] = ()
 
@@ -285,7 +285,7 @@ def _ref_findings(
     task: str,
     attempt: str,
     lookup: CohortLookup,
-) -> list[Finding]:
+) -> list[CohortFinding]:
     if res.doc is None:
         bad = quarantined(lookup, kind, res.object_id or None, res.digest)
         if bad is not None:
@@ -306,7 +306,7 @@ def _ref_findings(
                 attempt,
             )
         ]
-    found: list[Finding] = []
+    found: list[CohortFinding] = []
     if res.scheme is None:
         found.append(
             error(
@@ -347,7 +347,7 @@ def _attempt(
     attempt: Mapping[str, Any],
     lookup: CohortLookup,
     validate: Validator | None,
-) -> tuple[AttemptAudit, list[Finding]]:
+) -> tuple[AttemptAudit, list[CohortFinding]]:
     label = refs.task_id
     aid = as_str(attempt.get("attempt_id")) or f"attempts[{index}]"
     rm_ref = as_map(attempt.get("result_manifest"))
@@ -362,7 +362,7 @@ def _attempt(
         vr,
         None if vr.value is None else strength_of(refs.plan.value, vr.value),
     )
-    found: list[Finding] = []
+    found: list[CohortFinding] = []
 
     def drift(code: str, what: str, got: object, expected: object) -> None:
         found.append(
@@ -497,7 +497,9 @@ def _attempt(
 # --- per task ----------------------------------------------------------------------------
 
 
-def _negative_evidence(task: Mapping[str, Any], label: str, lookup: CohortLookup) -> list[Finding]:
+def _negative_evidence(
+    task: Mapping[str, Any], label: str, lookup: CohortLookup
+) -> list[CohortFinding]:
     negative = as_map(task.get("negative_case"))
     if negative.get("evidence_status") != "verified":
         return []
@@ -523,7 +525,7 @@ def _negative_evidence(task: Mapping[str, Any], label: str, lookup: CohortLookup
                 label,
             )
         ]
-    found: list[Finding] = []
+    found: list[CohortFinding] = []
     if dig(doc.value, "decision_support", "recommendation") == "accept_candidate":
         found.append(
             error(
@@ -546,7 +548,7 @@ def _negative_evidence(task: Mapping[str, Any], label: str, lookup: CohortLookup
     return found
 
 
-def _signature_findings(cohort: Mapping[str, Any]) -> list[Finding]:
+def _signature_findings(cohort: Mapping[str, Any]) -> list[CohortFinding]:
     """Warn on tasks whose signature set departs from a clear majority taxonomy."""
     tasks = maps(cohort.get("tasks"))
     sets = [str_set(t.get("declared_structural_signatures")) for t in tasks]
@@ -554,7 +556,7 @@ def _signature_findings(cohort: Mapping[str, Any]) -> list[Finding]:
     if len(tally) < 2 or tally[0][1] < 2 or tally[0][1] == tally[1][1]:
         return []
     common = tally[0][0]
-    out: list[Finding] = []
+    out: list[CohortFinding] = []
     for task, have in zip(tasks, sets, strict=True):
         if have != common:
             out.append(
@@ -602,7 +604,7 @@ def _known_cohorts(lookup: CohortLookup, own_id: object) -> list[_Known]:
 
 def _relations(
     cohort: Mapping[str, Any], lookup: CohortLookup
-) -> tuple[Relations, tuple[TaskReason, ...], list[Finding]]:
+) -> tuple[Relations, tuple[TaskReason, ...], list[CohortFinding]]:
     own_id = cohort.get("id")
     names = _names(cohort)
     stage = cohort.get("stage")
@@ -610,7 +612,7 @@ def _relations(
     by_id = {json_key(k.doc.value.get("id")): k for k in others}
     bindings = list(lookup.of_kind(COHORT_BINDING))
     notices = [n for n in lookup.of_kind(BURN_NOTICE) if n.value.get("cohort_id") == own_id]
-    found: list[Finding] = []
+    found: list[CohortFinding] = []
 
     predecessors: list[tuple[str, str | None]] = []
     for namespace, key, digest in predecessor_claims(cohort):
@@ -758,9 +760,9 @@ def _has_burn_facts(cohort: Mapping[str, Any]) -> bool:
 
 def _held_out_findings(
     cohort: Mapping[str, Any], lookup: CohortLookup, by_id: Mapping[str, _Known]
-) -> list[Finding]:
+) -> list[CohortFinding]:
     """Tasks a burn notice bans, presented again as held-out evidence."""
-    found: list[Finding] = []
+    found: list[CohortFinding] = []
     for notice in lookup.of_kind(BURN_NOTICE):
         burned = by_id.get(json_key(notice.value.get("cohort_id")))
         if burned is None:
@@ -787,9 +789,9 @@ def _held_out_findings(
     return found
 
 
-def _outcomes_elsewhere(cohort: Mapping[str, Any], others: Sequence[_Known]) -> list[Finding]:
+def _outcomes_elsewhere(cohort: Mapping[str, Any], others: Sequence[_Known]) -> list[CohortFinding]:
     """WorkUnits of this not-yet-burned cohort whose outcomes another cohort records."""
-    found: list[Finding] = []
+    found: list[CohortFinding] = []
     for task in maps(cohort.get("tasks")):
         key = (dig(task, "work_unit", "id"), dig(task, "work_unit", "version"))
         seen_in = sorted(
@@ -882,7 +884,7 @@ def audit_cohort(
     validate: Validator = schema_validator,
     *,
     skip_checks: Collection[str] = (),
-) -> AuditReport:
+) -> CohortAuditReport:
     """Audit ``cohort`` against ``lookup``; every check runs unless named in ``skip_checks``.
 
     The only check that can be switched off is ``"schema"`` (JSON Schema validation of
@@ -899,8 +901,8 @@ def audit_cohort(
 
 def _audit_cohort(
     cohort: Mapping[str, Any], lookup: CohortLookup, validate: Validator | None
-) -> AuditReport:
-    found: list[Finding] = []
+) -> CohortAuditReport:
+    found: list[CohortFinding] = []
     stage = as_str(cohort.get("stage"))
     if validate is not None:
         found += [
@@ -958,7 +960,7 @@ def _audit_cohort(
         digests: DefinitionDigests | None = definition_digests(cohort)
     except DefinitionError:
         digests = None
-    return AuditReport(
+    return CohortAuditReport(
         burn=_burn_view(cohort, lookup),
         successor_links=_successor_links(cohort, lookup),
         cohort_id=as_str(cohort.get("id")),
@@ -975,7 +977,7 @@ def _audit_cohort(
 def _task_facts(
     task: Mapping[str, Any],
     refs: TaskRefs,
-    found: Sequence[Finding],
+    found: Sequence[CohortFinding],
     validate: Validator | None,
     attempts: tuple[AttemptAudit, ...],
 ) -> TaskAudit:

@@ -14,8 +14,8 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping, Sequence
 
-from cohorts.audit import AuditReport, category
-from cohorts.findings import Finding
+from cohorts.audit import CohortAuditReport, category
+from cohorts.findings import CohortFinding
 
 GROUPS = (
     ("defect", "defects (evidence present but wrong)"),
@@ -24,7 +24,7 @@ GROUPS = (
 )
 
 
-def _finding_line(f: Finding) -> str:
+def _finding_line(f: CohortFinding) -> str:
     where = " / ".join(p for p in (f.task, f.attempt) if p)
     return f"  {f.code}{f' [{where}]' if where else ''}: {f.message}"
 
@@ -39,7 +39,7 @@ def _reference(ref: Mapping[str, object]) -> str:
 
 
 def audit_lines(
-    report: AuditReport,
+    report: CohortAuditReport,
     attested: Mapping[str, str],
     behavioural: Mapping[str, Sequence[str]] | None = None,
 ) -> list[str]:
@@ -123,7 +123,7 @@ def audit_lines(
     return lines
 
 
-def findings_lines(findings: Sequence[Finding]) -> list[str]:
+def findings_lines(findings: Sequence[CohortFinding]) -> list[str]:
     lines: list[str] = []
     for key, title in GROUPS:
         group = [f for f in findings if category(f) == key]

@@ -2,7 +2,7 @@
 
 A successor cohort may be bound to a burned predecessor only when every gate item
 passes. ``successor_gate`` evaluates all items and never stops at the first failure:
-each item is a ``Finding`` (``info`` = passed, ``error`` = failed). Items that depend on
+each item is a ``CohortFinding`` (``info`` = passed, ``error`` = failed). Items that depend on
 an object missing from the ledger are skipped after the missing object is reported once.
 
 Carried-over tasks: a successor task is carried over from a predecessor task when it
@@ -30,7 +30,7 @@ from cohorts.access import as_int, as_map, as_str, dig, maps, shown, str_set
 from cohorts.burn import check_burn_notice, never_again_tasks
 from cohorts.definition import DefinitionDigests, definition_digests, recorded_definition_digest
 from cohorts.errors import DefinitionError, GateError
-from cohorts.findings import Finding, error, info, sort_key
+from cohorts.findings import CohortFinding, error, info, sort_key
 from cohorts.lookup import EVALUATOR_PLAN, WORK_UNIT, CohortLookup, Resolution, resolve
 from cohorts.task_checks import binding_problems
 from cohorts.upstream import FULL_GIT_SHA, predecessor_claims, version_key
@@ -79,11 +79,11 @@ class CarryOver:
 class GateReport:
     """Every gate item evaluated, and the carry-over relation it used."""
 
-    items: tuple[Finding, ...]
+    items: tuple[CohortFinding, ...]
     carried_over: tuple[CarryOver, ...]
 
     @property
-    def failed(self) -> tuple[Finding, ...]:
+    def failed(self) -> tuple[CohortFinding, ...]:
         return tuple(i for i in self.items if i.severity == "error")
 
     @property
@@ -116,13 +116,13 @@ def carried_over_tasks(
     return tuple(out)
 
 
-def _check(ok: bool, code: str, passed: str, failed: str, task: str | None = None) -> Finding:
+def _check(ok: bool, code: str, passed: str, failed: str, task: str | None = None) -> CohortFinding:
     return info(code, passed, task) if ok else error(code, failed, task)
 
 
 def _definition(
     cohort: Mapping[str, Any], role: str, code: str
-) -> tuple[DefinitionDigests | None, Finding]:
+) -> tuple[DefinitionDigests | None, CohortFinding]:
     """Recorded definition digest present and reproducing (either scheme)."""
     recorded = recorded_definition_digest(cohort)
     try:
@@ -140,7 +140,7 @@ def _definition(
             f"{role} definition changed, got recorded {recorded}, expected recomputed"
             f" {digests.legacy}",
         )
-    return digests, Finding(
+    return digests, CohortFinding(
         code, "info", f"{role} definition unchanged, got {recorded}", scheme=scheme
     )
 
@@ -231,7 +231,7 @@ def _resolve_task(lookup: CohortLookup, task: Mapping[str, Any]) -> tuple[Resolu
     )
 
 
-def _present(res: Resolution, code: str, what: str, task: str) -> list[Finding]:
+def _present(res: Resolution, code: str, what: str, task: str) -> list[CohortFinding]:
     """Present and matching its recorded digest: one item each."""
     if res.doc is None:
         return [
@@ -254,14 +254,16 @@ def _present(res: Resolution, code: str, what: str, task: str) -> list[Finding]:
         )
     else:
         items.append(
-            Finding(f"{code}.digest", "info", f"{what} digest matches", task, None, res.scheme)
+            CohortFinding(
+                f"{code}.digest", "info", f"{what} digest matches", task, None, res.scheme
+            )
         )
     return items
 
 
 def _calibration_item(
     task: str, plan: Resolution, calibrations: Sequence[CalibrationResult]
-) -> Finding:
+) -> CohortFinding:
     assert plan.doc is not None
     version = as_str(plan.doc.value.get("schema_version"))
     runs = [
@@ -302,7 +304,7 @@ def successor_gate(
 ) -> GateReport:
     """Evaluate every successor gate item; never raises for a failed item."""
     runs = tuple(calibrations)
-    items: list[Finding] = []
+    items: list[CohortFinding] = []
 
     stage = predecessor.get("stage")
     items.append(
@@ -406,11 +408,11 @@ def successor_gate(
 
 def _claim_items(
     successor: Mapping[str, Any], pred_digests: DefinitionDigests | None
-) -> list[Finding]:
+) -> list[CohortFinding]:
     claims = predecessor_claims(successor)
     if not claims:
         return [info("gate.successor.claim", "successor makes no predecessor claim")]
-    out: list[Finding] = []
+    out: list[CohortFinding] = []
     for namespace, key, digest in claims:
         ok = pred_digests is not None and digest in pred_digests
         out.append(
@@ -443,7 +445,7 @@ def _baseline(
 
 def _revision_strength(
     predecessor: Mapping[str, Any], successor: Mapping[str, Any]
-) -> list[Finding]:
+) -> list[CohortFinding]:
     def pinned(cohort: Mapping[str, Any]) -> bool:
         return all(
             isinstance(r, str) and FULL_GIT_SHA.match(r) is not None
@@ -468,7 +470,7 @@ def _carry_items(
     plan: Resolution,
     pred_plan: Resolution | None,
     runs: Sequence[CalibrationResult],
-) -> list[Finding]:
+) -> list[CohortFinding]:
     if plan.doc is None:
         return []  # reported by gate.plan.present
     version = plan.doc.value.get("schema_version")
@@ -505,8 +507,8 @@ def _strength_items(
     plan_before: Profile | None,
     wu_before: Profile | None,
     against: str,
-) -> list[Finding]:
-    out: list[Finding] = []
+) -> list[CohortFinding]:
+    out: list[CohortFinding] = []
     for res, before, profile, what, code in (
         (plan, plan_before, plan_profile, "plan", "gate.strength.plan"),
         (wu, wu_before, work_unit_profile, "WorkUnit", "gate.strength.work_unit"),
@@ -564,7 +566,7 @@ def _carry_key(carry: CarryOver) -> tuple[str, str]:
     return (carry.task, carry.predecessor_task)
 
 
-def _gate_json(items: Sequence[Finding]) -> list[dict[str, str]]:
+def _gate_json(items: Sequence[CohortFinding]) -> list[dict[str, str]]:
     out: list[dict[str, str]] = []
     seen: set[tuple[tuple[str, str], ...]] = set()
     for item in sorted(items, key=sort_key):

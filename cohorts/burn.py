@@ -27,7 +27,7 @@ from typing import Any, Literal
 from cohorts.access import as_int, as_map, as_str, dig, maps, shown
 from cohorts.definition import DefinitionDigests, definition_digests, recorded_definition_digest
 from cohorts.errors import CohortInputError, DefinitionError, GateError
-from cohorts.findings import Finding, error, errors, warning
+from cohorts.findings import CohortFinding, error, errors, warning
 from cohorts.upstream import PHASE_B2_NAMESPACE
 
 KIND = "burn-notice"
@@ -335,9 +335,9 @@ def _observed_reason(pr: int | None, commit: str | None) -> str:
     return ", ".join(parts)
 
 
-def check_burn_notice(cohort: Mapping[str, Any], notice: Mapping[str, Any]) -> list[Finding]:
+def check_burn_notice(cohort: Mapping[str, Any], notice: Mapping[str, Any]) -> list[CohortFinding]:
     """Does ``notice`` truthfully describe burning ``cohort``? All problems, never raises."""
-    found: list[Finding] = []
+    found: list[CohortFinding] = []
     if notice.get("provledger_kind") != KIND or notice.get("schema_version") != SCHEMA_VERSION:
         found.append(
             error(
@@ -393,13 +393,13 @@ def check_burn_notice(cohort: Mapping[str, Any], notice: Mapping[str, Any]) -> l
     return found
 
 
-def _notice_definition(cohort: Mapping[str, Any], notice: Mapping[str, Any]) -> list[Finding]:
+def _notice_definition(cohort: Mapping[str, Any], notice: Mapping[str, Any]) -> list[CohortFinding]:
     try:
         digests = definition_digests(cohort)
     except DefinitionError as exc:
         return [error("burn.notice.definition", f"cohort definition not computable: {exc}")]
     stated = as_map(notice.get("definition_digest"))
-    found: list[Finding] = []
+    found: list[CohortFinding] = []
     if stated.get("legacy") != digests.legacy or stated.get("jcs") != digests.jcs:
         found.append(
             error(
@@ -420,7 +420,7 @@ def _notice_definition(cohort: Mapping[str, Any], notice: Mapping[str, Any]) -> 
     return found
 
 
-def require_burnable(cohort: Mapping[str, Any], notice: Mapping[str, Any]) -> list[Finding]:
+def require_burnable(cohort: Mapping[str, Any], notice: Mapping[str, Any]) -> list[CohortFinding]:
     """``check_burn_notice``, raising ``GateError`` with every error when any failed."""
     found = check_burn_notice(cohort, notice)
     failed = errors(found)

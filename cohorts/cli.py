@@ -25,7 +25,7 @@ from ledger.cli.common import (
 from ledger.errors import ProblemsReported, RejectionsReported
 
 if TYPE_CHECKING:
-    from cohorts.findings import Finding
+    from cohorts.findings import CohortFinding
     from cohorts.provenance import Check
 
 cohort_app = new_app("Benchmark cohorts: definition digests, freeze, burn, bind, audit.")
@@ -53,7 +53,7 @@ def _signer(db: Path, given: Path | None) -> Any:
     return Ed25519Signer.from_file(authority_key_path(db, given))
 
 
-def _print_findings(findings: list[Finding] | tuple[Finding, ...]) -> None:
+def _print_findings(findings: list[CohortFinding] | tuple[CohortFinding, ...]) -> None:
     for f in findings:
         where = " / ".join(p for p in (f.task, f.attempt) if p)
         typer.echo(f"{f.severity:7} {f.code}{f' [{where}]' if where else ''}: {f.message}")

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from ledger.errors import CheckFailed, InputError, LedgerError, RuleViolation, UsageError
 
 if TYPE_CHECKING:
-    from cohorts.findings import Finding
+    from cohorts.findings import CohortFinding
 
 
 class CohortError(LedgerError):
@@ -46,9 +46,9 @@ class GateError(CohortError, RuleViolation):
 
     exit_code = 4
 
-    def __init__(self, gate: str, failures: Sequence[Finding]) -> None:
+    def __init__(self, gate: str, failures: Sequence[CohortFinding]) -> None:
         self.gate = gate
-        self.failures: tuple[Finding, ...] = tuple(failures)
+        self.failures: tuple[CohortFinding, ...] = tuple(failures)
         shown = "; ".join(f"{f.code}{_where(f)}" for f in self.failures[:5])
         more = f"; and {len(self.failures) - 5} more" if len(self.failures) > 5 else ""
         super().__init__(
@@ -63,6 +63,6 @@ class AuditFailed(CohortError, CheckFailed):
     exit_code = 1
 
 
-def _where(finding: Finding) -> str:
+def _where(finding: CohortFinding) -> str:
     parts = [p for p in (finding.task, finding.attempt) if p]
     return f" [{' / '.join(parts)}]" if parts else ""

@@ -19,7 +19,7 @@ _SEVERITY_ORDER = {"error": 0, "warning": 1, "info": 2}
 
 
 @dataclass(frozen=True)
-class Finding:
+class CohortFinding:
     """One evaluated check. ``message`` is one line: what, got X, expected Y."""
 
     code: str
@@ -46,14 +46,16 @@ class Finding:
         return (self.code, self.task, self.attempt)
 
 
-def error(code: str, message: str, task: str | None = None, attempt: str | None = None) -> Finding:
-    return Finding(code, "error", message, task, attempt)
+def error(
+    code: str, message: str, task: str | None = None, attempt: str | None = None
+) -> CohortFinding:
+    return CohortFinding(code, "error", message, task, attempt)
 
 
 def warning(
     code: str, message: str, task: str | None = None, attempt: str | None = None
-) -> Finding:
-    return Finding(code, "warning", message, task, attempt)
+) -> CohortFinding:
+    return CohortFinding(code, "warning", message, task, attempt)
 
 
 def info(
@@ -62,21 +64,21 @@ def info(
     task: str | None = None,
     attempt: str | None = None,
     scheme: DigestScheme | None = None,
-) -> Finding:
-    return Finding(code, "info", message, task, attempt, scheme)
+) -> CohortFinding:
+    return CohortFinding(code, "info", message, task, attempt, scheme)
 
 
-def errors(findings: Iterable[Finding]) -> list[Finding]:
+def errors(findings: Iterable[CohortFinding]) -> list[CohortFinding]:
     """The error-severity findings, in their original order."""
     return [f for f in findings if f.severity == "error"]
 
 
-def problems(findings: Iterable[Finding]) -> list[Finding]:
+def problems(findings: Iterable[CohortFinding]) -> list[CohortFinding]:
     """Errors and warnings (drops info), in their original order."""
     return [f for f in findings if f.severity != "info"]
 
 
-def sort_key(finding: Finding) -> tuple[str, str, str, int, str, str]:
+def sort_key(finding: CohortFinding) -> tuple[str, str, str, int, str, str]:
     """Deterministic report order: cohort-level first, then by task, attempt, code."""
     return (
         finding.task or "",

@@ -19,7 +19,7 @@ from cohorts.definition import (
     recorded_definition_digest,
 )
 from cohorts.errors import CohortInputError, DefinitionError, GateError, LifecycleError
-from cohorts.findings import Finding, error, errors, scheme_text
+from cohorts.findings import CohortFinding, error, errors, scheme_text
 from cohorts.lookup import BENCHMARK_COHORT, CohortLookup, Validator
 from cohorts.task_checks import check_task_refs, task_label
 from cohorts.upstream import FULL_GIT_SHA
@@ -102,7 +102,7 @@ def check_update(previous: Mapping[str, Any] | None, new: Mapping[str, Any]) -> 
         )
 
 
-def definition_findings(cohort: Mapping[str, Any], *, required: bool) -> list[Finding]:
+def definition_findings(cohort: Mapping[str, Any], *, required: bool) -> list[CohortFinding]:
     """Recorded ``definition_digest`` vs the recomputed one (either scheme).
 
     ``required``: a missing recording is an error (frozen/burned); otherwise nothing.
@@ -131,7 +131,7 @@ def definition_findings(cohort: Mapping[str, Any], *, required: bool) -> list[Fi
             )
         ]
     return [
-        Finding(
+        CohortFinding(
             "cohort.definition_digest",
             "info",
             f"definition digest reproduces, got {recorded} under {scheme_text(scheme)},"
@@ -141,10 +141,10 @@ def definition_findings(cohort: Mapping[str, Any], *, required: bool) -> list[Fi
     ]
 
 
-def structure_findings(cohort: Mapping[str, Any]) -> list[Finding]:
+def structure_findings(cohort: Mapping[str, Any]) -> list[CohortFinding]:
     """Upstream's cross-task rules: unique task ids, no WorkUnit counted twice,
     unique attempt ids, attempts only on verified tasks."""
-    found: list[Finding] = []
+    found: list[CohortFinding] = []
     seen_ids: set[str] = set()
     seen_items: dict[str, str] = {}
     for index, task in enumerate(maps(cohort.get("tasks"))):
@@ -196,8 +196,8 @@ def structure_findings(cohort: Mapping[str, Any]) -> list[Finding]:
     return found
 
 
-def _revision_findings(cohort: Mapping[str, Any]) -> list[Finding]:
-    found: list[Finding] = []
+def _revision_findings(cohort: Mapping[str, Any]) -> list[CohortFinding]:
+    found: list[CohortFinding] = []
     for index, task in enumerate(maps(cohort.get("tasks"))):
         revision = dig(task, "source", "revision")
         if not isinstance(revision, str) or not FULL_GIT_SHA.match(revision):
@@ -212,9 +212,9 @@ def _revision_findings(cohort: Mapping[str, Any]) -> list[Finding]:
     return found
 
 
-def size_findings(cohort: Mapping[str, Any]) -> list[Finding]:
+def size_findings(cohort: Mapping[str, Any]) -> list[CohortFinding]:
     """At least ``minimum_final_tasks`` tasks; every required family represented."""
-    found: list[Finding] = []
+    found: list[CohortFinding] = []
     tasks = maps(cohort.get("tasks"))
     minimum = cohort.get("minimum_final_tasks")
     if not isinstance(minimum, int) or isinstance(minimum, bool) or len(tasks) < minimum:
@@ -239,14 +239,14 @@ def size_findings(cohort: Mapping[str, Any]) -> list[Finding]:
 
 def freeze_findings(
     cohort: Mapping[str, Any], lookup: CohortLookup, validate: Validator
-) -> list[Finding]:
+) -> list[CohortFinding]:
     """Every check that decides whether ``cohort`` may be (or is validly) frozen.
 
     Returns errors for failures and info findings for digest matches (naming the
     scheme). The cohort may be at scaffold/collecting (a freeze candidate) or already
     frozen; a burned cohort cannot be frozen. No check stops the others.
     """
-    found: list[Finding] = []
+    found: list[CohortFinding] = []
     stage = cohort.get("stage")
     if stage not in ("scaffold", "collecting", "frozen"):
         found.append(
@@ -275,7 +275,7 @@ def freeze_findings(
 
 def require_freezable(
     cohort: Mapping[str, Any], lookup: CohortLookup, validate: Validator
-) -> list[Finding]:
+) -> list[CohortFinding]:
     """``freeze_findings``, raising ``GateError`` with every error when any failed."""
     found = freeze_findings(cohort, lookup, validate)
     failed = errors(found)

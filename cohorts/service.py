@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from cohorts.access import as_str, shown
-from cohorts.audit import AuditReport, audit_cohort
+from cohorts.audit import CohortAuditReport, audit_cohort
 from cohorts.binding import CalibrationResult, bind_successor
 from cohorts.burn import (
     Reference,
@@ -26,7 +26,7 @@ from cohorts.burn import (
 )
 from cohorts.definition import definition_digests
 from cohorts.errors import CohortInputError, GateError, LifecycleError
-from cohorts.findings import Finding, error
+from cohorts.findings import CohortFinding, error
 from cohorts.lifecycle import check_update, freeze, require_freezable
 from cohorts.lookup import BENCHMARK_COHORT, BURN_NOTICE, StoredDoc
 from cohorts.store_lookup import StoreLookup
@@ -45,7 +45,7 @@ class Written:
     """What an operation appended: (kind, digest, new) per object, plus its findings."""
 
     objects: tuple[tuple[str, str, bool], ...]
-    findings: tuple[Finding, ...] = ()
+    findings: tuple[CohortFinding, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -55,7 +55,7 @@ class Written:
 
 
 def _written(
-    items: Sequence[Prepared], results: Sequence[AppendResult], found: Iterable[Finding] = ()
+    items: Sequence[Prepared], results: Sequence[AppendResult], found: Iterable[CohortFinding] = ()
 ) -> Written:
     return Written(
         tuple((p.kind, r.entry.digest, r.new) for p, r in zip(items, results, strict=True)),
@@ -93,7 +93,7 @@ def burn_notices_for(reader: LedgerReader, cohort_id: str) -> list[StoredDoc]:
 
 def freeze_document(
     cohort: Mapping[str, Any], reader: LedgerReader
-) -> tuple[dict[str, Any], list[Finding]]:
+) -> tuple[dict[str, Any], list[CohortFinding]]:
     """The document to append and the gate's findings; raises on any refusal.
 
     A cohort already at ``frozen`` is checked as given (its recorded digest must
@@ -160,10 +160,10 @@ def _burn_plan(
     excluded: Sequence[TaskReason] | None,
     observed: Sequence[str],
     successors: Sequence[str],
-) -> tuple[dict[str, Any], dict[str, Any], list[Finding]]:
+) -> tuple[dict[str, Any], dict[str, Any], list[CohortFinding]]:
     doc = require_cohort(reader, cohort_id)
     cohort = dict(doc.value)
-    failures: list[Finding] = []
+    failures: list[CohortFinding] = []
     if burn_notices_for(reader, cohort_id) or cohort.get("stage") == "burned":
         raise LifecycleError(
             f"cohort already burned, got a burn of {cohort_id} again, expected one burn only"
@@ -340,7 +340,7 @@ def quarantined_cohort(reader: LedgerReader, cohort_id: str) -> dict[str, Any] |
     return None
 
 
-def audit(reader: LedgerReader, cohort_id: str) -> AuditReport:
+def audit(reader: LedgerReader, cohort_id: str) -> CohortAuditReport:
     """Audit the newest stored document of ``cohort_id`` against the ledger.
 
     A cohort recorded only quarantined is audited as its stored bytes parse: the audit
@@ -373,7 +373,7 @@ def attestation_state(reader: LedgerReader, digest: str) -> str:
     return f"attestation does not verify ({why})"
 
 
-def audit_attestations(reader: LedgerReader, report: AuditReport) -> dict[str, str]:
+def audit_attestations(reader: LedgerReader, report: CohortAuditReport) -> dict[str, str]:
     """Attestation state of every burn notice and binding the report names."""
     digests = [*report.relations.burn_notices, *report.relations.bindings]
     for link in report.successor_links:
@@ -381,7 +381,7 @@ def audit_attestations(reader: LedgerReader, report: AuditReport) -> dict[str, s
     return {d: attestation_state(reader, d) for d in sorted(set(digests))}
 
 
-def audit_behavioural(reader: LedgerReader, report: AuditReport) -> dict[str, list[str]]:
+def audit_behavioural(reader: LedgerReader, report: CohortAuditReport) -> dict[str, list[str]]:
     """Behavioural evidence recorded for each stored VerificationResult the report lists
     (by the result's ledger digest): the separate, stronger channel, linked not merged."""
     out: dict[str, list[str]] = {}

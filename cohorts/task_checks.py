@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from cohorts.access import as_int, as_map, as_str, dig, member, shown, str_set
-from cohorts.findings import Finding, error, info, scheme_text
+from cohorts.findings import CohortFinding, error, info, scheme_text
 from cohorts.lookup import (
     EVALUATOR_PLAN,
     WORK_UNIT,
@@ -46,7 +46,7 @@ def task_label(task: Mapping[str, Any], index: int) -> str:
 
 def _schema(
     validate: Validator | None, kind: str, doc: Mapping[str, Any], code: str, task: str
-) -> list[Finding]:
+) -> list[CohortFinding]:
     if validate is None:
         return []
     return [
@@ -55,10 +55,10 @@ def _schema(
     ]
 
 
-def _digest_finding(res: Resolution, code: str, what: str, task: str) -> Finding:
+def _digest_finding(res: Resolution, code: str, what: str, task: str) -> CohortFinding:
     assert res.doc is not None
     if res.scheme is not None:
-        return Finding(
+        return CohortFinding(
             code,
             "info",
             f"{what} digest matches, got {res.digest} under {scheme_text(res.scheme)},"
@@ -77,7 +77,7 @@ def _digest_finding(res: Resolution, code: str, what: str, task: str) -> Finding
 
 def check_work_unit(
     task: Mapping[str, Any], label: str, lookup: CohortLookup, validate: Validator | None
-) -> tuple[Resolution, list[Finding]]:
+) -> tuple[Resolution, list[CohortFinding]]:
     ref = as_map(task.get("work_unit"))
     res = resolve(lookup, WORK_UNIT, ref.get("id"), ref.get("digest"), ref.get("version"))
     if res.doc is None:
@@ -100,7 +100,7 @@ def check_work_unit(
             )
         ]
     doc = res.doc.value
-    found: list[Finding] = [_digest_finding(res, "task.work_unit.digest", "WorkUnit", label)]
+    found: list[CohortFinding] = [_digest_finding(res, "task.work_unit.digest", "WorkUnit", label)]
     if doc.get("id") != ref.get("id"):
         found.append(
             error(
@@ -139,7 +139,7 @@ def check_plan(
     work_unit: Resolution,
     lookup: CohortLookup,
     validate: Validator | None,
-) -> tuple[Resolution, list[Finding]]:
+) -> tuple[Resolution, list[CohortFinding]]:
     evaluator = as_map(task.get("evaluator"))
     visibility = as_str(evaluator.get("visibility"))
     res = resolve(lookup, EVALUATOR_PLAN, evaluator.get("plan_id"), evaluator.get("plan_digest"))
@@ -176,7 +176,7 @@ def check_plan(
             )
         ]
     plan = res.doc.value
-    found: list[Finding] = [_digest_finding(res, "task.plan.digest", "EvaluatorPlan", label)]
+    found: list[CohortFinding] = [_digest_finding(res, "task.plan.digest", "EvaluatorPlan", label)]
     if plan.get("id") != evaluator.get("plan_id"):
         found.append(
             error(
@@ -281,7 +281,7 @@ def binding_findings(
     work_unit: Resolution,
     label: str,
     prefix: str,
-) -> list[Finding]:
+) -> list[CohortFinding]:
     return [
         error(f"{prefix}.{member}", f"EvaluatorPlan binding drift, {message}", label)
         for member, message in binding_problems(task, plan, work_unit)
@@ -293,7 +293,7 @@ def check_task_refs(
     index: int,
     lookup: CohortLookup,
     validate: Validator | None,
-) -> tuple[TaskRefs, list[Finding]]:
+) -> tuple[TaskRefs, list[CohortFinding]]:
     """All reference checks of one task."""
     label = task_label(task, index)
     work_unit, found = check_work_unit(task, label, lookup, validate)

@@ -14,7 +14,7 @@ from cohort_corpus import CORPUS, TOY, load, lookup_from
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cohorts.audit import AuditReport, audit_cohort
+from cohorts.audit import CohortAuditReport, audit_cohort
 from cohorts.burn import burn_facts_from_extensions
 from cohorts.errors import AuditFailed
 from cohorts.lookup import MemoryLookup
@@ -31,7 +31,7 @@ def corpus() -> tuple[MemoryLookup, dict[str, dict[str, Any]]]:
 Key = tuple[str, str, str | None, str | None]
 
 
-def keys(report: AuditReport) -> set[Key]:
+def keys(report: CohortAuditReport) -> set[Key]:
     return {(f.severity, f.code, f.task, f.attempt) for f in report.findings}
 
 
