@@ -67,9 +67,9 @@ class LazyCommandGroup(ProvGroup):
     table: Mapping[str, Lazy | LazySubgroup] = {}
 
     def __init__(
-        self, *args: Any, table: Mapping[str, Lazy | LazySubgroup] | None = None, **kw: Any
+        self, *, table: Mapping[str, Lazy | LazySubgroup] | None = None, **kw: Any
     ) -> None:
-        super().__init__(*args, **kw)
+        super().__init__(**kw)
         if table is not None:
             self.table = table
         self._rendering_help = False

@@ -372,11 +372,11 @@ class _Compiler:
 _TRUE, _FALSE = object(), object()
 
 
-def _unbool(value: Any) -> Any:
+def _unbool(value: object) -> object:
     return _TRUE if value is True else _FALSE if value is False else value
 
 
-def _json_equal(one: Any, two: Any) -> bool:
+def _json_equal(one: object, two: object) -> bool:
     """jsonschema's ``equal``: ``==`` except that booleans never equal numbers, recursively."""
     if one is two:
         return True
@@ -403,7 +403,7 @@ def _unique(x: list[Any]) -> bool:
             return True
     except TypeError:
         pass
-    seen: list[Any] = []
+    seen: list[object] = []
     for item in x:
         if any(_json_equal(other, item) for other in seen):
             return False
