@@ -1,7 +1,7 @@
 """``provledger cohort ...``, ``provledger provenance`` and ``provledger import idkmesh``.
 
-Mounted by ``ledger/cli/__init__.py`` through ``register(app, import_app)``. Imports of
-the cohort logic happen inside the commands so ``--help`` stays light.
+Mounted lazily by the composition root's command table (``ledger.cli.COMMANDS``); the
+cohort logic is imported inside the commands, so loading one command stays light.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """CLI commands of the verifiers package: ``run-verifier``, ``calibrate``, ``behavioral run``.
 
-Mounted by the composition root (``ledger/cli/__init__.py``) through ``register(app)``.
+Mounted lazily by the composition root's command table (``ledger.cli.COMMANDS``).
 Every command appends everything it records in ONE ``append_many`` call (see
 ``verifiers.record``), so a ledger holds a run completely or not at all; a refusal
 (e.g. ``SovereigntyError``, exit 4) is raised before anything is appended.
