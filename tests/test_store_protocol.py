@@ -14,6 +14,13 @@ from ledger.store.prepared import prepare_blob
 from ledger.store.sqlite import SQLiteStore, open_store
 
 ROOT = Path(__file__).resolve().parents[1]
+
+
+def _sources(package: str) -> list[Path]:
+    """The package's Python modules (not the data under ``fixtures/``)."""
+    return [p for p in sorted((ROOT / package).rglob("*.py")) if "fixtures" not in p.parts]
+
+
 PACKAGES = ("ledger", "verifiers", "cohorts")
 
 
@@ -62,7 +69,7 @@ def _backend_checks(path: Path) -> list[str]:
 def test_no_row_crosses_by_position_and_no_backend_check() -> None:
     found = []
     for package in PACKAGES:
-        for path in sorted((ROOT / package).rglob("*.py")):
+        for path in _sources(package):
             found += _positional_rows(path) + _backend_checks(path)
     assert found == []
 
@@ -71,7 +78,7 @@ def test_raw_connection_is_used_only_by_the_sqlite_file_audit() -> None:
     users = sorted(
         str(path.relative_to(ROOT))
         for package in PACKAGES
-        for path in (ROOT / package).rglob("*.py")
+        for path in _sources(package)
         if ".connection" in path.read_text("utf-8") and path.parent.name != "store"
     )
     assert users == ["ledger/audit/full.py"]
