@@ -82,8 +82,8 @@ replacement = st.one_of(
     st.integers(-1, 2**53 - 1),
     st.text(max_size=8),
     st.just(""),
-    st.just([]),
-    st.just({}),
+    st.builds(list),  # a fresh list each draw: _change mutates what it adds
+    st.builds(dict),
     st.sampled_from(["sha256:" + "0" * 64, "blob", "attestation", "AAAA", "0"]),
 )
 
