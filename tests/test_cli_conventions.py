@@ -18,7 +18,13 @@ from ledger.cli import app
 from ledger.cli.examples import EXAMPLES
 
 EXE = Path(sys.executable).with_name("provledger")
-WORK_UNIT = Path(__file__).resolve().parents[1] / "examples" / "calibration" / "work-unit.json"
+WORK_UNIT = (
+    Path(__file__).resolve().parents[1]
+    / "verifiers"
+    / "fixtures"
+    / "calibration"
+    / "work-unit.json"
+)
 
 
 def _commands() -> list[tuple[str, Any]]:

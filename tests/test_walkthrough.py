@@ -1,7 +1,7 @@
 """docs/WALKTHROUGH.md is executable: every ``console`` block runs with the installed
 ``provledger`` on the real corpus, and the lines it shows must appear, in order.
 
-Block grammar: ``$ provledger ARGS`` runs a command (``$IDKMESH``/``$EXAMPLES``
+Block grammar: ``$ provledger ARGS`` runs a command (``$IDKMESH``/``$FIXTURES``
 expanded); the lines after it are expected output (stdout and stderr together),
 ``<...>`` matching any text within a line and ``...`` standing for lines left out;
 ``[exit N]`` is the expected exit code (0 when absent).
@@ -78,7 +78,7 @@ def test_walkthrough_runs_as_written(corpus: Path, tmp_path: Path) -> None:
     env = {
         **os.environ,
         "IDKMESH": str(corpus),
-        "EXAMPLES": str(ROOT / "examples"),
+        "FIXTURES": str(ROOT / "verifiers" / "fixtures"),
         "PROVLEDGER_NO_PROGRESS": "1",
         "COLUMNS": "80",
     }
@@ -87,7 +87,7 @@ def test_walkthrough_runs_as_written(corpus: Path, tmp_path: Path) -> None:
     assert len(plan) >= 15
     for step in plan:
         args = shlex.split(step.command.replace("$IDKMESH", env["IDKMESH"]))
-        args = [a.replace("$EXAMPLES", env["EXAMPLES"]) for a in args]
+        args = [a.replace("$FIXTURES", env["FIXTURES"]) for a in args]
         done = subprocess.run(
             [str(EXE), *args[1:]],
             cwd=tmp_path,
