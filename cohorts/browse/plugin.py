@@ -27,7 +27,7 @@ from datasette import hookimpl
 from datasette.utils.asgi import Response
 from markupsafe import Markup, escape
 
-from cohorts.browse.web import DATABASE, DIGEST_RE, KEY_ID_RE
+from cohorts.browse.names import DATABASE, DIGEST_RE, KEY_ID_RE
 from ledger.errors import LedgerError
 from ledger.log import merkle
 from ledger.log.leaf import entry_record

@@ -15,17 +15,14 @@ Datasette is optional (``pip install 'provledger[web]'``); only ``serve`` needs 
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from cohorts.browse.names import DATABASE
 from cohorts.browse.tables import TABLES, VIEWS
 from ledger.errors import LedgerError
 
-DATABASE = "browse"
-DIGEST_RE = re.compile(r"^sha256:[0-9a-f]{64}$")
-KEY_ID_RE = re.compile(r"^[0-9a-f]{64}$")
 TEMPLATES = Path(__file__).parent / "templates"
 STATIC = Path(__file__).parent / "static"
 
