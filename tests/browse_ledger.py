@@ -25,7 +25,7 @@ from ledger.store.prepared import prepare_value
 from ledger.store.sqlite import open_store
 
 ROOT = Path(__file__).resolve().parents[1]
-CAL = ROOT / "examples" / "calibration"
+CAL = ROOT / "verifiers" / "fixtures" / "calibration"
 TOY = ROOT / "examples" / "cohorts" / "toy"
 BURNED = "benchmark/phase-b2-first-five"
 TOY_V1 = "example/toy-v1"

@@ -15,8 +15,16 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_views_equal_the_stored_bytes(ledger_path: Path, runner: CliRunner) -> None:
-    wu = str(ROOT / "examples" / "calibration" / "work-unit.json")
-    patch = str(ROOT / "examples" / "calibration" / "candidates" / "repair" / "candidate.patch")
+    wu = str(ROOT / "verifiers" / "fixtures" / "calibration" / "work-unit.json")
+    patch = str(
+        ROOT
+        / "verifiers"
+        / "fixtures"
+        / "calibration"
+        / "candidates"
+        / "repair"
+        / "candidate.patch"
+    )
     assert runner.invoke(app, ["append", "--db", str(ledger_path), wu]).exit_code == 0
     blob = runner.invoke(app, ["append", "--db", str(ledger_path), "--kind", "blob", patch])
     assert blob.exit_code == 0, blob.output
