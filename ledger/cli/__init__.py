@@ -60,6 +60,7 @@ def _mount() -> None:
     bundlecmds.register(app)
     __import__("ledger.cli.identity", fromlist=["register"]).register(app)
     __import__("ledger.cli.importcmds", fromlist=["register"]).register(app)
+    __import__("ledger.cli.witnesscmds", fromlist=["register"]).register(app)
     importcmds = __import__("ledger.cli.importcmds", fromlist=["import_app"])
     __import__("cohorts.cli", fromlist=["register"]).register(app, importcmds.import_app)
     __import__("verifiers.cli", fromlist=["register"]).register(app)
