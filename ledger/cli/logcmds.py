@@ -85,6 +85,7 @@ def checkpoint(
         raise typer.Exit(max(error.exit_code for _, error in failed))
 
 
+@proof_app.command("inclusion")
 def inclusion(
     digest: Annotated[str, typer.Argument(help="Object digest (or legacy digest / id).")],
     db: DbOption = Path("ledger.db"),
