@@ -294,7 +294,9 @@ def test_bundles_carry_cosignatures(tmp_path: Path, ledger_path: Path, runner: C
     checked = json.loads(
         ok(runner, "bundle", "verify", str(bundle), "--log-key", lk, "--witness-key", w1, "--json")
     )
-    assert [c["witness"] for c in checked["witnesses"]["cosigners"]] == [w1.rsplit("+", 1)[0]]
+    assert [c["witness"] for c in checked["witnesses"]["cosigners"]] == [
+        "+".join(w1.split("+")[:2])
+    ]
     missing = runner.invoke(
         app,
         [
@@ -467,3 +469,37 @@ def test_unreachable_witness_is_one_error_line(
     assert result.exit_code == 3 and result.stderr.startswith("error: witness http://127.0.0.1:9/")
     bad_url = runner.invoke(app, ["checkpoint", "--db", str(ledger_path), "--witness", "ftp://x"])
     assert bad_url.exit_code == 3
+
+
+def test_bad_inputs_are_one_error_line(
+    tmp_path: Path, ledger_path: Path, runner: CliRunner
+) -> None:
+    state = tmp_path / "w.json"
+    make_witness(runner, state, "w.test/one", ledger_path)
+    junk = tmp_path / "junk"
+    junk.write_bytes(b"junk")
+    binary = tmp_path / "bin.key"
+    binary.write_bytes(bytes(range(256)))
+    bad_state = tmp_path / "bad.json"
+    bad_state.write_text(
+        json.dumps(
+            {
+                "format": "provledger-witness/1",
+                "name": "x",
+                "verifier_key": "y",
+                "logs": {"o": {"log_key": "k", "size": 1, "root": "!!", "note": "n"}},
+            }
+        )
+    )
+    db = str(ledger_path)
+    for args in (
+        ["witness", "cosign", str(junk), "--state", str(state)],
+        ["witness", "cosign", str(junk), "--state", str(tmp_path)],
+        ["witness", "show", "--state", str(bad_state)],
+        ["verify", "--db", db, "--witness-key", str(binary)],
+        ["verify", "--db", db, "--witness-key", str(tmp_path)],
+        ["bundle", "verify", str(junk), "--log-key", log_vkey(ledger_path), "--witness-key", "x"],
+    ):
+        result = runner.invoke(app, args)
+        assert result.exit_code == 3, (args, result.output)
+        assert result.stderr.startswith("error: ") and result.stderr.count("\n") == 1, args

@@ -18,6 +18,7 @@ from ledger.cli.common import JsonOption, console, emit_json, new_app
 
 if TYPE_CHECKING:
     from ledger.log.cosignature import WitnessKey
+    from ledger.log.note import Checkpoint
 
 witness_app = new_app("A C2SP tlog-witness: cosign checkpoints of logs that stay append-only.")
 
@@ -185,22 +186,18 @@ def cosign_cmd(
     if proof is not None:
         old, hashes, new = _parse_proof(read_input(proof, 1 << 20), proof)
     files = WitnessFiles(state)
-    if proof is None:
+    checkpoint_body = _checkpoint_or_none(note)
+    if proof is None and checkpoint_body is not None:
         # No proof: only a first checkpoint, or the same size again, can be cosigned.
-        from ledger.log.note import parse_checkpoint, parse_note
-
-        origin = parse_checkpoint(parse_note(note).body).origin
-        view = files.read().logs.get(origin)
+        view = files.read().logs.get(checkpoint_body.origin)
         if view is not None and view.size is not None:
             old = view.size
-    request = AddCheckpoint(old, hashes, note)
-    if new is not None:
-        from ledger.log.note import parse_checkpoint, parse_note
-
-        size = parse_checkpoint(parse_note(note).body).size
-        if new != size:
-            raise InputError(f"proof new size, got {new}, expected the checkpoint's {size}")
-    result = files.add_checkpoint(request)
+    if new is not None and checkpoint_body is not None and new != checkpoint_body.size:
+        raise InputError(
+            f"proof new size, got {new}, expected the checkpoint's {checkpoint_body.size}"
+        )
+    # A malformed note is refused by the witness itself (400, exit 3).
+    result = files.add_checkpoint(AddCheckpoint(old, hashes, note))
     line = result.cosignature.line()
     if json_out:
         emit_json(
@@ -214,6 +211,16 @@ def cosign_cmd(
         )
         return
     sys.stdout.write(line)
+
+
+def _checkpoint_or_none(note: bytes) -> Checkpoint | None:
+    from ledger.errors import LedgerError
+    from ledger.log.note import parse_checkpoint, parse_note
+
+    try:
+        return parse_checkpoint(parse_note(note).body)
+    except LedgerError:
+        return None
 
 
 @witness_app.command("serve")

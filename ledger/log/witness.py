@@ -140,7 +140,13 @@ def decode_state(data: bytes, source: Path | str = "state") -> WitnessState:
             continue
         if not (isinstance(size, int) and isinstance(root, str) and isinstance(note, str)):
             raise StateError(f"witness state {source}, log {origin!r} has a malformed checkpoint")
-        views[origin] = LogView(raw["log_key"], size, base64.b64decode(root), note.encode("utf-8"))
+        try:
+            root_hash = base64.b64decode(root, validate=True)
+        except ValueError:
+            root_hash = b""
+        if len(root_hash) != merkle.HASH_SIZE or size < 0:
+            raise StateError(f"witness state {source}, log {origin!r} has a malformed root")
+        views[origin] = LogView(raw["log_key"], size, root_hash, note.encode("utf-8"))
     return WitnessState(name, vkey, views)
 
 

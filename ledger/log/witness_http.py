@@ -88,8 +88,9 @@ def make_server(
                 else:
                     self._send(exc.status, (exc.detail + "\n").encode("utf-8"))
                 return
-            except LedgerError as exc:
-                self._send(500, (str(exc) + "\n").encode("utf-8"))
+            except (LedgerError, OSError) as exc:
+                # e.g. the state file became unwritable: nothing was cosigned.
+                self._send(500, (" ".join(str(exc).split()) + "\n").encode("utf-8"))
                 return
             self._send(200, result.response)
 
