@@ -261,6 +261,14 @@ def verify(
             where = f" seq {f.seq}" if f.seq is not None else ""
             what = f" {f.digest}" if f.digest else ""
             out.print(f"FAIL {f.code}{where}{what}: {f.message}", markup=False)
+        if witness_report is not None and witness_report.info["checkpoint"] is not None:
+            info = witness_report.info
+            names = ", ".join(c["witness"] for c in info.get("cosigners", [])) or "nobody"
+            out.print(
+                f"witnesses: checkpoint size {info['checkpoint']} cosigned by {names}"
+                f" (quorum {info['quorum']}; {info['unwitnessed_entries']} entries after it)",
+                markup=False,
+            )
         status = "clean" if report.ok else f"{len(report.findings)} problem(s)"
         out.print(
             f"verified {report.entries} entries, {report.checkpoints_checked} checkpoints,"

@@ -250,10 +250,3 @@ def check_cosignatures(
             continue
         valid.setdefault((key.name, key.key_id), (key, stamp))
     return QuorumResult(tuple(valid.values()), tuple(invalid), unknown)
-
-
-def append_lines(note: bytes, lines: Iterable[str]) -> bytes:
-    """A note with extra signature lines appended (lines already in it are skipped)."""
-    present = set(note.decode("utf-8").split("\n"))
-    extra = [line.rstrip("\n") for line in lines if line.rstrip("\n") not in present]
-    return note + "".join(line + "\n" for line in dict.fromkeys(extra)).encode("utf-8")
