@@ -463,6 +463,14 @@ def test_http_witness_through_the_installed_cli(
     )
     assert refused.returncode == 1 and "(422)" in refused.stderr
     assert refused.stderr.count("\n") == 1 and refused.stderr.startswith("error: ")
+    # An answer that does not verify under the key the log was told to expect is not kept.
+    other = make_witness(runner, tmp_path / "other.json", "w.test/other", ledger_path)
+    append(runner, ledger_path, b"f")
+    wrong = runner.invoke(
+        app, ["checkpoint", "--db", db, "--witness", url, "--witness-key", other, "--json"]
+    )
+    assert wrong.exit_code == 1 and "no cosignature by w.test/other" in wrong.stderr
+    assert "\u2014 w.test/http " not in json.loads(wrong.stdout)["note"]
 
 
 def test_unreachable_witness_is_one_error_line(

@@ -366,3 +366,37 @@ def test_state_round_trip() -> None:
     state = submit(state_for_log(), request(tree, 0, 2))
     assert decode_state(state.encode()) == state
     assert fresh_state().logs == {}
+
+
+def test_concurrent_requests_are_decided_one_at_a_time(tmp_path: object) -> None:
+    # c2sp.org/tlog-witness: check-and-record must be atomic, or two requests checked
+    # against the same old size could both be cosigned and the second roll the first back.
+    import threading
+    from pathlib import Path
+
+    from ledger.log.witness import WitnessFiles, create_witness
+
+    assert isinstance(tmp_path, Path)
+    files = WitnessFiles(tmp_path / "w.json")
+    create_witness(files.path, W_NAME, [LOG_VKEY])
+    tree = tree_of([bytes([i]) for i in range(16)])
+    outcomes: list[int] = []
+    start = threading.Barrier(8)
+
+    def attempt(size: int) -> None:
+        start.wait()
+        try:
+            files.add_checkpoint(request(tree, 0, size))
+            outcomes.append(size)
+        except WitnessError as exc:
+            assert exc.status == 409
+            outcomes.append(-1)
+
+    threads = [threading.Thread(target=attempt, args=(size,)) for size in range(9, 17)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    winners = [size for size in outcomes if size > 0]
+    assert len(outcomes) == 8 and len(winners) == 1
+    assert files.read().logs[ORIGIN].size == winners[0]

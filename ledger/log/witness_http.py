@@ -54,6 +54,7 @@ def make_server(
     class Handler(BaseHTTPRequestHandler):
         server_version = "provledger-witness/1"
         protocol_version = "HTTP/1.1"
+        timeout = CLIENT_TIMEOUT_S  # a stalled client cannot hold a thread for ever
 
         def log_message(self, format: str, *args: object) -> None:
             pass  # no access log on stderr; tests and operators read the responses
