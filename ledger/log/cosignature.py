@@ -36,9 +36,9 @@ from ledger.log.note import (
     KEY_ID_SIZE,
     NoteSignature,
     VerifierKeyError,
-    _name_problem,
-    _strict_b64decode,
+    key_name_problem,
     parse_note,
+    strict_b64decode,
 )
 
 COSIGNATURE_TYPE_ED25519: Final = 0x04
@@ -81,7 +81,7 @@ def witness_key_id(name: str, public_key: Ed25519PublicKey) -> bytes:
 
 def witness_key(name: str, public_key: Ed25519PublicKey) -> WitnessKey:
     """The witness identity of ``public_key`` under ``name`` (name checked)."""
-    problem = _name_problem(name)
+    problem = key_name_problem(name)
     if problem is not None:
         raise VerifierKeyError(
             f"witness name, got {name!r} ({problem}), expected non-empty, no spaces, no '+'"
@@ -97,10 +97,10 @@ def parse_witness_key(text: str) -> WitnessKey:
         raise VerifierKeyError(
             f"witness key, got {text[:80]!r}, expected <name>+<hex key id>+<base64 key>"
         )
-    problem = _name_problem(name)
+    problem = key_name_problem(name)
     if problem is not None:
         raise VerifierKeyError(f"witness key name, got {name!r} ({problem}), expected a name")
-    material = _strict_b64decode(material_b64)
+    material = strict_b64decode(material_b64)
     if material is None or len(material) != 33 or material[0] != COSIGNATURE_TYPE_ED25519:
         kind = "unreadable" if material is None else f"{len(material)} bytes"
         if material is not None and material[:1] == b"\x01":
