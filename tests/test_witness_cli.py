@@ -517,3 +517,32 @@ def test_bad_inputs_are_one_error_line(
         result = runner.invoke(app, args)
         assert result.exit_code == 3, (args, result.output)
         assert result.stderr.startswith("error: ") and result.stderr.count("\n") == 1, args
+
+
+def test_truncation_below_what_a_witness_saw_needs_its_latest_checkpoint(
+    tmp_path: Path, ledger_path: Path, runner: CliRunner
+) -> None:
+    # A copy of the log taken at size 3 stands for the log truncated back to it and
+    # re-grown without a new checkpoint: its newest checkpoint (size 3) really was
+    # cosigned, so --witness-key alone passes and reports the unwitnessed entries; the
+    # witness's latest checkpoint, given as --from-checkpoint, catches the truncation.
+    state = tmp_path / "w.json"
+    wkey = make_witness(runner, state, "w.test/one", ledger_path)
+    append(runner, ledger_path, b"0", b"1", b"2")
+    ok(runner, "checkpoint", "--db", str(ledger_path), "--witness", str(state))
+    truncated = copy_ledger(ledger_path, tmp_path / "t.db")
+    append(runner, ledger_path, b"3", b"4")
+    ok(runner, "checkpoint", "--db", str(ledger_path), "--witness", str(state))
+    append(runner, truncated, b"x3", b"x4", b"x5")
+    report = json.loads(
+        ok(runner, "verify", "--db", str(truncated), "--witness-key", wkey, "--json")
+    )
+    assert report["ok"] and report["witnesses"]["unwitnessed_entries"] >= 3
+    saved = tmp_path / "latest.note"
+    saved.write_text(ok(runner, "witness", "latest", "--state", str(state)))
+    lk = log_vkey(ledger_path)
+    args = ["--log-key", lk, "--from-checkpoint", str(saved), "--witness-key", wkey]
+    ok(runner, "verify", "--db", str(ledger_path), *args)
+    caught = runner.invoke(app, ["verify", "--db", str(truncated), *args, "--json"])
+    assert caught.exit_code == 1
+    assert "history-rewritten" in {f["code"] for f in json.loads(caught.stdout)["findings"]}

@@ -134,6 +134,31 @@ def show(state: StateOption = Path("witness.json"), json_out: JsonOption = False
         out.print(f"log     {origin}: {where}", markup=False)
 
 
+@witness_app.command("latest")
+def latest(
+    origin: Annotated[
+        str | None, typer.Argument(help="Log origin (default: the only log witnessed).")
+    ] = None,
+    state: StateOption = Path("witness.json"),
+) -> None:
+    """Print the last checkpoint this witness cosigned (with its cosignature).
+
+    An auditor saves it and runs ``provledger verify --from-checkpoint`` with it: a ledger
+    truncated below what the witness saw fails, even if re-grown and never re-checkpointed.
+    """
+    from ledger.errors import NotFound
+    from ledger.log.witness import WitnessFiles
+
+    logs = WitnessFiles(state).read().logs
+    if origin is None and len(logs) != 1:
+        raise NotFound(f"log origin, got none, expected one of {sorted(logs)}")
+    name = origin if origin is not None else next(iter(logs))
+    view = logs.get(name)
+    if view is None or view.note is None:
+        raise NotFound(f"cosigned checkpoint of {name!r}, got none, expected one")
+    sys.stdout.write(view.note.decode("utf-8"))
+
+
 def _parse_proof(data: bytes, source: str) -> tuple[int, tuple[bytes, ...], int | None]:
     """``(old size, hashes, new size or None)`` from a proof file.
 
