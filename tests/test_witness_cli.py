@@ -144,7 +144,7 @@ def test_cosign_verifies_proofs_and_refuses_fork_and_rollback(
             "--json",
         )
     )
-    assert cosigned["size"] == 5
+    assert cosigned["size"] == size5
     # The older checkpoint again: a rollback.
     rollback = runner.invoke(app, ["witness", "cosign", str(cp3), "--state", str(state)])
     assert rollback.exit_code == 1 and "rollback" in rollback.stderr
