@@ -546,3 +546,18 @@ def test_truncation_below_what_a_witness_saw_needs_its_latest_checkpoint(
     caught = runner.invoke(app, ["verify", "--db", str(truncated), *args, "--json"])
     assert caught.exit_code == 1
     assert "history-rewritten" in {f["code"] for f in json.loads(caught.stdout)["findings"]}
+
+
+def test_a_swapped_witness_key_file_is_refused(
+    tmp_path: Path, ledger_path: Path, runner: CliRunner
+) -> None:
+    make_witness(runner, tmp_path / "a.json", "w.test/a", ledger_path)
+    make_witness(runner, tmp_path / "b.json", "w.test/a", ledger_path)
+    (tmp_path / "a.json.key").write_bytes((tmp_path / "b.json.key").read_bytes())
+    append(runner, ledger_path, b"x")
+    cp = tmp_path / "cp"
+    cp.write_text(ok(runner, "checkpoint", "--db", str(ledger_path)))
+    result = runner.invoke(app, ["witness", "cosign", str(cp), "--state", str(tmp_path / "a.json")])
+    assert result.exit_code == 3 and "expected the one the state names" in result.stderr
+    shown = json.loads(ok(runner, "witness", "show", "--state", str(tmp_path / "a.json"), "--json"))
+    assert all(view["size"] is None for view in shown["logs"].values())

@@ -334,8 +334,18 @@ class WitnessFiles:
         return load_private_key(key_path(self.path))
 
     def identity(self) -> WitnessKey:
-        state = self.read()
-        return witness_key(state.name, self.private_key().public_key())
+        """The witness's public identity; the key file must be the one the state names."""
+        return self._checked_key(self.read())[1]
+
+    def _checked_key(self, state: WitnessState) -> tuple[Ed25519PrivateKey, WitnessKey]:
+        key = self.private_key()
+        identity = witness_key(state.name, key.public_key())
+        if identity.vkey() != state.verifier_key:
+            raise StateError(
+                f"witness key file {key_path(self.path)}, got the key of {identity.vkey()},"
+                f" expected the one the state names: {state.verifier_key}"
+            )
+        return key, identity
 
     def write(self, state: WitnessState) -> None:
         """Replace the state file atomically (temp file, fsync, rename, fsync dir)."""
@@ -359,9 +369,10 @@ class WitnessFiles:
 
     def add_checkpoint(self, request: AddCheckpoint, timestamp: int | None = None) -> Cosigned:
         """Decide a request under the lock and persist the new state before returning."""
-        key = self.private_key()
         with self.locked():
-            result = add_checkpoint(self.read(), request, key, timestamp)
+            state = self.read()
+            key, _ = self._checked_key(state)
+            result = add_checkpoint(state, request, key, timestamp)
             self.write(result.state)
         return result
 

@@ -46,8 +46,7 @@ def make_server(
     files: WitnessFiles, host: str = "127.0.0.1", port: int = 0, prefix: str = ""
 ) -> ThreadingHTTPServer:
     """A bound, not yet serving, HTTP server for the witness at ``files``."""
-    files.read()  # fail now (exit 3) on a missing or malformed state, not per request
-    files.private_key()
+    files.identity()  # fail now (exit 3) on a missing or mismatched state or key
     lock = threading.Lock()
     base = "/" + prefix.strip("/") if prefix.strip("/") else ""
 
