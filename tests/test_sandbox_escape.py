@@ -1,0 +1,299 @@
+"""Hostile behavioural probes: every escape is tried inside the bubblewrap sandbox.
+
+Each hostile probe exits 0 only when its escape WORKED and 3 when it was contained, so a
+probe that merely crashes is caught by the unconfined control run: the same probes run
+with ``unsandboxed=True`` must succeed at the harmless escapes (key read, outside write,
+loopback, host processes, a surviving daemon), which proves each check can fail.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from ledger.cli import app
+from verifiers.behavioral import load_probe_plan, run_probes
+from verifiers.calibration import FIXTURE_DIR
+from verifiers.errors import SandboxUnavailable
+from verifiers.sandbox import find_sandbox
+
+SOURCE = FIXTURE_DIR / "source"
+PATCH = (FIXTURE_DIR / "candidates" / "repair" / "candidate.patch").read_bytes()
+
+try:
+    find_sandbox()
+    SANDBOX_PROBLEM = ""
+except SandboxUnavailable as exc:  # pragma: no cover - depends on the machine
+    SANDBOX_PROBLEM = str(exc)
+needs_sandbox = pytest.mark.skipif(bool(SANDBOX_PROBLEM), reason=SANDBOX_PROBLEM)
+
+ESCAPED, CONTAINED = 0, 3
+
+
+def script(body: str) -> str:
+    """A probe body wrapped so any OSError means 'contained' (exit 3)."""
+    indented = "\n".join("    " + line for line in body.strip().splitlines())
+    return f"import os, sys, socket, time\ntry:\n{indented}\nexcept OSError:\n    sys.exit(3)\n"
+
+
+def probe(pid: str, body: str, *args: str) -> dict[str, Any]:
+    return {"id": pid, "argv": ["{python}", "-I", "-c", script(body), *args], "expect": "reject"}
+
+
+MARKER = "provledger-daemon-marker-"
+
+
+def daemons(marker: str) -> list[int]:
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                cmdline = Path(f"/proc/{entry}/cmdline").read_bytes()
+            except OSError:
+                continue
+            if marker.encode() in cmdline:
+                found.append(int(entry))
+    return found
+
+
+def hostile_plan(secret: Path, outside: Path, port: int, marker: str) -> Any:
+    return load_probe_plan(
+        {
+            "id": "test/hostile",
+            "timeout_seconds": 20,
+            "probes": [
+                probe("read-key", "open(sys.argv[1]).read(); sys.exit(0)", str(secret)),
+                probe(
+                    "write-outside",
+                    "open(sys.argv[1], 'w').write('pwned'); sys.exit(0)",
+                    str(outside),
+                ),
+                probe(
+                    "loopback",
+                    "socket.create_connection(('127.0.0.1', int(sys.argv[1])), 2); sys.exit(0)",
+                    str(port),
+                ),
+                probe(
+                    "host-processes",
+                    "sys.exit(0 if str(int(sys.argv[1])) in os.listdir('/proc') else 3)",
+                    str(os.getpid()),
+                ),
+                probe(
+                    "detached",
+                    "if os.fork() == 0:\n"
+                    "    os.setsid()\n"
+                    "    if os.fork() == 0:\n"
+                    "        os.execv(sys.executable, [sys.executable, '-c',"
+                    " 'import time; time.sleep(30)', sys.argv[1]])\n"
+                    "    os._exit(0)\n"
+                    "os.wait(); sys.exit(0)",
+                    marker,
+                ),
+            ],
+        }
+    )
+
+
+@pytest.fixture
+def listener() -> Any:
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(8)
+    sock.setblocking(False)
+    yield sock
+    sock.close()
+
+
+def accepted(sock: socket.socket) -> bool:
+    try:
+        conn, _ = sock.accept()
+    except BlockingIOError:
+        return False
+    conn.close()
+    return True
+
+
+def wait_gone(marker: str) -> list[int]:
+    """Bounded poll: the namespace is torn down asynchronously after bwrap exits."""
+    for _ in range(100):
+        alive = daemons(marker)
+        if not alive:
+            return []
+        time.sleep(0.05)
+    return daemons(marker)
+
+
+def codes(evidence: dict[str, Any]) -> dict[str, int | None]:
+    return {p["id"]: p["exit_code"] for p in evidence["probes"]}
+
+
+@needs_sandbox
+def test_hostile_probes_are_contained(tmp_path: Path, listener: socket.socket) -> None:
+    secret = tmp_path / "authority.key"
+    secret.write_text("PRIVATE KEY MATERIAL")
+    secret.chmod(0o600)
+    outside = tmp_path / "written-by-probe"
+    marker = MARKER + os.urandom(6).hex()
+    evidence = run_probes(
+        SOURCE, PATCH, hostile_plan(secret, outside, listener.getsockname()[1], marker)
+    )
+    assert {p["status"] for p in evidence["probes"]} == {"completed"}, evidence["probes"]
+    assert codes(evidence) == {
+        "read-key": CONTAINED,
+        "write-outside": CONTAINED,
+        "loopback": CONTAINED,
+        "host-processes": CONTAINED,
+        "detached": 0,  # the fork itself works; what matters is that nothing survives
+    }
+    assert not outside.exists()
+    assert not accepted(listener)
+    assert wait_gone(marker) == []
+    box = evidence["environment"]["sandbox"]
+    assert box["confined"] is True and box["tool"] == "bubblewrap"
+    assert evidence["environment"]["network_isolated"] is True
+
+
+def test_the_same_probes_escape_without_the_sandbox(
+    tmp_path: Path, listener: socket.socket
+) -> None:
+    """Control: unconfined, the escapes work, so the contained verdicts above can fail."""
+    secret = tmp_path / "authority.key"
+    secret.write_text("PRIVATE KEY MATERIAL")
+    outside = tmp_path / "written-by-probe"
+    marker = MARKER + os.urandom(6).hex()
+    plan = hostile_plan(secret, outside, listener.getsockname()[1], marker)
+    try:
+        evidence = run_probes(SOURCE, PATCH, plan, unsandboxed=True, python=sys.executable)
+        assert codes(evidence) == {
+            "read-key": ESCAPED,
+            "write-outside": ESCAPED,
+            "loopback": ESCAPED,
+            "host-processes": ESCAPED,
+            "detached": 0,
+        }
+        assert outside.read_text() == "pwned"
+        assert accepted(listener)
+        assert daemons(marker)  # the daemon outlived the unconfined probe
+    finally:
+        for pid in daemons(marker):
+            os.kill(pid, 9)
+    assert evidence["environment"]["sandbox"] == {"confined": False, "reason": "--unsandboxed"}
+    assert evidence["environment"]["network_isolated"] is False
+
+
+@needs_sandbox
+def test_resource_exhaustion_is_contained(tmp_path: Path) -> None:
+    plan = load_probe_plan(
+        {
+            "id": "test/exhaust",
+            "timeout_seconds": 20,
+            "probes": [
+                # Fork bomb: escaped when more processes exist than the limit allows.
+                probe(
+                    "fork-bomb",
+                    "n = 0\n"
+                    "while n < 1000:\n"
+                    "    if os.fork() == 0:\n"
+                    "        time.sleep(30); os._exit(0)\n"
+                    "    n += 1\n"
+                    "sys.exit(0)",
+                ),
+                # One file past the file-size limit (64 MiB): SIGXFSZ or EFBIG.
+                probe(
+                    "big-file",
+                    "f = open('big', 'wb')\n"
+                    "for _ in range(128):\n"
+                    "    f.write(bytes(1 << 20)); f.flush()\n"
+                    "sys.exit(0)",
+                ),
+                # Many files under the size limit: the tmpfs fills (ENOSPC) at 256 MiB.
+                probe(
+                    "disk-filler",
+                    "for i in range(16):\n"
+                    "    with open(f'fill{i}', 'wb') as f:\n"
+                    "        for _ in range(60):\n"
+                    "            f.write(bytes(1 << 20))\n"
+                    "sys.exit(0)",
+                ),
+                probe("tmp-filler", "open('/tmp/x', 'wb').write(bytes(100 << 20)); sys.exit(0)"),
+                probe(
+                    "memory",
+                    "try:\n    b = bytearray(4 << 30)\nexcept MemoryError:\n    sys.exit(3)\n"
+                    "sys.exit(0)",
+                ),
+                probe("root", "os.setuid(0); sys.exit(0)"),
+                probe("write-usr", "open('/usr/pwned', 'w'); sys.exit(0)"),
+            ],
+        }
+    )
+    evidence = run_probes(SOURCE, PATCH, plan)
+    results = {p["id"]: p for p in evidence["probes"]}
+    for pid, p in results.items():
+        assert p["status"] == "completed", (pid, p)
+        assert p["exit_code"] != ESCAPED, (pid, p)
+    assert not Path("/usr/pwned").exists()
+    assert evidence["environment"]["sandbox"]["limits"]["processes"] == 64
+
+
+@needs_sandbox
+def test_timeout_kills_the_whole_sandbox() -> None:
+    marker = MARKER + os.urandom(6).hex()
+    plan = load_probe_plan(
+        {
+            "id": "test/hang",
+            "timeout_seconds": 1,
+            "probes": [
+                {
+                    "id": "hang",
+                    "argv": [
+                        "{python}",
+                        "-I",
+                        "-c",
+                        "import os, time, sys\nif os.fork() == 0:\n    os.setsid()\ntime.sleep(60)",
+                        marker,
+                    ],
+                    "expect": "accept",
+                }
+            ],
+        }
+    )
+    evidence = run_probes(SOURCE, PATCH, plan)
+    (hang,) = evidence["probes"]
+    assert hang["status"] == "timed_out" and hang["exit_code"] is None
+    assert wait_gone(marker) == []
+
+
+def test_missing_sandbox_refuses_exit_4_and_writes_nothing(
+    runner: CliRunner, ledger_path: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("PROVLEDGER_BWRAP", str(tmp_path / "no-bwrap"))
+    before = ledger_path.read_bytes()
+    args = [
+        "behavioral",
+        "run",
+        "--source-tree",
+        str(SOURCE),
+        "--patch",
+        str(FIXTURE_DIR / "candidates" / "repair" / "candidate.patch"),
+        "--probes",
+        str(FIXTURE_DIR / "probes" / "task-001.probes.json"),
+        "--db",
+        str(ledger_path),
+    ]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 4, result.output
+    assert result.stderr.count("\n") == 1
+    assert result.stderr.startswith("error: no sandbox for behavioural probes")
+    assert "apt-get install bubblewrap" in result.stderr and "--unsandboxed" in result.stderr
+    assert ledger_path.read_bytes() == before
+    # The explicit way past: recorded, and shown, as unconfined.
+    result = runner.invoke(app, [*args, "--unsandboxed", "--json"])
+    assert result.exit_code == 0, result.output
+    assert '"confined": false' in result.stdout
