@@ -8,8 +8,10 @@ loopback, host processes, a surviving daemon), which proves each check can fail.
 
 from __future__ import annotations
 
+import json
 import os
 import socket
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -297,3 +299,103 @@ def test_missing_sandbox_refuses_exit_4_and_writes_nothing(
     result = runner.invoke(app, [*args, "--unsandboxed", "--json"])
     assert result.exit_code == 0, result.output
     assert '"confined": false' in result.stdout
+
+
+def _run_verifier(runner: CliRunner, db: Path, key: Path) -> str:
+    runner.invoke(app, ["key", "generate", str(key)])
+    result = runner.invoke(
+        app,
+        [
+            "run-verifier",
+            "--work-unit",
+            str(FIXTURE_DIR / "work-unit.json"),
+            "--plan",
+            str(FIXTURE_DIR / "plans" / "evaluator-plan-v0.4.json"),
+            "--manifest",
+            str(FIXTURE_DIR / "manifests" / "repair.result-manifest.json"),
+            "--candidate-root",
+            str(FIXTURE_DIR / "candidates" / "repair"),
+            "--key",
+            str(key),
+            "--db",
+            str(db),
+            "--json",
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    digest: str = json.loads(result.stdout)["result_digest"]
+    return digest
+
+
+def _provenance_behavioural(runner: CliRunner, db: Path, result: str) -> dict[str, Any]:
+    out = runner.invoke(app, ["provenance", result, "--db", str(db), "--json"])
+    checks = {c["name"]: c for c in json.loads(out.stdout)["checks"]}
+    return checks["behavioural evidence"]
+
+
+@needs_sandbox
+def test_provenance_shows_confined_and_unconfined_evidence(
+    runner: CliRunner, ledger_path: Path, tmp_path: Path
+) -> None:
+    result = _run_verifier(runner, ledger_path, tmp_path / "v.key")
+    out = runner.invoke(app, ["provenance", result, "--db", str(ledger_path), "--json"])
+    names = [c["name"] for c in json.loads(out.stdout)["checks"]]
+    assert "behavioural evidence" not in names
+    base = [
+        "behavioral",
+        "run",
+        "--source-tree",
+        str(SOURCE),
+        "--patch",
+        str(FIXTURE_DIR / "candidates" / "repair" / "candidate.patch"),
+        "--probes",
+        str(FIXTURE_DIR / "probes" / "task-001.probes.json"),
+        "--verification-result",
+        result,
+        "--db",
+        str(ledger_path),
+    ]
+    sandboxed = runner.invoke(app, base)
+    assert sandboxed.exit_code == 0, sandboxed.output
+    assert "sandbox         bubblewrap " in sandboxed.stdout
+    check = _provenance_behavioural(runner, ledger_path, result)
+    assert check["reason"] == "1 confined"
+    assert check["children"][0]["reason"].startswith("confined: bubblewrap ")
+    unconfined = runner.invoke(app, [*base, "--unsandboxed"])
+    assert unconfined.exit_code == 0, unconfined.output
+    assert "sandbox         NONE: probes ran unconfined (--unsandboxed)" in unconfined.stdout
+    check = _provenance_behavioural(runner, ledger_path, result)
+    assert check["reason"] == "UNCONFINED: 1 of 2 ran without a sandbox"
+    assert sorted(c["reason"].split(":")[0] for c in check["children"]) == [
+        "UNCONFINED",
+        "confined",
+    ]
+    text = runner.invoke(app, ["provenance", result, "--db", str(ledger_path)]).stdout
+    assert "UNCONFINED" in text
+
+
+@needs_sandbox
+def test_installed_cli_runs_probes_in_the_sandbox(ledger_path: Path) -> None:
+    exe = Path(sys.executable).parent / "provledger"
+    proc = subprocess.run(
+        [
+            str(exe),
+            "behavioral",
+            "run",
+            "--source-tree",
+            str(SOURCE),
+            "--patch",
+            str(FIXTURE_DIR / "candidates" / "repair" / "candidate.patch"),
+            "--probes",
+            str(FIXTURE_DIR / "probes" / "task-001.probes.json"),
+            "--db",
+            str(ledger_path),
+            "--json",
+        ],
+        capture_output=True,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    info = json.loads(proc.stdout)
+    assert info["sandbox"]["confined"] is True
+    assert info["summary"]["all_expectations_met"] is True
