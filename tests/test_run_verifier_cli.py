@@ -479,3 +479,24 @@ def test_documented_sequence_from_a_fresh_ledger(tmp_path: Path) -> None:
     assert "clean" in sh("verify", "--db", "ledger.db")
     check = json.loads(sh("attestation", "check", digest, "--db", "ledger.db", "--json"))
     assert check["ok"] is True
+
+
+def test_a_crashing_validator_is_an_internal_error_not_a_refusal(
+    env: Env, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A bug in a validator exits 70 with one line; it never looks like SOV-* (exit 4)."""
+    import ledger.schema.validation as validation
+
+    def broken(kind: str, version: str, obj: Any) -> None:
+        raise KeyError("validator bug")
+
+    monkeypatch.setattr(validation, "validate", broken)
+    before = snapshot(env.db)
+    result = env.run(*run_args(env), code=70)
+    assert result.stderr.startswith("error: internal error, got KeyError: 'validator bug'")
+    assert result.stderr.count("\n") == 1 and "SOV-" not in result.stderr
+    assert "Traceback" not in result.output
+    assert snapshot(env.db) == before
+    monkeypatch.setenv("PROVLEDGER_DEBUG", "1")
+    debug = env.runner.invoke(app, [*run_args(env), "--db", str(env.db)])
+    assert isinstance(debug.exception, KeyError)  # re-raised: the traceback is shown

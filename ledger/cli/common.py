@@ -1,7 +1,9 @@
 """Shared CLI plumbing: the one place errors become exit codes, options, output.
 
 Exit codes: 0 ok; 1 a check found a problem; 2 usage; 3 bad input or not found;
-4 refused by ledger rules. Errors print one line ``error: ...`` on stderr.
+4 refused by ledger rules; 70 internal error (a bug: any other exception). Errors print
+one line ``error: ...`` on stderr; ``PROVLEDGER_DEBUG=1`` re-raises an internal error
+so its traceback is shown.
 """
 
 from __future__ import annotations
@@ -15,12 +17,14 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any
 
+import click
 import typer
 from typer.core import TyperGroup
 
 from ledger.errors import LedgerError
 
 DEFAULT_DB = "ledger.db"
+INTERNAL_ERROR = 70  # EX_SOFTWARE (sysexits.h)
 
 
 def fail_line(message: str) -> str:
@@ -56,6 +60,19 @@ class ProvGroup(TyperGroup):
         except OSError as exc:
             typer.echo(fail_line(f"{exc.strerror or exc}: {exc.filename or ''}".strip()), err=True)
             ctx.exit(3)
+        except (click.exceptions.ClickException, click.exceptions.Exit, click.exceptions.Abort):
+            raise  # usage errors and explicit exits keep click's own handling
+        except Exception as exc:  # the one place a bug becomes exit 70
+            if os.environ.get("PROVLEDGER_DEBUG") == "1":
+                raise
+            typer.echo(
+                fail_line(
+                    f"internal error, got {type(exc).__name__}: {exc}, expected none"
+                    " (a bug; PROVLEDGER_DEBUG=1 shows the traceback)"
+                ),
+                err=True,
+            )
+            ctx.exit(INTERNAL_ERROR)
         finally:
             restore_db_env(ctx)
         return None
