@@ -330,7 +330,8 @@ def _run_verifier(runner: CliRunner, db: Path, key: Path) -> str:
 def _provenance_behavioural(runner: CliRunner, db: Path, result: str) -> dict[str, Any]:
     out = runner.invoke(app, ["provenance", result, "--db", str(db), "--json"])
     checks = {c["name"]: c for c in json.loads(out.stdout)["checks"]}
-    return checks["behavioural evidence"]
+    check: dict[str, Any] = checks["behavioural evidence"]
+    return check
 
 
 @needs_sandbox

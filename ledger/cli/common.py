@@ -17,7 +17,6 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any
 
-import click
 import typer
 from typer.core import TyperGroup
 
@@ -30,6 +29,27 @@ INTERNAL_ERROR = 70  # EX_SOFTWARE (sysexits.h)
 def fail_line(message: str) -> str:
     """One-line error text: newlines folded so stderr stays one line per error."""
     return "error: " + " ".join(message.split())
+
+
+def _framework_exceptions() -> tuple[type[BaseException], ...]:
+    """Exceptions click and typer use for control flow (usage errors, exits, aborts);
+    typer may carry its own copy of click, so both are collected."""
+    import importlib
+
+    found: list[type[BaseException]] = []
+    for module_name in ("click.exceptions", "typer.exceptions", "typer._click.exceptions"):
+        try:
+            module = importlib.import_module(module_name)
+        except ImportError:
+            continue
+        for name in ("ClickException", "TyperException", "Exit", "Abort"):
+            cls = getattr(module, name, None)
+            if isinstance(cls, type) and issubclass(cls, BaseException):
+                found.append(cls)
+    return tuple(found)
+
+
+_FRAMEWORK_EXCEPTIONS = _framework_exceptions()
 
 
 class ProvGroup(TyperGroup):
@@ -60,8 +80,8 @@ class ProvGroup(TyperGroup):
         except OSError as exc:
             typer.echo(fail_line(f"{exc.strerror or exc}: {exc.filename or ''}".strip()), err=True)
             ctx.exit(3)
-        except (click.exceptions.ClickException, click.exceptions.Exit, click.exceptions.Abort):
-            raise  # usage errors and explicit exits keep click's own handling
+        except _FRAMEWORK_EXCEPTIONS:
+            raise  # usage errors and explicit exits keep click's and typer's own handling
         except Exception as exc:  # the one place a bug becomes exit 70
             if os.environ.get("PROVLEDGER_DEBUG") == "1":
                 raise
