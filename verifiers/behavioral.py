@@ -41,6 +41,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from ledger.bounded import DOCUMENT_LIMIT, read_bounded
 from ledger.encoding.canonical import canonicalize
 from ledger.encoding.digest import canonical_digest, sha256_digest
 from verifiers.candidate import list_tree, locator_problem
@@ -134,7 +135,10 @@ def tree_digest(root: Path) -> str:
         raise ProbeError(
             f"source tree not plain, got {list(listing.problems)[:3]}, expected regular files only"
         )
-    files = {rel: sha256_digest((root / rel).read_bytes()) for rel in listing.files}
+    files = {
+        rel: sha256_digest(read_bounded(root / rel, DOCUMENT_LIMIT, "source tree file"))
+        for rel in listing.files
+    }
     return canonical_digest({"files": files})
 
 

@@ -53,12 +53,14 @@ def _signer(path: Path, passphrase_env: str | None) -> Ed25519Signer:
     return Ed25519Signer.from_file(path, passphrase_from_env(passphrase_env))
 
 
-def _read(path: Path, what: str) -> bytes:
+def _read(path: Path, what: str, limit: int | None = None) -> bytes:
+    """A bounded read (``ledger.bounded``): over the limit is one error line, exit 3."""
+    from ledger.bounded import DOCUMENT_LIMIT, read_bounded
     from ledger.errors import NotFound
 
     if not path.is_file():
         raise NotFound(f"{what} file not found, got {path}, expected a readable file")
-    return path.read_bytes()
+    return read_bounded(path, DOCUMENT_LIMIT if limit is None else limit, what)
 
 
 def _parse(raw: bytes, path: Path) -> Any:
@@ -399,7 +401,9 @@ def behavioral_run(
 
     if not source_tree.is_dir():
         raise NotFound(f"source tree, got {source_tree}, expected an existing directory")
-    patch_bytes = _read(patch, "patch")
+    from ledger.bounded import PATCH_LIMIT
+
+    patch_bytes = _read(patch, "patch", PATCH_LIMIT)
     plan_value = _parse(_read(probes, "probe plan"), probes)
     plan = load_probe_plan(plan_value)
     if not unsandboxed:

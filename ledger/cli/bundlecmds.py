@@ -120,9 +120,11 @@ def verify(
 
 def _read_verifier_key(value: str) -> str:
     """A verifier key given inline or as a file path."""
+    from ledger.bounded import KEY_LIMIT, read_bounded
+
     path = Path(value)
     if path.is_file():
-        return path.read_text("utf-8").strip()
+        return read_bounded(path, KEY_LIMIT, "verifier key").decode("utf-8").strip()
     return value.strip()
 
 

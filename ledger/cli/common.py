@@ -328,26 +328,18 @@ def table(headers: Sequence[str], rows: Iterable[Sequence[str]]) -> None:
     plain_lines(line.rstrip() for line in captured.get().splitlines())
 
 
-def read_input(name: str, max_bytes: int | None = None) -> bytes:
+def read_input(name: str, max_bytes: int | None = None, what: str = "document") -> bytes:
     """Bytes of a file argument; ``-`` is standard input. Missing files are NotFound.
 
     ``max_bytes`` (default: the document size limit) is enforced before the whole input
-    is held in memory, so an oversized file costs nothing.
+    is held in memory (``ledger.bounded``), so an oversized file costs nothing.
     """
-    from ledger.encoding.canonical import DEFAULT_MAX_BYTES
-    from ledger.errors import DocumentTooLargeError, NotFound
+    from ledger.bounded import DOCUMENT_LIMIT, read_bounded, read_stream
+    from ledger.errors import NotFound
 
-    limit = DEFAULT_MAX_BYTES if max_bytes is None else max_bytes
+    limit = DOCUMENT_LIMIT if max_bytes is None else max_bytes
     if name == "-":
-        data = sys.stdin.buffer.read(limit + 1)
-    else:
-        path = Path(name)
-        if not path.is_file():
-            raise NotFound(f"input file not found, got {name}, expected a readable file")
-        with path.open("rb") as handle:
-            data = handle.read(limit + 1)
-    if len(data) > limit:
-        raise DocumentTooLargeError(
-            f"document too large, got more than {limit} bytes, expected at most {limit}"
-        )
-    return data
+        return read_stream(sys.stdin.buffer, limit, what)
+    if not Path(name).is_file():
+        raise NotFound(f"input file not found, got {name}, expected a readable file")
+    return read_bounded(name, limit, what)
