@@ -24,7 +24,7 @@ from ledger.cli import app
 from verifiers.behavioral import load_probe_plan, run_probes
 from verifiers.calibration import FIXTURE_DIR
 from verifiers.errors import SandboxUnavailable
-from verifiers.sandbox import find_sandbox
+from verifiers.sandbox import CGROUP_ROOT, Limits, cgroup_available, find_sandbox
 
 SOURCE = FIXTURE_DIR / "source"
 PATCH = (FIXTURE_DIR / "candidates" / "repair" / "candidate.patch").read_bytes()
@@ -241,7 +241,7 @@ def test_resource_exhaustion_is_contained(tmp_path: Path) -> None:
         assert p["status"] == "completed", (pid, p)
         assert p["exit_code"] != ESCAPED, (pid, p)
     assert not Path("/usr/pwned").exists()
-    assert evidence["environment"]["sandbox"]["limits"]["processes"] == 64
+    assert evidence["environment"]["sandbox"]["limits"]["processes"] == 32
 
 
 @needs_sandbox
@@ -400,3 +400,35 @@ def test_installed_cli_runs_probes_in_the_sandbox(ledger_path: Path) -> None:
     info = json.loads(proc.stdout)
     assert info["sandbox"]["confined"] is True
     assert info["summary"]["all_expectations_met"] is True
+
+
+@needs_sandbox
+def test_memory_across_processes_is_bounded_by_the_probe_cgroup() -> None:
+    """Rlimits bound each process; only the probe's cgroup bounds all of them together."""
+    limits = Limits.for_timeout(20)
+    if not cgroup_available(limits):
+        pytest.skip("no writable cgroup (v1 memory + pids) on this machine")
+    bomb = probe(
+        "memory-across-processes",
+        "kids = []\n"
+        "for _ in range(8):\n"
+        "    pid = os.fork()\n"
+        "    if pid == 0:\n"
+        "        try:\n"
+        "            b = bytearray(400 << 20)\n"
+        "            for j in range(0, len(b), 4096):\n"
+        "                b[j] = 1\n"
+        "            time.sleep(2); os._exit(0)\n"
+        "        except MemoryError:\n"
+        "            os._exit(3)\n"
+        "    kids.append(pid)\n"
+        "codes = [os.waitstatus_to_exitcode(os.waitpid(k, 0)[1]) for k in kids]\n"
+        "sys.exit(0 if all(c == 0 for c in codes) else 3)",
+    )
+    plan = load_probe_plan({"id": "test/memory", "timeout_seconds": 20, "probes": [bomb]})
+    evidence = run_probes(SOURCE, PATCH, plan)
+    assert codes(evidence) == {"memory-across-processes": CONTAINED}
+    cgroup = evidence["environment"]["sandbox"]["cgroup"]
+    assert cgroup == {"version": 1, "memory_bytes": 1 << 30, "pids": limits.processes + 8}
+    for controller in ("memory", "pids"):  # every probe cgroup was removed
+        assert not list((CGROUP_ROOT / controller).glob("provledger-probe-*"))

@@ -55,8 +55,10 @@ from verifiers.sandbox import (
     TREE,
     UNCONFINED,
     Limits,
+    ProbeCgroup,
     Sandbox,
     SandboxFile,
+    cgroup_available,
     find_sandbox,
     sandbox_python,
 )
@@ -202,6 +204,7 @@ class _Run:
     files: list[SandboxFile]
     directories: list[str]
     limits: Limits
+    use_cgroup: bool
 
 
 def _run_one(probe: Probe, argv: list[str], run: _Run, timeout: float) -> dict[str, Any]:
@@ -230,12 +233,14 @@ def _run_one(probe: Probe, argv: list[str], run: _Run, timeout: float) -> dict[s
                 argv, limits=run.limits, directories=run.directories, files=run.files
             )
             cmd[1:1] = ["--json-status-fd", str(status_w)]
+            cgroup = ProbeCgroup.create(run.limits) if run.use_cgroup else None
             extra: dict[str, Any] = {
                 "pass_fds": (status_w, *(f.fd for f in run.files)),
-                **run.sandbox.popen_kwargs(),
+                **run.sandbox.popen_kwargs(cgroup),
             }
             env: Mapping[str, str] = {}
         else:
+            cgroup = None
             cmd, extra, env = argv, {"cwd": run.tree}, run.env
         try:
             proc = subprocess.Popen(
@@ -249,8 +254,11 @@ def _run_one(probe: Probe, argv: list[str], run: _Run, timeout: float) -> dict[s
                 start_new_session=True,
                 **extra,
             )
-        except OSError as exc:
-            return not_started(f"{type(exc).__name__}: {exc.strerror}")
+        except (OSError, subprocess.SubprocessError) as exc:
+            if cgroup is not None:
+                cgroup.kill_and_remove()
+            reason = exc.strerror if isinstance(exc, OSError) else str(exc)
+            return not_started(f"{type(exc).__name__}: {reason}")
         os.close(status_w)
         status_w = -1
         try:
@@ -264,6 +272,8 @@ def _run_one(probe: Probe, argv: list[str], run: _Run, timeout: float) -> dict[s
             proc.kill()
             proc.wait()
             status = "timed_out"
+        if cgroup is not None:  # nothing of the probe survives it, whatever it did
+            cgroup.kill_and_remove()
         if run.sandbox is not None and status == "completed":
             started, exit_code = _bwrap_status(status_r)
             if not started:
@@ -365,6 +375,7 @@ def run_probes(
     limits = Limits.for_timeout(plan.timeout_seconds)
     source_digest = tree_digest(source_tree)
     inner_python = sandbox_python(python) if sandbox is not None else python or sys.executable
+    use_cgroup = sandbox is not None and cgroup_available(limits)
     evidence: dict[str, Any] = {
         "provledger_kind": KIND,
         "schema_version": SCHEMA_VERSION,
@@ -379,7 +390,9 @@ def run_probes(
             "network_isolated": sandbox is not None,
             "candidate_code_executed": True,
             "sandbox": (
-                dict(UNCONFINED) if sandbox is None else sandbox.settings(limits, inner_python)
+                dict(UNCONFINED)
+                if sandbox is None
+                else sandbox.settings(limits, inner_python, use_cgroup)
             ),
         },
         "affects_metadata_result": False,
@@ -418,7 +431,7 @@ def run_probes(
             _sandbox_inputs(tree, outside) if sandbox and apply_error is None else ([], [])
         )
         env = {"PATH": os.environ.get("PATH", os.defpath), "HOME": str(home)}
-        run = _Run(sandbox, tree, work, env, files, directories, limits)
+        run = _Run(sandbox, tree, work, env, files, directories, limits, use_cgroup)
         records = []
         try:
             for probe in plan.probes:

@@ -28,11 +28,14 @@ holds no host paths.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import shutil
+import signal
 import subprocess
 import sys
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -65,11 +68,13 @@ NAMESPACES = ("user", "pid", "net", "ipc", "uts", "cgroup")
 
 @dataclass(frozen=True)
 class Limits:
-    """Per-probe resource limits (setrlimit values; sizes in bytes)."""
+    """Per-probe resource limits (setrlimit values; sizes in bytes). ``total_memory_bytes``
+    and ``processes`` also bound the probe as a whole when a cgroup is available."""
 
     cpu_seconds: int
-    address_space_bytes: int = 2 << 30
-    processes: int = 64
+    address_space_bytes: int = 1 << 30
+    processes: int = 32
+    total_memory_bytes: int = 1 << 30
     file_size_bytes: int = 64 << 20
     open_files: int = 256
     sandbox_tmpfs_bytes: int = 256 << 20
@@ -98,6 +103,7 @@ class Limits:
             "file_size_bytes": self.file_size_bytes,
             "open_files": self.open_files,
             "core_file_bytes": 0,
+            "total_memory_bytes": self.total_memory_bytes,
             "sandbox_tmpfs_bytes": self.sandbox_tmpfs_bytes,
             "tmp_tmpfs_bytes": self.tmp_tmpfs_bytes,
         }
@@ -129,6 +135,75 @@ def sandbox_python(python: str | None) -> str:
     )
 
 
+CGROUP_ROOT = Path("/sys/fs/cgroup")
+_CGROUP_SLACK = 8  # bwrap, its init, env and prlimit run before the probe's own processes
+
+
+@dataclass(frozen=True)
+class ProbeCgroup:
+    """A fresh cgroup (v1 ``memory`` + ``pids``) for one probe: a total memory limit for
+    all its processes together (rlimits are per process) and a process limit that holds
+    whatever the uid. Created only when the hierarchy is writable (as root, usually)."""
+
+    directories: tuple[Path, ...]
+    memory_bytes: int
+    pids: int
+
+    @classmethod
+    def create(cls, limits: Limits, root: Path = CGROUP_ROOT) -> ProbeCgroup | None:
+        memory, pids = root / "memory", root / "pids"
+        if not (memory / "cgroup.procs").is_file() or not (pids / "cgroup.procs").is_file():
+            return None
+        name = f"provledger-probe-{os.getpid()}-{os.urandom(4).hex()}"
+        made: list[Path] = []
+        try:
+            for base in (memory, pids):
+                (base / name).mkdir()
+                made.append(base / name)
+            group = cls(tuple(made), limits.total_memory_bytes, limits.processes + _CGROUP_SLACK)
+            (memory / name / "memory.limit_in_bytes").write_text(str(group.memory_bytes))
+            swap = memory / name / "memory.memsw.limit_in_bytes"
+            if swap.exists():
+                swap.write_text(str(group.memory_bytes))
+            (pids / name / "pids.max").write_text(str(group.pids))
+        except OSError:
+            for directory in made:
+                with contextlib.suppress(OSError):
+                    directory.rmdir()
+            return None
+        return group
+
+    def enter(self) -> None:
+        """Move the calling process in (run in the child before it drops privileges)."""
+        for directory in self.directories:
+            (directory / "cgroup.procs").write_text(str(os.getpid()))
+
+    def kill_and_remove(self, attempts: int = 200) -> None:
+        """SIGKILL every process left in the cgroup, then remove it (bounded retries)."""
+        for _ in range(attempts):
+            alive: set[int] = set()
+            for directory in self.directories:
+                with contextlib.suppress(OSError, ValueError):
+                    alive |= {int(x) for x in (directory / "cgroup.procs").read_text().split()}
+            for pid in alive:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.kill(pid, signal.SIGKILL)
+            removed = True
+            for directory in self.directories:
+                try:
+                    directory.rmdir()
+                except FileNotFoundError:
+                    pass
+                except OSError:
+                    removed = False
+            if removed:
+                return
+            time.sleep(0.01)
+
+    def as_json(self) -> dict[str, Any]:
+        return {"version": 1, "memory_bytes": self.memory_bytes, "pids": self.pids}
+
+
 def _bwrap_path() -> str:
     return os.environ.get(BWRAP_ENV) or shutil.which("bwrap") or "/usr/bin/bwrap"
 
@@ -141,7 +216,7 @@ class Sandbox:
     version: str
     drop_to_uid: int | None  # uid/gid bwrap runs as (when the ledger runs as root)
 
-    def settings(self, limits: Limits, python: str) -> dict[str, Any]:
+    def settings(self, limits: Limits, python: str, cgroup: bool) -> dict[str, Any]:
         """The evidence's record of the sandbox: tool, version and every setting."""
         return {
             "confined": True,
@@ -165,6 +240,15 @@ class Sandbox:
                 "host_directories_bound": False,
             },
             "limits": limits.as_json(),
+            "cgroup": (
+                {
+                    "version": 1,
+                    "memory_bytes": limits.total_memory_bytes,
+                    "pids": limits.processes + _CGROUP_SLACK,
+                }
+                if cgroup
+                else None
+            ),
             "timeout": "enforced from outside: the sandbox's process group is killed",
             "python": python,
         }
@@ -227,11 +311,22 @@ class Sandbox:
         cmd += ["--chdir", TREE, "--", *env, PRLIMIT, *limits.prlimit_args(), "--", *argv]
         return cmd
 
-    def popen_kwargs(self) -> dict[str, Any]:
-        """How to start bwrap: as an unprivileged uid when the ledger runs as root."""
-        if self.drop_to_uid is None:
+    def popen_kwargs(self, cgroup: ProbeCgroup | None = None) -> dict[str, Any]:
+        """How to start bwrap: inside the probe's cgroup (entered while still privileged),
+        then as an unprivileged uid when the ledger runs as root."""
+        uid = self.drop_to_uid
+        if cgroup is None and uid is None:
             return {}
-        return {"user": self.drop_to_uid, "group": self.drop_to_uid, "extra_groups": []}
+
+        def prepare_child() -> None:  # runs in the forked child, before exec
+            if cgroup is not None:
+                cgroup.enter()
+            if uid is not None:
+                os.setgroups([])
+                os.setresgid(uid, uid, uid)
+                os.setresuid(uid, uid, uid)
+
+        return {"preexec_fn": prepare_child}
 
 
 def find_sandbox() -> Sandbox:
@@ -287,3 +382,12 @@ def find_sandbox() -> Sandbox:
 
 
 UNCONFINED: dict[str, Any] = {"confined": False, "reason": "--unsandboxed"}
+
+
+def cgroup_available(limits: Limits) -> bool:
+    """Whether a probe cgroup can be made here (tried once, then removed)."""
+    group = ProbeCgroup.create(limits)
+    if group is None:
+        return False
+    group.kill_and_remove()
+    return True
