@@ -361,16 +361,17 @@ def test_provenance_shows_confined_and_unconfined_evidence(
     assert "sandbox         bubblewrap " in sandboxed.stdout
     check = _provenance_behavioural(runner, ledger_path, result)
     assert check["reason"] == "1 confined"
-    assert check["children"][0]["reason"].startswith("confined: bubblewrap ")
+    (child,) = check["children"]
+    assert child["name"] == "confined" and child["reason"].startswith("bubblewrap ")
+    assert child["reason"].endswith(f", evidence {child['subject']}")
     unconfined = runner.invoke(app, [*base, "--unsandboxed"])
     assert unconfined.exit_code == 0, unconfined.output
     assert "sandbox         NONE: probes ran unconfined (--unsandboxed)" in unconfined.stdout
     check = _provenance_behavioural(runner, ledger_path, result)
     assert check["reason"] == "UNCONFINED: 1 of 2 ran without a sandbox"
-    assert sorted(c["reason"].split(":")[0] for c in check["children"]) == [
-        "UNCONFINED",
-        "confined",
-    ]
+    assert sorted(c["name"] for c in check["children"]) == ["UNCONFINED", "confined"]
+    (bad,) = [c for c in check["children"] if c["name"] == "UNCONFINED"]
+    assert bad["reason"].startswith("probes ran unconfined (--unsandboxed), evidence sha256:")
     text = runner.invoke(app, ["provenance", result, "--db", str(ledger_path)]).stdout
     assert "UNCONFINED" in text
 
