@@ -230,8 +230,17 @@ def test_resource_exhaustion_is_contained(tmp_path: Path) -> None:
                     "try:\n    b = bytearray(4 << 30)\nexcept MemoryError:\n    sys.exit(3)\n"
                     "sys.exit(0)",
                 ),
-                probe("root", "os.setuid(0); sys.exit(0)"),
+                probe("setuid-root", "os.setuid(0); sys.exit(0)"),
                 probe("write-usr", "open('/usr/pwned', 'w'); sys.exit(0)"),
+                # bwrap's root and /dev are unbounded tmpfs: they must be read-only.
+                *(
+                    probe(f"write-{name}", f"open('{path}', 'w'); sys.exit(0)")
+                    for name, path in (("root", "/x"), ("dev", "/dev/x"), ("etc", "/etc/x"))
+                ),
+                probe(
+                    "shm-filler",
+                    "open('/dev/shm/x', 'wb').write(bytes(100 << 20)); sys.exit(0)",
+                ),
             ],
         }
     )

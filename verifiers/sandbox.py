@@ -10,12 +10,13 @@ Every probe of ``behavioral run`` runs inside a fresh bubblewrap sandbox:
   (``RLIMIT_NPROC`` is not enforced for host root, so without this a fork bomb would be
   unbounded);
 - filesystem: ``/usr`` (and the ``/bin``, ``/lib*`` links) and a short list of ``/etc``
-  files read-only; a fresh ``/proc`` and minimal ``/dev``; a private, size-limited tmpfs at
-  ``/tmp`` and one at ``/sandbox`` that holds the patched copy (``/sandbox/tree``, the only
-  writable place besides ``/tmp``), the plan's outside files (``/sandbox/outside``, read
-  only) and an empty ``/sandbox/home``. Files enter the sandbox as open descriptors
-  (``--file``/``--ro-bind-data``), so no host directory is bound at all: the ledger's
-  directory, key files and the user's home are simply not there;
+  files read-only; a fresh ``/proc`` and minimal ``/dev``; private, size-limited tmpfs
+  at ``/tmp``, ``/dev/shm`` and ``/sandbox``, which holds the patched copy
+  (``/sandbox/tree``), the plan's outside files (``/sandbox/outside``, read only) and an
+  empty ``/sandbox/home``; everything else (bwrap's root, ``/dev``) is remounted
+  read-only, so those three are the only writable places. Files enter the sandbox as
+  open descriptors (``--file``/``--ro-bind-data``), so no host directory is bound at
+  all: the ledger's directory, key files and the user's home are simply not there;
 - resource limits, set by ``prlimit`` inside the sandbox just before the probe runs: CPU
   seconds, address space, processes, file size, open files, no core files;
 - the timeout is enforced from outside: the whole process group of ``bwrap`` is killed,
@@ -233,8 +234,9 @@ class Sandbox:
             "die_with_parent": True,
             "filesystem": {
                 "read_only": ["/usr", *ETC_FILES],
-                "writable": [SANDBOX_ROOT, "/tmp"],
-                "tmpfs": [SANDBOX_ROOT, "/tmp"],
+                "writable": [SANDBOX_ROOT, "/tmp", "/dev/shm"],
+                "tmpfs": [SANDBOX_ROOT, "/tmp", "/dev/shm"],
+                "read_only_root": True,
                 "outside_files": OUTSIDE + " (read-only)",
                 "home": HOME,
                 "host_directories_bound": False,
@@ -299,6 +301,7 @@ class Sandbox:
         for etc in ETC_FILES:
             cmd += ["--ro-bind-try", etc, etc]
         cmd += ["--proc", "/proc", "--dev", "/dev"]
+        cmd += ["--size", str(limits.tmp_tmpfs_bytes), "--tmpfs", "/dev/shm"]
         cmd += ["--size", str(limits.tmp_tmpfs_bytes), "--tmpfs", "/tmp"]
         cmd += ["--size", str(limits.sandbox_tmpfs_bytes), "--tmpfs", SANDBOX_ROOT]
         for directory in (TREE, OUTSIDE, HOME, *directories):
@@ -306,6 +309,10 @@ class Sandbox:
         for f in files:
             option = "--ro-bind-data" if f.read_only else "--file"
             cmd += ["--perms", f"{f.mode:04o}", option, str(f.fd), f.dest]
+        # bwrap's own root and /dev are unbounded tmpfs: read-only once everything is
+        # mounted, so /sandbox, /tmp and /dev/shm (all size-limited) are the only
+        # writable places.
+        cmd += ["--remount-ro", "/dev", "--remount-ro", "/"]
         # bwrap sets PWD after --chdir; env -i leaves exactly PATH and HOME.
         env = ["/usr/bin/env", "-i", f"PATH={PATH}", f"HOME={HOME}"]
         cmd += ["--chdir", TREE, "--", *env, PRLIMIT, *limits.prlimit_args(), "--", *argv]
