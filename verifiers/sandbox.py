@@ -227,7 +227,7 @@ class Sandbox:
             "network": "new namespace, loopback only",
             "uid": SANDBOX_UID,
             "gid": SANDBOX_UID,
-            "host_uid": "unprivileged" if self.drop_to_uid is None else self.drop_to_uid,
+            "host_uid": "the caller (not root)" if self.drop_to_uid is None else self.drop_to_uid,
             "capabilities": [],
             "no_new_privileges": True,
             "new_session": True,
