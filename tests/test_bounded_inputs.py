@@ -169,6 +169,7 @@ def test_read_bounded_checks_the_size_before_reading(
     path = sparse(tmp_path / "big", DOCUMENT_LIMIT + 1)
     reads: list[int] = []
     real_read = os.read
+
     def counting_read(fd: int, n: int) -> bytes:
         reads.append(n)
         return real_read(fd, n)
