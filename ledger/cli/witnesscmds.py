@@ -41,7 +41,9 @@ def read_key_text(value: str) -> str:
     if "+" not in value and path.exists():
         if not path.is_file():
             raise KeyFileError(f"key file {value}, got no regular file, expected a verifier key")
-        data = path.read_bytes()[:4096]
+        from ledger.bounded import KEY_LIMIT, read_bounded
+
+        data = read_bounded(path, KEY_LIMIT, "key file")[:4096]
         try:
             return data.decode("utf-8").strip()
         except UnicodeDecodeError:

@@ -326,7 +326,9 @@ class WitnessFiles:
     def read(self) -> WitnessState:
         if not self.path.is_file():
             raise StateError(f"witness state not found, got no file at {self.path}")
-        return decode_state(self.path.read_bytes(), self.path)
+        from ledger.bounded import DOCUMENT_LIMIT, read_bounded
+
+        return decode_state(read_bounded(self.path, DOCUMENT_LIMIT, "witness state"), self.path)
 
     def private_key(self) -> Ed25519PrivateKey:
         from ledger.trust.keys import load_private_key
