@@ -38,6 +38,7 @@ from cohorts.lifecycle import (
     structure_findings,
 )
 from cohorts.lookup import (
+    BEHAVIORAL_EVIDENCE,
     BENCHMARK_COHORT,
     BURN_NOTICE,
     COHORT_BINDING,
@@ -47,6 +48,7 @@ from cohorts.lookup import (
     Resolution,
     StoredDoc,
     Validator,
+    behavioral_confinement,
     quarantine_message,
     quarantined,
     resolve,
@@ -954,6 +956,7 @@ def _audit_cohort(
         tasks.append(_task_facts(task, refs, task_found, validate, tuple(attempts)))
         found += task_found
 
+    found += _behavioral_findings(tasks, lookup)
     relations, excluded, relation_found = _relations(cohort, lookup)
     found += relation_found
     try:
@@ -972,6 +975,33 @@ def _audit_cohort(
         relations=relations,
         findings=tuple(sorted(problems(found), key=sort_key)),
     )
+
+
+def _behavioral_findings(tasks: Sequence[TaskAudit], lookup: CohortLookup) -> list[CohortFinding]:
+    """A warning per behavioural evidence, attached to a listed VerificationResult, whose
+    probes ran unconfined (``--unsandboxed`` or recorded before sandboxing)."""
+    attempts: dict[str, tuple[str, str]] = {}
+    for task in tasks:
+        for attempt in task.attempts:
+            if attempt.verification_result.doc is not None:
+                for digest in attempt.verification_result.digests():
+                    attempts[digest] = (task.task, attempt.attempt)
+    if not attempts:
+        return []
+    found = []
+    for doc in lookup.of_kind(BEHAVIORAL_EVIDENCE):
+        where = attempts.get(str(doc.value.get("verification_result_digest")))
+        why = behavioral_confinement(doc.value) if where is not None else None
+        if where is not None and why is not None:
+            found.append(
+                warning(
+                    "attempt.behavioral.unconfined",
+                    f"behavioural evidence {doc.jcs_digest} unconfined, got {why},"
+                    " expected probes run in the sandbox",
+                    *where,
+                )
+            )
+    return found
 
 
 def _task_facts(

@@ -37,6 +37,7 @@ from cohorts.burn import Reference, burn_facts_from_extensions, upstream_burn_da
 from cohorts.lookup import BENCHMARK_COHORT, BURN_NOTICE
 from cohorts.service import check_authority
 from cohorts.validation import schema_validator
+from ledger.bounded import DOCUMENT_LIMIT, check_size, read_bounded
 from ledger.encoding.canonical import parse_strict
 from ledger.encoding.digest import canonical_digest, legacy_digest, sha256_digest
 from ledger.errors import InputError, KindError, LedgerError, NotFound
@@ -334,7 +335,16 @@ def import_idkmesh(store: Store, root: Path, authority: Signer | None = None) ->
     items: list[ImportItem] = []
     cohorts: list[tuple[str, Path]] = []
     pending: Pending = []
-    for path, refusal in _files(walk, root):
+    files = list(_files(walk, root))
+    # Every size is checked before anything is read or written: one oversized file
+    # refuses the whole import (exit 3) and leaves the ledger as it was.
+    for path, refusal in files:
+        if refusal is None:
+            check_size(path, DOCUMENT_LIMIT, "import file")
+            prose = path.parent / "BURN_NOTICE.md"
+            if path.name == "cohort.json" and prose.is_file() and not prose.is_symlink():
+                check_size(prose, DOCUMENT_LIMIT, "import file")
+    for path, refusal in files:
         rel = _join(prefix, path.relative_to(root).as_posix())
         if refusal is not None:
             items.append(ImportItem(rel, "invalid", refusal, new=False))
@@ -342,7 +352,7 @@ def import_idkmesh(store: Store, root: Path, authority: Signer | None = None) ->
         if path.name == "cohort.json":
             cohorts.append((rel, path))
             continue
-        data = path.read_bytes()
+        data = read_bounded(path, DOCUMENT_LIMIT, "import file")
         if path.suffix != ".json":
             pending.append((rel, "imported", "appended", [prepare_blob(data)]))
             continue
@@ -392,7 +402,7 @@ def _item(rel: str, status: Status, reason: str, prep: Prepared, new: bool) -> I
 def _import_cohort(
     store: Store, rel: str, path: Path, authority: Signer | None
 ) -> tuple[list[ImportItem], str | None, str | None]:
-    raw = path.read_bytes()
+    raw = read_bounded(path, DOCUMENT_LIMIT, "import file")
     objects, status, reason, _shown = classify(rel, raw, BENCHMARK_COHORT)
     try:
         value: Any = parse_strict(raw)
@@ -435,7 +445,7 @@ def _burn_notice(
                 "notice",
                 "document",
                 prose.name,
-                sha256_digest(prose.read_bytes()),
+                sha256_digest(read_bounded(prose, DOCUMENT_LIMIT, "import file")),
                 facts.repository,
             )
         )

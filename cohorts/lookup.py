@@ -29,6 +29,22 @@ VERIFICATION_RESULT = "verification-result"
 BENCHMARK_COHORT = "benchmark-cohort"
 BURN_NOTICE = "burn-notice"
 COHORT_BINDING = "cohort-binding"
+BEHAVIORAL_EVIDENCE = "behavioral-evidence"
+
+
+def behavioral_confinement(evidence: Mapping[str, Any]) -> str | None:
+    """None when behavioural evidence says its probes ran in a sandbox, else why not.
+
+    Evidence recorded with ``--unsandboxed``, or before sandboxing existed (no
+    ``environment.sandbox``), is unconfined: candidate code ran with the ledger's rights.
+    """
+    environment = evidence.get("environment")
+    box = environment.get("sandbox") if isinstance(environment, Mapping) else None
+    if not isinstance(box, Mapping):
+        return "no sandbox recorded (evidence from before sandboxing)"
+    if box.get("confined") is not True:
+        return f"probes ran unconfined ({box.get('reason', 'no reason recorded')})"
+    return None
 
 
 @dataclass(frozen=True)

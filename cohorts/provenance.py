@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from cohorts.access import as_list, as_map, as_str, dig, maps, shown
-from cohorts.lookup import StoredDoc
+from cohorts.lookup import BEHAVIORAL_EVIDENCE, StoredDoc, behavioral_confinement
 from cohorts.store_lookup import StoreLookup
 from cohorts.validation import schema_validator
 from ledger.encoding.digest import sha256_digest
@@ -240,6 +240,33 @@ def _attestations(chain: _Chain, digest: str, result: Mapping[str, Any]) -> Chec
         )
     )
     return Check("attestation", "passed" if ok else "failed", reason, digest, tuple(children))
+
+
+def _behavioral(chain: _Chain, digest: str) -> Check | None:
+    """Behavioural evidence attached to the result, each shown confined or UNCONFINED.
+
+    It never changes the metadata verdict, so unconfined evidence is a visible note,
+    not a failed link; None when the result has no behavioural evidence."""
+    children = []
+    for source, _rel in chain.reader.refs_to(digest, "verification-result"):
+        doc = chain.lookup.by_digest(source)
+        if doc is None or doc.kind != BEHAVIORAL_EVIDENCE:
+            continue
+        why = behavioral_confinement(doc.value)
+        box = as_map(as_map(doc.value.get("environment")).get("sandbox"))
+        # The verdict word leads, so a narrow rendering still shows it.
+        name = "confined" if why is None else "UNCONFINED"
+        how = f"{box.get('tool')} {box.get('version')}" if why is None else why
+        children.append(Check(name, "passed", f"{how}, evidence {doc.jcs_digest}", doc.jcs_digest))
+    if not children:
+        return None
+    unconfined = sum(1 for c in children if c.name == "UNCONFINED")
+    reason = (
+        f"{len(children)} confined"
+        if not unconfined
+        else f"UNCONFINED: {unconfined} of {len(children)} ran without a sandbox"
+    )
+    return Check("behavioural evidence", "passed", reason, digest, tuple(children))
 
 
 def _cohorts(chain: _Chain, result: StoredDoc) -> tuple[Check, str]:
@@ -553,6 +580,9 @@ def provenance(store: LedgerReader, digest: str) -> ProvenanceReport:
         refs.append((f"evidence {e.get('id')}", e.get("digest")))
     checks.append(_blobs(chain, refs))
     checks.append(_attestations(chain, result.jcs_digest, r))
+    behavioral = _behavioral(chain, result.jcs_digest)
+    if behavioral is not None:
+        checks.append(behavioral)
     cohort_check, outcome = _cohorts(chain, result)
     checks.append(cohort_check)
     checks.append(_strength(chain, result, plan))

@@ -87,8 +87,10 @@ def test_repair_rejects_every_unsafe_path_and_is_recorded(
         "apply_error",
         "probes",
         "summary",
+        "sandbox",
         "recorded",
     }
+    assert info["sandbox"]["confined"] is True and info["sandbox"]["tool"] == "bubblewrap"
     assert info["patch_applied"] is True and info["apply_error"] is None
     by_id = {p["id"]: p for p in info["probes"]}
     for pid in UNSAFE:

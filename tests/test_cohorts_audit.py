@@ -319,3 +319,28 @@ def test_audit_never_crashes_on_broken_cohorts(rnd: random.Random, junk: list[An
         parent[path[-1]] = value
     report = audit_cohort(cohort, lookup, schema_validator)
     json.dumps(report.to_json())
+
+
+def test_unconfined_behavioural_evidence_is_a_warning() -> None:
+    lookup, cohorts = corpus()
+    cohort = cohorts["phase-b2-successor-five"]
+    task = cohort["tasks"][0]  # its VerificationResult is stored
+    attempt = task["evidence"]["attempts"][0]
+    result = attempt["verification_result"]["digest"]
+    baseline = audit_cohort(cohort, lookup, schema_validator).findings
+    evidence = {"verification_result_digest": result, "environment": {}}
+    confined = {"confined": True, "tool": "bubblewrap", "version": "0.8.0"}
+    lookup.add("behavioral-evidence", {**evidence, "environment": {"sandbox": confined}})
+    assert audit_cohort(cohort, lookup, schema_validator).findings == baseline
+    for sandbox in ({"confined": False, "reason": "--unsandboxed"}, None):
+        environment = {} if sandbox is None else {"sandbox": sandbox}
+        lookup.add("behavioral-evidence", {**evidence, "environment": environment})
+    found = [
+        f
+        for f in audit_cohort(cohort, lookup, schema_validator).findings
+        if f.code == "attempt.behavioral.unconfined"
+    ]
+    assert [(f.severity, f.task, f.attempt) for f in found] == [
+        ("warning", task["id"], attempt["attempt_id"])
+    ] * 2
+    assert sorted("--unsandboxed" in f.message for f in found) == [False, True]

@@ -292,26 +292,32 @@ def test_unregistered_key_is_recorded_with_a_warning_and_verify_fails(env: Env) 
     assert env.run("verify", code=1).stdout.count("unregistered-key") == 1
 
 
-def test_oversized_log_is_hashed_not_recorded(env: Env) -> None:
+def test_oversized_log_is_not_read_past_the_limit(env: Env) -> None:
     plan = json.loads(plan_file("0.4").read_bytes())
     plan["backend"]["max_log_bytes"] = 10  # stdout.txt is larger
     plan_path = env.tmp / "small-logs.plan.json"
     plan_path.write_text(json.dumps(plan))
     info = json.loads(env.run(*run_args(env, plan=plan_path), "--json", code=1).stdout)
     stdout = (FIXTURE_DIR / "candidates" / "repair" / "stdout.txt").read_bytes()
-    assert info["not_recorded"] == [
-        {
-            "role": "log",
-            "name": "stdout",
-            "locator": "stdout.txt",
-            "digest": sha(stdout),
-            "size": len(stdout),
-            "reason": "larger than the plan's limit: hashed, not kept",
-        }
-    ]
+    assert info["not_recorded"] == []
     with open_store(env.db, readonly=True) as store:
         assert store.get(sha(stdout)) is None
-        assert store.get(info["result_digest"]) is not None
+        result = store.get(info["result_digest"])
+        assert result is not None
+        observations = [
+            store.get(e["digest"])
+            for e in json.loads(result.data)["evidence"]
+            if e["id"] == "log-integrity-observation"
+        ]
+    (obs,) = observations
+    assert obs is not None
+    (log,) = [x for x in json.loads(obs.data)["logs"] if x["type"] == "stdout"]
+    assert (log["status"], log["bytes"], log["observed_digest"]) == (
+        "too_large",
+        len(stdout),
+        None,
+    )
+    assert log["detail"] == f"{len(stdout)} bytes, limit 10"
     env.run("verify")
 
 
@@ -479,3 +485,24 @@ def test_documented_sequence_from_a_fresh_ledger(tmp_path: Path) -> None:
     assert "clean" in sh("verify", "--db", "ledger.db")
     check = json.loads(sh("attestation", "check", digest, "--db", "ledger.db", "--json"))
     assert check["ok"] is True
+
+
+def test_a_crashing_validator_is_an_internal_error_not_a_refusal(
+    env: Env, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A bug in a validator exits 70 with one line; it never looks like SOV-* (exit 4)."""
+    import ledger.schema.validation as validation
+
+    def broken(kind: str, version: str, obj: Any) -> None:
+        raise KeyError("validator bug")
+
+    monkeypatch.setattr(validation, "validate", broken)
+    before = snapshot(env.db)
+    result = env.run(*run_args(env), code=70)
+    assert result.stderr.startswith("error: internal error, got KeyError: 'validator bug'")
+    assert result.stderr.count("\n") == 1 and "SOV-" not in result.stderr
+    assert "Traceback" not in result.output
+    assert snapshot(env.db) == before
+    monkeypatch.setenv("PROVLEDGER_DEBUG", "1")
+    debug = env.runner.invoke(app, [*run_args(env), "--db", str(env.db)])
+    assert isinstance(debug.exception, KeyError)  # re-raised: the traceback is shown

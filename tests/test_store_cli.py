@@ -151,7 +151,18 @@ def test_raw_sql_update_and_delete_fail_on_every_table(
     plan = corpus / "benchmarks" / "phase-b2-first-five" / "evaluators"
     docs = [str(p) for p in sorted(plan.glob("*.json"))]
     assert runner.invoke(app, ["append", "--db", str(ledger_path), *docs]).exit_code == 0
-    assert runner.invoke(app, ["checkpoint", "--db", str(ledger_path)]).exit_code == 0
+    with open_store(ledger_path, readonly=True) as store:
+        log_vkey = store.get_meta("log_verifier_key")
+    assert log_vkey is not None
+    witness = ledger_path.with_name("witness.json")
+    made = runner.invoke(
+        app, ["witness", "init", "w.test/w", "--state", str(witness), "--log-key", log_vkey]
+    )
+    assert made.exit_code == 0, made.output
+    cosigned = runner.invoke(
+        app, ["checkpoint", "--db", str(ledger_path), "--witness", str(witness)]
+    )
+    assert cosigned.exit_code == 0, cosigned.output
     conn = sqlite3.connect(ledger_path)
     for table in LEDGER_TABLES:
         (rows,) = conn.execute(f"SELECT count(*) FROM {table}").fetchone()

@@ -88,7 +88,9 @@ def test_evidence_is_schema_valid_and_names_the_candidate(
         assert evidence["source_tree_digest"] == tree_digest(SOURCE)
         assert evidence["affects_metadata_result"] is False
         assert evidence_bytes(evidence) == canonicalize(evidence)
-        assert "/tmp" not in json.dumps(evidence)  # argv templates, not work paths
+        # argv templates, not work paths
+        assert "provledger-behavioral-" not in json.dumps(evidence)
+        assert evidence["environment"]["sandbox"]["confined"] is True
 
 
 def test_evidence_is_reproducible(table: dict[str, dict[str, Any]]) -> None:

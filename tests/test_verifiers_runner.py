@@ -270,7 +270,7 @@ def test_symlinks_are_refused(tmp_path: Path) -> None:
     case2.manifest["logs"][0]["locator"] = "logdir/stdout.txt"
     out = case2.run()
     failing(out, "logs")
-    assert "outside the root" in json.dumps(body(out, "log-integrity-observation"))
+    assert "directory 'logdir' is a symlink" in json.dumps(body(out, "log-integrity-observation"))
 
 
 def test_missing_artifact_entry_fails(tmp_path: Path) -> None:
@@ -283,9 +283,11 @@ def test_oversized_patch_fails_size(tmp_path: Path) -> None:
     case = Case(tmp_path)
     case.plan["backend"]["max_candidate_bytes"] = 100
     out = case.run()
-    failing(out, "size", "structure")
-    (item,) = [i for i in out.inputs if i.role == "candidate"]
-    assert item.data is None and item.size > 100  # hashed, not kept
+    failing(out, "size", "structure", "artifact-digest")
+    # Reading stops at the plan's limit: nothing hashed or kept, the size comes from fstat.
+    assert not [i for i in out.inputs if i.role == "candidate"]
+    size = (case.root / "candidate.patch").stat().st_size
+    assert subchecks(out)["size"]["summary"] == f"candidate is {size} bytes, limit 100"
 
 
 @pytest.mark.parametrize(

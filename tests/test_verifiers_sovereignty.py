@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from ledger.encoding.digest import canonical_digest, legacy_digest
-from ledger.errors import LedgerError, RuleViolation
+from ledger.errors import KindError, LedgerError, RuleViolation, SchemaError
 from ledger.schema.validation import validate
 from verifiers import checks as checks_module
 from verifiers.errors import SovereigntyError, VerifierError
@@ -260,13 +260,27 @@ def test_nothing_is_read_when_a_rule_fails(docs: Docs, monkeypatch: pytest.Monke
         )
 
 
-def test_failing_validator_exceptions_fail_closed(docs: Docs) -> None:
+def test_documented_validator_errors_are_refusals(docs: Docs) -> None:
+    for error in (SchemaError("schema violation at $"), KindError("no schema for work-unit 9")):
+
+        def complaining(kind: str, version: str, obj: Any, error: Exception = error) -> None:
+            raise error
+
+        docs["validate"] = complaining
+        with pytest.raises(SovereigntyError, match=r"SOV-SCHEMA-WORK-UNIT: ") as info:
+            pre(docs)
+        assert type(error).__name__ in str(info.value)
+
+
+@pytest.mark.parametrize("crash", [RuntimeError, KeyError, TypeError, AttributeError])
+def test_a_crashing_validator_is_a_bug_not_a_refusal(docs: Docs, crash: type[Exception]) -> None:
     def broken(kind: str, version: str, obj: Any) -> None:
-        raise RuntimeError("validator crashed")
+        raise crash("validator crashed")
 
     docs["validate"] = broken
-    with pytest.raises(SovereigntyError, match=r"SOV-SCHEMA-WORK-UNIT: .*RuntimeError"):
+    with pytest.raises(crash, match="validator crashed") as info:
         pre(docs)
+    assert not isinstance(info.value, SovereigntyError)
 
 
 def test_binding_digest_accepts_either_scheme_and_records_which(docs: Docs) -> None:

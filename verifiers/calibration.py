@@ -18,6 +18,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
+from ledger.bounded import DOCUMENT_LIMIT, PATCH_LIMIT, read_bounded
 from ledger.encoding.canonical import parse_strict
 from ledger.encoding.digest import canonical_digest
 from verifiers.behavioral import load_probe_plan, run_probes
@@ -39,7 +40,7 @@ def fixed_clock() -> datetime:
 
 def _load(path: Path) -> Any:
     try:
-        return parse_strict(path.read_bytes())
+        return parse_strict(read_bounded(path, DOCUMENT_LIMIT, "calibration file"))
     except OSError as exc:
         raise VerifierError(
             f"cannot read calibration file {path}, got {exc.strerror}, expected a JSON file"
@@ -222,6 +223,6 @@ def behavioral_table(
                 f"calibration candidate {cand.get('name')!r} has {len(locators)} artifacts"
                 f" with id {artifact_id!r}, expected exactly 1"
             )
-        patch = (fixture.root / cand["root"] / locators[0]).read_bytes()
+        patch = read_bounded(fixture.root / cand["root"] / locators[0], PATCH_LIMIT, "patch")
         out[str(cand["name"])] = run_probes(source, patch, plan, python=python)
     return out

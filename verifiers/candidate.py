@@ -2,16 +2,22 @@
 
 Invariants:
 - a locator is a relative POSIX path without empty, ``.`` or ``..`` components;
-- the file's real path lies inside the real candidate root (symlinks that escape are
-  refused) and the file itself is a regular file, not a symlink, FIFO or device;
-- nothing is executed or imported; files are only opened for reading (``O_NOFOLLOW``,
-  ``O_NONBLOCK`` so a swapped-in FIFO cannot block);
-- the digest always covers every byte; the bytes are kept only up to ``max_bytes``.
+- the path is walked one component at a time from an open descriptor of the root:
+  every intermediate component is opened with ``O_DIRECTORY | O_NOFOLLOW`` relative to
+  its parent's descriptor and the last with ``O_NOFOLLOW | O_NONBLOCK``, so a symlink
+  anywhere on the path is refused *at the moment it is opened*: swapping a directory for
+  a symlink while we read cannot lead outside the root (no realpath-then-open race);
+- the file itself is a regular file (checked on the open descriptor), not a symlink,
+  FIFO or device; nothing is executed or imported;
+- reads are bounded: a file larger than ``max_bytes`` (by ``fstat`` before reading, or
+  while streaming if it grows) is ``too_large`` with its size and no digest, and at most
+  ``max_bytes + 1`` bytes are ever read; a ``read`` observation's digest covers every byte.
 Problems become an observation with a ``status``, never an exception.
 """
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 import stat
@@ -27,7 +33,8 @@ _CHUNK = 1 << 16
 
 @dataclass(frozen=True)
 class FileObservation:
-    """What the verifier saw at one locator. ``data`` is None unless fully kept."""
+    """What the verifier saw at one locator. ``data`` and ``digest`` are set only for
+    ``read``; ``size`` also for ``too_large`` (the size that exceeded the limit)."""
 
     locator: str
     status: ReadStatus
@@ -38,8 +45,8 @@ class FileObservation:
 
     @property
     def observed(self) -> bool:
-        """True when every byte was hashed (``read`` or ``too_large``)."""
-        return self.status in ("read", "too_large")
+        """True when every byte was read and hashed (status ``read``)."""
+        return self.status == "read"
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -62,8 +69,28 @@ def locator_problem(locator: str) -> str | None:
     return None
 
 
-def _inside(path: Path, root: Path) -> bool:
-    return path == root or path.is_relative_to(root)
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+_FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+
+
+def _refusal(locator: str, step: str, exc: OSError, dir_fd: int, name: str) -> FileObservation:
+    """Name why opening ``name`` (relative to ``dir_fd``) failed."""
+    if exc.errno == errno.ENOENT:
+        return FileObservation(locator, "missing", f"no such {step} in the candidate root")
+    if exc.errno == errno.ELOOP:  # O_NOFOLLOW met a symlink
+        detail = "the file is a symlink" if step == "file" else f"directory {name!r} is a symlink"
+        return FileObservation(locator, "symlink", detail)
+    try:
+        info = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+    except OSError:
+        info = None
+    if info is not None and stat.S_ISLNK(info.st_mode):
+        # Never followed, wherever it points: the walk cannot leave the root.
+        detail = "the file is a symlink" if step == "file" else f"directory {name!r} is a symlink"
+        return FileObservation(locator, "symlink", detail)
+    if exc.errno in (errno.ENOTDIR, errno.ELOOP):
+        return FileObservation(locator, "not_regular", f"{name!r} is not a directory")
+    return FileObservation(locator, "unreadable", f"open {step} failed: {exc.strerror}")
 
 
 def read_in_root(root: Path, locator: str, *, max_bytes: int) -> FileObservation:
@@ -71,46 +98,53 @@ def read_in_root(root: Path, locator: str, *, max_bytes: int) -> FileObservation
     problem = locator_problem(locator)
     if problem is not None:
         return FileObservation(locator, "unsafe_locator", problem)
-    real_root = Path(os.path.realpath(root))
-    path = real_root.joinpath(*locator.split("/"))
+    parts = locator.split("/")
     try:
-        info = os.lstat(path)
-    except FileNotFoundError:
-        return FileObservation(locator, "missing", "no such file in the candidate root")
+        current = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     except OSError as exc:
-        return FileObservation(locator, "unreadable", f"lstat failed: {exc.strerror}")
-    if stat.S_ISLNK(info.st_mode):
-        return FileObservation(locator, "symlink", "the file is a symlink")
-    if not _inside(Path(os.path.realpath(path)), real_root):
-        return FileObservation(locator, "symlink", "a directory symlink leads outside the root")
-    if not stat.S_ISREG(info.st_mode):
-        return FileObservation(locator, "not_regular", "not a regular file")
-    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+        return FileObservation(locator, "unreadable", f"candidate root: {exc.strerror}")
     try:
-        fd = os.open(path, flags | getattr(os, "O_CLOEXEC", 0))
-    except OSError as exc:
-        return FileObservation(locator, "unreadable", f"open failed: {exc.strerror}")
-    hasher = hashlib.sha256()
-    kept = bytearray()
-    size = 0
+        for part in parts[:-1]:
+            try:
+                child = os.open(part, _DIR_FLAGS, dir_fd=current)
+            except OSError as exc:
+                return _refusal(locator, "directory", exc, current, part)
+            os.close(current)
+            current = child
+        try:
+            fd = os.open(parts[-1], _FILE_FLAGS, dir_fd=current)
+        except OSError as exc:
+            return _refusal(locator, "file", exc, current, parts[-1])
+    finally:
+        os.close(current)
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return FileObservation(locator, "not_regular", "not a regular file when opened")
-        while chunk := os.read(fd, _CHUNK):
-            hasher.update(chunk)
-            size += len(chunk)
-            if size <= max_bytes:
-                kept += chunk
-    except OSError as exc:
-        return FileObservation(locator, "unreadable", f"read failed: {exc.strerror}")
+        return _read_bounded(locator, fd, max_bytes)
     finally:
         os.close(fd)
+
+
+def _read_bounded(locator: str, fd: int, max_bytes: int) -> FileObservation:
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            return FileObservation(locator, "not_regular", "not a regular file")
+        if info.st_size > max_bytes:
+            return FileObservation(
+                locator, "too_large", f"{info.st_size} bytes, limit {max_bytes}", info.st_size
+            )
+        hasher = hashlib.sha256()
+        kept = bytearray()
+        while len(kept) <= max_bytes and (chunk := os.read(fd, min(_CHUNK, max_bytes + 1))):
+            kept += chunk
+        if len(kept) > max_bytes:  # the file grew while we read it
+            return FileObservation(
+                locator, "too_large", f"more than {max_bytes} bytes, limit {max_bytes}", len(kept)
+            )
+    except OSError as exc:
+        return FileObservation(locator, "unreadable", f"read failed: {exc.strerror}")
+    hasher.update(kept)
     digest = "sha256:" + hasher.hexdigest()
-    if size > max_bytes:
-        return FileObservation(
-            locator, "too_large", f"{size} bytes, limit {max_bytes}", size, digest, None
-        )
-    return FileObservation(locator, "read", "regular file read", size, digest, bytes(kept))
+    return FileObservation(locator, "read", "regular file read", len(kept), digest, bytes(kept))
 
 
 @dataclass(frozen=True)

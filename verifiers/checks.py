@@ -130,7 +130,8 @@ def artifact_digest_check(art: ArtifactRead) -> SubCheck:
 def size_check(art: ArtifactRead, max_bytes: int) -> SubCheck:
     """The candidate is at most ``max_bytes`` long (an unreadable one fails)."""
     f = art.file
-    size = f.size if f is not None and f.observed else None
+    # A too_large observation knows its size (fstat) but was never read to the end.
+    size = f.size if f is not None and f.status in ("read", "too_large") else None
     passed = size is not None and size <= max_bytes
     summary = (
         f"candidate is {size} bytes, limit {max_bytes}"

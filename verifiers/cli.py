@@ -54,12 +54,14 @@ def _signer(path: Path, passphrase_env: str | None) -> Ed25519Signer:
     return Ed25519Signer.from_file(path, passphrase_from_env(passphrase_env))
 
 
-def _read(path: Path, what: str) -> bytes:
+def _read(path: Path, what: str, limit: int | None = None) -> bytes:
+    """A bounded read (``ledger.bounded``): over the limit is one error line, exit 3."""
+    from ledger.bounded import DOCUMENT_LIMIT, read_bounded
     from ledger.errors import NotFound
 
     if not path.is_file():
         raise NotFound(f"{what} file not found, got {path}, expected a readable file")
-    return path.read_bytes()
+    return read_bounded(path, DOCUMENT_LIMIT if limit is None else limit, what)
 
 
 def _parse(raw: bytes, path: Path) -> Any:
@@ -374,25 +376,39 @@ def behavioral_run(
             help="The stored VerificationResult this evidence accompanies (same candidate).",
         ),
     ] = None,
+    unsandboxed: Annotated[
+        bool,
+        typer.Option(
+            "--unsandboxed",
+            help="Run probes WITHOUT the bubblewrap sandbox (recorded as unconfined).",
+        ),
+    ] = False,
     db: DbOption = Path("ledger.db"),
     json_out: JsonOption = False,
 ) -> None:
     """Apply the patch to a temporary copy of the tree, run the probes, record the evidence.
 
-    Appends the patch blob, the probe plan (canonical bytes, as a blob) and the
-    behavioral-evidence object in one transaction; never touches a VerificationResult.
-    Exit 0 when every probe met its expectation, 1 otherwise.
+    Probes run inside a bubblewrap sandbox (docs/VERIFIERS.md, "Behavioural sandbox");
+    without a working one the command refuses (exit 4) unless --unsandboxed is given,
+    which the evidence records. Appends the patch blob, the probe plan (canonical bytes,
+    as a blob) and the behavioral-evidence object in one transaction; never touches a
+    VerificationResult. Exit 0 when every probe met its expectation, 1 otherwise.
     """
     from ledger.errors import NotFound
     from ledger.store.sqlite import open_store
     from verifiers.behavioral import load_probe_plan, run_probes
     from verifiers.record import behavioral_record
+    from verifiers.sandbox import find_sandbox
 
     if not source_tree.is_dir():
         raise NotFound(f"source tree, got {source_tree}, expected an existing directory")
-    patch_bytes = _read(patch, "patch")
+    from ledger.bounded import PATCH_LIMIT
+
+    patch_bytes = _read(patch, "patch", PATCH_LIMIT)
     plan_value = _parse(_read(probes, "probe plan"), probes)
     plan = load_probe_plan(plan_value)
+    if not unsandboxed:
+        find_sandbox()  # refuse (exit 4) before the ledger is opened
     with open_store(db) as store:
         result_digest = (
             None
@@ -400,7 +416,11 @@ def behavioral_run(
             else _linked_result(store, verification_result, patch_bytes)
         )
         evidence = run_probes(
-            source_tree, patch_bytes, plan, verification_result_digest=result_digest
+            source_tree,
+            patch_bytes,
+            plan,
+            verification_result_digest=result_digest,
+            unsandboxed=unsandboxed,
         )
         rec = behavioral_record(evidence, patch_bytes, plan, plan_value)
         rows = _append(store, rec)
@@ -417,6 +437,7 @@ def behavioral_run(
             for p in evidence["probes"]
         ],
         "summary": summary,
+        "sandbox": evidence["environment"]["sandbox"],
         "recorded": rows,
     }
     if json_out:
@@ -426,6 +447,12 @@ def behavioral_run(
             "applied" if evidence["patch_applied"] else f"NOT applied: {evidence['apply_error']}"
         )
         _out(f"patch           {evidence['candidate_digest']} {applied}")
+        box = info["sandbox"]
+        _out(
+            f"sandbox         {box['tool']} {box['version']}"
+            if box["confined"]
+            else "sandbox         NONE: probes ran unconfined (--unsandboxed)"
+        )
         for p in info["probes"]:
             mark = "ok  " if p["expectation_met"] else "FAIL"
             _out(f"{mark} {p['id']}: expect {p['expect']}, {p['status']} exit {p['exit_code']}")

@@ -75,6 +75,15 @@ class ProbeError(VerifierError, InputError):
     exit_code = 3
 
 
+class SandboxUnavailable(VerifierError, RuleViolation):
+    """Behavioural probes would run without confinement; refused (exit 4).
+
+    The message names the install command; ``--unsandboxed`` is the explicit way past.
+    """
+
+    exit_code = 4
+
+
 def _show(value: object) -> str:
     text = value if isinstance(value, str) else repr(value)
     return text if len(text) <= 200 else text[:197] + "..."

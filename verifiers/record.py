@@ -13,8 +13,10 @@ Invariants:
   its attestation is a detached DSSE envelope over those bytes (``attest_prepared``)
   and comes after it in the list.
 - Every worker file the verifier read is kept as a blob whose digest equals the
-  digest the verifier observed; a file over the plan's size limit was only hashed,
-  so it is listed in ``unrecorded`` (digest and size) instead.
+  digest the verifier observed. A file over the plan's size limit is never read past
+  the limit (so neither hashed nor kept): it is not an input, and the result's
+  observation records its size and status ``too_large``; an input without bytes
+  would be listed in ``unrecorded`` (digest and size).
 - Inline observations are blobs of their canonical bytes (digest = evidence digest).
 - Items are de-duplicated by digest (first occurrence wins); the store would return
   the existing entry anyway, this keeps reports readable.

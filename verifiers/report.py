@@ -96,7 +96,7 @@ class Check:
 class InputArtifact:
     """A worker file the verifier read: for the ledger to keep as a blob.
 
-    ``data`` is None when the file was larger than the plan's limit (only hashed).
+    ``data`` is None when the bytes were not kept (the digest still covers them all).
     """
 
     role: Literal["candidate", "log"]

@@ -49,7 +49,7 @@ from pathlib import Path
 from typing import Any, Literal, Protocol
 
 from ledger.encoding.digest import canonical_digest, is_digest, legacy_digest
-from ledger.errors import LedgerError
+from ledger.errors import KindError, LedgerError, SchemaError
 from verifiers.errors import SovereigntyError
 from verifiers.fields import get, is_int, str_list
 from verifiers.registry import spec_for, supported_versions
@@ -64,7 +64,10 @@ POLICY_FLAGS = (
 
 
 class Validate(Protocol):
-    """Schema validation: return on success, raise any exception on a violation."""
+    """Schema validation: return on success; on a violation raise ``SchemaError``, or
+    ``KindError`` when no schema exists for the kind and version (both ``InputError``,
+    as ``ledger.schema.validation.validate`` does). Any other exception is a bug in the
+    validator and propagates as one: it is never turned into a sovereignty refusal."""
 
     def __call__(self, kind: str, version: str, obj: Any, /) -> None: ...
 
@@ -129,7 +132,7 @@ def _validate(validate: Validate, code: str, kind: str, obj: Mapping[str, Any]) 
     version = obj.get("schema_version")
     try:
         validate(kind, version if isinstance(version, str) else "", obj)
-    except Exception as exc:  # fail closed on any validator complaint
+    except (SchemaError, KindError) as exc:  # the documented complaints, nothing else
         raise SovereigntyError(
             code, f"{kind} fails its schema", f"{type(exc).__name__}: {exc}", "a valid document"
         ) from exc

@@ -88,6 +88,10 @@ COMMANDS: Mapping[str, Lazy | LazySubgroup] = {
     "export": Lazy(
         "ledger.cli.exportcmds:export_app", "Export ledger objects in interoperable formats."
     ),
+    "witness": Lazy(
+        "ledger.cli.witnesscmds:witness_app",
+        "A C2SP tlog-witness: cosign checkpoints of logs that stay append-only.",
+    ),
     "import": LazySubgroup(
         "Import many documents at once.",
         {

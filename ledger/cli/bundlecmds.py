@@ -67,17 +67,32 @@ def verify(
             "--log-key", help="Trusted log verifier key (signed-note form, or a file holding it)."
         ),
     ],
+    witness_key: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--witness-key",
+            help="Trusted witness verifier key (repeatable): the checkpoint must carry"
+            " --quorum valid cosignatures by them.",
+        ),
+    ] = None,
+    quorum: Annotated[
+        int | None,
+        typer.Option("--quorum", min=1, help="Cosignatures required (default: every key)."),
+    ] = None,
     json_out: JsonOption = False,
 ) -> None:
     """Check a bundle offline: bytes, digests, entry records, proofs and checkpoint signature."""
     from ledger.cli.common import read_input
+    from ledger.cli.witnesscmds import required_quorum, witness_keys
     from ledger.log.bundle import MAX_BUNDLE_BYTES, BundleError, verify_bundle
 
     key = _read_verifier_key(log_key)
+    witnesses = witness_keys(witness_key)
+    required = required_quorum(quorum, len(witnesses))
     # One byte over the limit still reaches verify_bundle, which names the part (exit 1).
     data = read_input(file, MAX_BUNDLE_BYTES + 1)
     try:
-        verified = verify_bundle(data, key)
+        verified = verify_bundle(data, key, witnesses, required)
     except BundleError as exc:
         if json_out:
             emit_json({"ok": False, "part": exc.part, "error": exc.detail})
@@ -92,12 +107,22 @@ def verify(
     out.print(f"checkpoint  {cp.origin} size {cp.size} root {cp.root_hash.hex()}", markup=False)
     for att in verified.attestations:
         out.print(f"attestation {att.digest} seq {att.index}", markup=False)
+    if verified.witnesses is not None:
+        for witness, stamp in verified.witnesses.valid:
+            out.print(f"cosigned    {witness.label} at {stamp}", markup=False)
+    elif verified.cosignatures:
+        out.print(
+            f"cosigned    {verified.cosignatures} witness line(s), not checked (no --witness-key)",
+            markup=False,
+        )
     out.print(f"bundle ok: {len(verified.attestations)} attestation(s) verified", markup=False)
 
 
 def _read_verifier_key(value: str) -> str:
     """A verifier key given inline or as a file path."""
+    from ledger.bounded import KEY_LIMIT, read_bounded
+
     path = Path(value)
     if path.is_file():
-        return path.read_text("utf-8").strip()
+        return read_bounded(path, KEY_LIMIT, "verifier key").decode("utf-8").strip()
     return value.strip()

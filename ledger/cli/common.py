@@ -1,9 +1,11 @@
 """Shared CLI plumbing: the one place errors become exit codes, options, output.
 
 Exit codes: 0 ok; 1 a check found a problem; 2 usage; 3 bad input or not found;
-4 refused by ledger rules. ``ProvGroup.invoke`` is the one handler: every
-``LedgerError`` exits with its class's ``exit_code`` and prints one line ``error: ...``
-on stderr (a ``Reported`` outcome prints nothing more: the command already did).
+4 refused by ledger rules; 70 internal error (a bug: any other exception).
+``ProvGroup.invoke`` is the one handler: every ``LedgerError`` exits with its class's
+``exit_code`` and prints one line ``error: ...`` on stderr (a ``Reported`` outcome prints
+nothing more: the command already did); ``PROVLEDGER_DEBUG=1`` re-raises an internal
+error so its traceback is shown.
 """
 
 from __future__ import annotations
@@ -23,11 +25,33 @@ from typer.core import TyperGroup
 from ledger.errors import LedgerError, Reported
 
 DEFAULT_DB = "ledger.db"
+INTERNAL_ERROR = 70  # EX_SOFTWARE (sysexits.h)
 
 
 def fail_line(message: str) -> str:
     """One-line error text: newlines folded so stderr stays one line per error."""
     return "error: " + " ".join(message.split())
+
+
+def _framework_exceptions() -> tuple[type[BaseException], ...]:
+    """Exceptions click and typer use for control flow (usage errors, exits, aborts);
+    typer may carry its own copy of click, so both are collected."""
+    import importlib
+
+    found: list[type[BaseException]] = []
+    for module_name in ("click.exceptions", "typer.exceptions", "typer._click.exceptions"):
+        try:
+            module = importlib.import_module(module_name)
+        except ImportError:
+            continue
+        for name in ("ClickException", "TyperException", "Exit", "Abort"):
+            cls = getattr(module, name, None)
+            if isinstance(cls, type) and issubclass(cls, BaseException):
+                found.append(cls)
+    return tuple(found)
+
+
+_FRAMEWORK_EXCEPTIONS = _framework_exceptions()
 
 
 class ProvGroup(TyperGroup):
@@ -59,6 +83,19 @@ class ProvGroup(TyperGroup):
         except OSError as exc:
             typer.echo(fail_line(f"{exc.strerror or exc}: {exc.filename or ''}".strip()), err=True)
             ctx.exit(3)
+        except _FRAMEWORK_EXCEPTIONS:
+            raise  # usage errors and explicit exits keep click's and typer's own handling
+        except Exception as exc:  # the one place a bug becomes exit 70
+            if os.environ.get("PROVLEDGER_DEBUG") == "1":
+                raise
+            typer.echo(
+                fail_line(
+                    f"internal error, got {type(exc).__name__}: {exc}, expected none"
+                    " (a bug; PROVLEDGER_DEBUG=1 shows the traceback)"
+                ),
+                err=True,
+            )
+            ctx.exit(INTERNAL_ERROR)
         finally:
             restore_db_env(ctx)
         return None
@@ -294,26 +331,18 @@ def table(headers: Sequence[str], rows: Iterable[Sequence[str]]) -> None:
     plain_lines(line.rstrip() for line in captured.get().splitlines())
 
 
-def read_input(name: str, max_bytes: int | None = None) -> bytes:
+def read_input(name: str, max_bytes: int | None = None, what: str = "document") -> bytes:
     """Bytes of a file argument; ``-`` is standard input. Missing files are NotFound.
 
     ``max_bytes`` (default: the document size limit) is enforced before the whole input
-    is held in memory, so an oversized file costs nothing.
+    is held in memory (``ledger.bounded``), so an oversized file costs nothing.
     """
-    from ledger.encoding.canonical import DEFAULT_MAX_BYTES
-    from ledger.errors import DocumentTooLargeError, NotFound
+    from ledger.bounded import DOCUMENT_LIMIT, read_bounded, read_stream
+    from ledger.errors import NotFound
 
-    limit = DEFAULT_MAX_BYTES if max_bytes is None else max_bytes
+    limit = DOCUMENT_LIMIT if max_bytes is None else max_bytes
     if name == "-":
-        data = sys.stdin.buffer.read(limit + 1)
-    else:
-        path = Path(name)
-        if not path.is_file():
-            raise NotFound(f"input file not found, got {name}, expected a readable file")
-        with path.open("rb") as handle:
-            data = handle.read(limit + 1)
-    if len(data) > limit:
-        raise DocumentTooLargeError(
-            f"document too large, got more than {limit} bytes, expected at most {limit}"
-        )
-    return data
+        return read_stream(sys.stdin.buffer, limit, what)
+    if not Path(name).is_file():
+        raise NotFound(f"input file not found, got {name}, expected a readable file")
+    return read_bounded(name, limit, what)

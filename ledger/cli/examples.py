@@ -27,6 +27,16 @@ EXAMPLES: dict[str, str] = {
     "bundle verify": (
         'provledger bundle verify result.bundle.json --log-key "$(cat log-verifier-key.txt)"'
     ),
+    "witness init": (
+        'provledger witness init witness.example/w1 --state w1.json --log-key "$(cat log.vkey)"'
+    ),
+    "witness add-log": 'provledger witness add-log "$(cat other-log.vkey)" --state w1.json',
+    "witness show": "provledger witness show --state w1.json --json",
+    "witness latest": "provledger witness latest --state w1.json > saved.note",
+    "witness cosign": (
+        "provledger witness cosign checkpoint.note --proof consistency.json --state w1.json"
+    ),
+    "witness serve": "provledger witness serve --state w1.json --port 8411",
     "key generate": "provledger key generate verifier.key",
     "identity register": (
         "provledger identity register --verifier-id idkmesh-local-verifier"

@@ -10,6 +10,7 @@ from typing import Annotated, Any
 import typer
 
 from ledger.cli.common import DbOption, JsonOption, console, emit_json, new_app
+from ledger.cli.witnesscmds import required_quorum, witness_keys
 from ledger.errors import CheckFailed, ProblemsReported
 
 proof_app = new_app("Inclusion and consistency proofs (RFC 9162).")
@@ -31,30 +32,58 @@ def checkpoint(
     log_key: Annotated[
         Path | None, typer.Option("--log-key", help="Log private key (default: next to the db).")
     ] = None,
+    witness: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--witness",
+            help="Witness to ask for a cosignature: tlog-witness URL or local witness state"
+            " file (repeatable).",
+        ),
+    ] = None,
+    witness_key: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--witness-key",
+            help="Verifier key of a URL witness (repeatable); its answer must verify under it.",
+        ),
+    ] = None,
     json_out: JsonOption = False,
 ) -> None:
-    """Sign the current tree head as a C2SP checkpoint and store it."""
+    """Sign the current tree head as a C2SP checkpoint and store it; collect cosignatures."""
+    from ledger.cli.common import fail_line
     from ledger.cli.core import log_key_path
     from ledger.log.checkpoints import make_checkpoint
+    from ledger.log.cosigning import collect, cosigned_note
     from ledger.store.sqlite import open_store
     from ledger.trust.keys import load_private_key
 
     key = load_private_key(log_key_path(db, log_key))
+    trusted = witness_keys(witness_key)
+    outcomes = []
     with open_store(db) as store:
         row = make_checkpoint(store, key)
         origin = store.get_meta("origin")
+        if witness:
+            outcomes = collect(store, row, witness, trusted)
+        note = cosigned_note(store, row)
+    failed = [(o.witness, o.error) for o in outcomes if o.error is not None]
     if json_out:
         emit_json(
             {
                 "origin": origin,
                 "size": row.size,
                 "root": row.root.hex(),
-                "note": row.note.decode("utf-8"),
+                "note": note.decode("utf-8"),
                 "created_at": row.created_at,
+                "witnesses": [o.to_json() for o in outcomes],
             }
         )
-        return
-    sys.stdout.write(row.note.decode("utf-8"))
+    else:
+        sys.stdout.write(note.decode("utf-8"))
+    for name, error in failed:
+        typer.echo(fail_line(f"witness {name}: {error}"), err=True)
+    if failed:
+        raise typer.Exit(max(error.exit_code for _, error in failed))
 
 
 @proof_app.command("inclusion")
@@ -144,6 +173,18 @@ def verify(
         Path | None,
         typer.Option("--browse", help="Also check that this browse database matches the ledger."),
     ] = None,
+    witness_key: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--witness-key",
+            help="Trusted witness verifier key (repeatable): the newest checkpoint must be"
+            " cosigned by --quorum of them.",
+        ),
+    ] = None,
+    quorum: Annotated[
+        int | None,
+        typer.Option("--quorum", min=1, help="Cosignatures required (default: every key)."),
+    ] = None,
     json_out: JsonOption = False,
 ) -> None:
     """Audit the whole ledger: digests, canonical form, schemas, sequence, tree, checkpoints.
@@ -169,7 +210,14 @@ def verify(
         from ledger.cli.common import read_input
 
         saved = read_input(str(from_checkpoint))
+    witnesses = witness_keys(witness_key)
+    required = required_quorum(quorum, len(witnesses))
+    witness_report = None
     with open_store(db, readonly=True) as store:
+        if witnesses:
+            from ledger.audit.witnesses import check_witnesses
+
+            witness_report = check_witnesses(store, witnesses, required)
         total = store.size()
         with progress(total, "verifying", enabled=not json_out) as advance:
             report = audit(
@@ -185,6 +233,8 @@ def verify(
             if _browse_check is None:
                 raise CheckFailed("verify --browse, got no browse check installed, expected one")
             browse_findings = _browse_check(store, browse)
+    if witness_report is not None:
+        report.findings.extend(witness_report.findings)
     ok = report.ok and not browse_findings
     if json_out:
         out_json = report.to_json()
@@ -194,6 +244,8 @@ def verify(
                 "ok": not browse_findings,
                 "findings": browse_findings,
             }
+        if witness_report is not None:
+            out_json["witnesses"] = witness_report.info
         emit_json(out_json)
     else:
         out = console()
@@ -201,6 +253,14 @@ def verify(
             where = f" seq {f.seq}" if f.seq is not None else ""
             what = f" {f.digest}" if f.digest else ""
             out.print(f"FAIL {f.code}{where}{what}: {f.message}", markup=False)
+        if witness_report is not None and witness_report.info["checkpoint"] is not None:
+            info = witness_report.info
+            names = ", ".join(c["witness"] for c in info.get("cosigners", [])) or "nobody"
+            out.print(
+                f"witnesses: checkpoint size {info['checkpoint']} cosigned by {names}"
+                f" (quorum {info['quorum']}; {info['unwitnessed_entries']} entries after it)",
+                markup=False,
+            )
         status = "clean" if report.ok else f"{len(report.findings)} problem(s)"
         out.print(
             f"verified {report.entries} entries, {report.checkpoints_checked} checkpoints,"
@@ -217,7 +277,9 @@ def verify(
 
 def _read_verifier_key(value: str) -> str:
     """A verifier key given inline or as a file path."""
+    from ledger.bounded import KEY_LIMIT, read_bounded
+
     path = Path(value)
     if path.is_file():
-        return path.read_text("utf-8").strip()
+        return read_bounded(path, KEY_LIMIT, "verifier key").decode("utf-8").strip()
     return value.strip()

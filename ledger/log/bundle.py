@@ -12,7 +12,10 @@ Invariants:
   nothing else in the file. Every byte of a bundle is either checked against a hash or a
   signature, or has exactly one accepted spelling, so any changed byte fails with
   :class:`BundleError` (exit 1) naming the part: ``bundle``, ``checkpoint``, ``object``,
-  ``leaf``, ``proof`` or ``attestation[i]``.
+  ``leaf``, ``proof`` or ``attestation[i]``. The one exception is a witness cosignature
+  line after the log's signature (c2sp.org/tlog-cosignature): it must be well-formed, and
+  it is verified only against the witness keys the verifier trusts (C2SP: lines from
+  other keys are ignored); with witness keys, a quorum of them must have cosigned.
 * :func:`build_bundle` reads a store and never writes to it.
 """
 
@@ -21,7 +24,7 @@ from __future__ import annotations
 import base64
 import binascii
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -30,7 +33,21 @@ from ledger.encoding.digest import is_digest, sha256_digest
 from ledger.errors import CheckFailed, LedgerError, NotFound
 from ledger.log import merkle
 from ledger.log.checkpoints import entry_at, entry_leaf, latest_checkpoint
-from ledger.log.note import Checkpoint, open_checkpoint, parse_note, parse_verifier_key
+from ledger.log.cosignature import (
+    CosignatureError,
+    QuorumResult,
+    WitnessKey,
+    check_cosignatures,
+    from_note_signature,
+)
+from ledger.log.cosigning import cosigned_note
+from ledger.log.note import (
+    Checkpoint,
+    NoteSignature,
+    open_checkpoint,
+    parse_note,
+    parse_verifier_key,
+)
 from ledger.schema.kinds import BLOB, KINDS, detect_kind, get_kind
 from ledger.store.base import LedgerReader, StoredObject
 
@@ -238,12 +255,13 @@ def build_bundle(store: LedgerReader, digest: str) -> tuple[Bundle, tuple[str, .
             f"checkpoint covering entry seq {obj.seq}, got none (the newest covers {covered}"
             " entries), expected one: run `provledger checkpoint` first"
         )
-    subject = _logged_item(store, obj, row.size, row.note)
+    note = cosigned_note(store, row)
+    subject = _logged_item(store, obj, row.size, note)
     included: list[LoggedItem] = []
     omitted: list[str] = []
     for att in attestation_objects(store, obj.digest):
         if att.seq < row.size:
-            included.append(_logged_item(store, att, row.size, row.note))
+            included.append(_logged_item(store, att, row.size, note))
         else:
             omitted.append(att.digest)
     bundle = Bundle(subject, tuple(included))
@@ -276,6 +294,8 @@ class VerifiedBundle:
     data: bytes
     checkpoint: Checkpoint
     attestations: tuple[VerifiedItem, ...]
+    cosignatures: int = 0  # witness lines in the checkpoint note
+    witnesses: QuorumResult | None = None  # set when witness keys were given
 
     def to_json(self) -> dict[str, Any]:
         def item(v: VerifiedItem) -> dict[str, Any]:
@@ -296,6 +316,8 @@ class VerifiedBundle:
                 "root": self.checkpoint.root_hash.hex(),
             },
             "attestations": [item(a) for a in self.attestations],
+            "cosignatures": self.cosignatures,
+            "witnesses": None if self.witnesses is None else self.witnesses.to_json(),
         }
 
 
@@ -370,22 +392,56 @@ def _decode_item(
     return LoggedItem(digest, kind, raw, leaf.encode("utf-8"), parsed)
 
 
-def _open_checkpoint(note: bytes, log_key: str) -> Checkpoint:
+def _open_checkpoint(note: bytes, log_key: str) -> tuple[Checkpoint, tuple[NoteSignature, ...]]:
+    """The verified checkpoint and its witness cosignature lines (not yet verified).
+
+    The first signature line must be the log's (key name = origin), and the only one by
+    the log key; every later line must be a well-formed cosignature, each line once.
+    """
     name, kid, _ = parse_verifier_key(log_key)
     try:
-        # The log signs with key name = origin; v1 bundles carry only the log's signature,
-        # so no line of the note goes unchecked.
         checkpoint = open_checkpoint(note, log_key, name)
         signatures = parse_note(note).signatures
     except LedgerError as exc:
         raise BundleError(PART_CHECKPOINT, str(exc)) from None
-    if len(signatures) != 1:
+    first, rest = signatures[0], signatures[1:]
+    if (first.name, first.key_id) != (name, kid):
         raise BundleError(
-            PART_CHECKPOINT, f"signatures, got {len(signatures)}, expected exactly the log's one"
+            PART_CHECKPOINT,
+            f"first signature, got {first.name}+{first.key_id.hex()}, expected the log's",
         )
-    if signatures[0].key_id != kid:  # pragma: no cover - open_checkpoint verified it
-        raise BundleError(PART_CHECKPOINT, "signature key, got another key, expected the log's")
-    return checkpoint
+    seen = set()
+    for sig in rest:
+        if (sig.name, sig.key_id) == (name, kid):
+            raise BundleError(PART_CHECKPOINT, "signatures, got a second by the log key")
+        if sig in seen:
+            raise BundleError(PART_CHECKPOINT, f"cosignature by {sig.name}, got it twice")
+        seen.add(sig)
+        try:
+            from_note_signature(sig)
+        except CosignatureError as exc:
+            raise BundleError(PART_CHECKPOINT, str(exc)) from None
+    return checkpoint, rest
+
+
+def _check_witnesses(
+    checkpoint: Checkpoint,
+    cosignatures: tuple[NoteSignature, ...],
+    keys: Sequence[WitnessKey],
+    quorum: int,
+) -> QuorumResult:
+    result = check_cosignatures(checkpoint.body(), cosignatures, keys)
+    if result.invalid:
+        label, error = result.invalid[0]
+        raise BundleError(PART_CHECKPOINT, f"cosignature by {label}: {error}")
+    if len(result.valid) < quorum:
+        names = ", ".join(k.label for k, _ in result.valid) or "none"
+        raise BundleError(
+            PART_CHECKPOINT,
+            f"cosignatures by trusted witnesses, got {len(result.valid)} ({names}),"
+            f" expected at least {quorum}",
+        )
+    return result
 
 
 def _check_object(item: LoggedItem, part: str) -> None:
@@ -466,7 +522,12 @@ def _subject_refs(data: bytes) -> Iterable[tuple[str, str]]:
     return get_kind(ATTESTATION_KIND).refs(require_canonical(data))
 
 
-def verify_bundle(data: bytes, log_key: str) -> VerifiedBundle:
+def verify_bundle(
+    data: bytes,
+    log_key: str,
+    witness_keys: Sequence[WitnessKey] = (),
+    quorum: int | None = None,
+) -> VerifiedBundle:
     """Verify a bundle with no database, trusting only ``log_key`` (verifier key string).
 
     Checks, in order: structure (``bundle``); the checkpoint note's signature under
@@ -475,12 +536,19 @@ def verify_bundle(data: bytes, log_key: str) -> VerifiedBundle:
     inclusion at its index under the checkpoint root (``proof``); then each attestation
     (``attestation[i]``): same checks against the same checkpoint, kind ``attestation``,
     subject = the object, indices strictly increasing.
+    With ``witness_keys``, the checkpoint must carry valid cosignatures by ``quorum`` of
+    them (default: all); a line by a trusted witness that does not verify fails
+    (``checkpoint``).
     A malformed ``log_key`` raises ``VerifierKeyError`` (exit 3); failures ``BundleError``.
     """
     parse_verifier_key(log_key)
     bundle = decode_bundle(data)
     subject = bundle.subject
-    checkpoint = _open_checkpoint(subject.proof.checkpoint, log_key)
+    checkpoint, cosignatures = _open_checkpoint(subject.proof.checkpoint, log_key)
+    witnesses = None
+    if witness_keys:
+        required = len(witness_keys) if quorum is None else quorum
+        witnesses = _check_witnesses(checkpoint, cosignatures, witness_keys, required)
     _check_object(subject, PART_OBJECT)
     seq, appended_at = _check_leaf(subject, PART_LEAF)
     _check_inclusion(subject, seq, checkpoint, PART_LEAF, PART_PROOF)
@@ -501,4 +569,6 @@ def verify_bundle(data: bytes, log_key: str) -> VerifiedBundle:
             raise BundleError(part, f"index, got {att_seq}, expected > {previous} (log order)")
         previous = att_seq
         attestations.append(VerifiedItem(item.digest, item.kind, att_seq, att_at))
-    return VerifiedBundle(verified, subject.data, checkpoint, tuple(attestations))
+    return VerifiedBundle(
+        verified, subject.data, checkpoint, tuple(attestations), len(cosignatures), witnesses
+    )

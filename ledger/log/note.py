@@ -109,6 +109,11 @@ def _name_problem(name: str) -> str | None:
     return None
 
 
+# The same rules, for sibling formats (ledger.log.cosignature): one spelling everywhere.
+key_name_problem = _name_problem
+strict_b64decode = _strict_b64decode
+
+
 def _require_key_name(name: str) -> None:
     problem = _name_problem(name)
     if problem is not None:

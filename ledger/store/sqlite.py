@@ -37,7 +37,15 @@ from ledger.store.prepared import Prepared
 from ledger.store.sqlite_scan import SQLiteNodeScan, SQLiteRefScan
 
 SCHEMA_VERSION = "1"
-LEDGER_TABLES = ("meta", "objects", "entries", "refs", "tree_nodes", "checkpoints")
+LEDGER_TABLES = (
+    "meta",
+    "objects",
+    "entries",
+    "refs",
+    "tree_nodes",
+    "checkpoints",
+    "cosignatures",
+)
 BUSY_TIMEOUT_S = 60.0
 PAGE_SIZE = 32768  # for new ledgers (see create_store)
 # Largest value an SQLite INTEGER holds; user numbers beyond it can match nothing.
@@ -103,11 +111,21 @@ CREATE VIEW IF NOT EXISTS checkpoints_text AS
 # as binary (canonical JSON, hashes, notes) as UTF-8 text and lower-case hex, the forms
 # the CLI prints. RFC 8785 output is always valid UTF-8, so the text is exactly the bytes.
 READABLE_VIEWS = ("objects_text", "tree_nodes_hex", "checkpoints_text")
+# Witness cosignature lines (c2sp.org/tlog-cosignature) per checkpoint size. Not covered by
+# the log: each line is verified against a trusted witness key whenever it is used.
+_COSIGNATURES_DDL = """
+CREATE TABLE IF NOT EXISTS cosignatures (
+  size INTEGER NOT NULL,
+  line TEXT NOT NULL,
+  added_at TEXT NOT NULL,
+  PRIMARY KEY (size, line)
+);
+"""
 
 
-def _trigger_ddl() -> str:
+def _trigger_ddl(tables: Sequence[str] = LEDGER_TABLES) -> str:
     parts = []
-    for table in LEDGER_TABLES:
+    for table in tables:
         for op in ("UPDATE", "DELETE"):
             parts.append(
                 f"CREATE TRIGGER IF NOT EXISTS {table}_no_{op.lower()} BEFORE {op} ON {table}"
@@ -312,6 +330,40 @@ class SQLiteStore:
         except sqlite3.Error as exc:
             raise _storage_error(exc, self.path) from None
 
+    def add_cosignatures(self, size: int, lines: Sequence[str]) -> int:
+        """Store witness signature lines for the checkpoint at ``size``; return how many
+        were new. Lines are kept verbatim (self-authenticating: checked against trusted
+        witness keys when read); the checkpoint must exist."""
+        try:
+            self._begin_immediate()
+            try:
+                if not self._has_table("cosignatures"):
+                    # A ledger made before cosignatures existed: add the table and its
+                    # append-only triggers in this same transaction.
+                    for statement in (_COSIGNATURES_DDL + _trigger_ddl(("cosignatures",))).split(
+                        ";\n"
+                    ):
+                        if statement.strip():
+                            self._conn.execute(statement)
+                if self.checkpoint_at(size) is None:
+                    raise NotFound(f"checkpoint, got none at size {size}, expected a stored one")
+                added = 0
+                stamp = utc_now()
+                for line in dict.fromkeys(lines):
+                    cur = self._conn.execute(
+                        "INSERT OR IGNORE INTO cosignatures(size, line, added_at) VALUES (?,?,?)",
+                        (size, line, stamp),
+                    )
+                    added += cur.rowcount
+                self._conn.execute("COMMIT")
+                return added
+            except BaseException:
+                if self._conn.in_transaction:
+                    self._conn.execute("ROLLBACK")
+                raise
+        except sqlite3.Error as exc:
+            raise _storage_error(exc, self.path) from None
+
     def set_meta(self, key: str, value: str) -> None:
         """Record a meta value once; a different value for a set key is refused."""
         current = self.get_meta(key)
@@ -326,6 +378,10 @@ class SQLiteStore:
             raise _storage_error(exc, self.path) from None
 
     # -- reading ---------------------------------------------------------------------
+    def _has_table(self, name: str) -> bool:
+        rows = self._q("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,))
+        return bool(rows)
+
     def _q(self, sql: str, args: tuple[Any, ...] = ()) -> list[Any]:
         try:
             return self._conn.execute(sql, args).fetchall()
@@ -538,6 +594,16 @@ class SQLiteStore:
             )
         ]
 
+    def cosignatures(self, size: int) -> list[str]:
+        """Witness signature lines stored for the checkpoint at ``size``, in arrival order."""
+        try:
+            rows = self._q("SELECT line FROM cosignatures WHERE size = ? ORDER BY rowid", (size,))
+        except StorageError:
+            if not self._has_table("cosignatures"):
+                return []  # a ledger made before cosignatures existed
+            raise
+        return [str(line) for (line,) in rows]
+
     def checkpoint_at(self, size: int) -> CheckpointRow | None:
         rows = self._q(
             "SELECT size, root, note, created_at FROM checkpoints WHERE size = ?", (size,)
@@ -602,7 +668,9 @@ def create_store(path: Path) -> SQLiteStore:
         conn.execute(f"PRAGMA page_size = {PAGE_SIZE}")
         conn.execute("PRAGMA journal_mode = WAL")
         conn.execute("PRAGMA synchronous = FULL")
-        conn.executescript("BEGIN IMMEDIATE;" + _DDL + _trigger_ddl() + "COMMIT;")
+        conn.executescript(
+            "BEGIN IMMEDIATE;" + _DDL + _COSIGNATURES_DDL + _trigger_ddl() + "COMMIT;"
+        )
         store = SQLiteStore(path, conn)
         store.set_meta("format", f"provledger-sqlite/{SCHEMA_VERSION}")
         return store

@@ -27,7 +27,8 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import (
     Ed25519PublicKey,
 )
 
-from ledger.errors import KeyFileError
+from ledger.bounded import read_bounded
+from ledger.errors import KeyFileError, LedgerError
 
 PUBLIC_KEY_SIZE = 32
 SIGNATURE_SIZE = 64
@@ -119,11 +120,10 @@ def load_public_key(source: Path | str | bytes | Ed25519PublicKey) -> Ed25519Pub
     if isinstance(source, str | Path):
         path = Path(source)
         try:
-            data = path.read_bytes()
-        except OSError as exc:
+            data = read_bounded(path, _MAX_KEY_FILE_SIZE, "public key")
+        except LedgerError as exc:
             raise KeyFileError(
-                f"public key file {path} cannot be read, got {type(exc).__name__}, "
-                "expected a readable file"
+                f"public key file {path} cannot be read, got {exc}, expected a readable file"
             ) from exc
         if len(data) == PUBLIC_KEY_SIZE and _PEM_MARKER not in data:
             return public_key_from_raw(data)
