@@ -160,3 +160,17 @@ class ProblemsReported(Reported, CheckFailed):
 
 class RejectionsReported(Reported, InputError):
     """The printed summary lists inputs that were rejected as bad (exit 3)."""
+
+
+class RefusalsReported(Reported, RuleViolation):
+    """The printed summary lists refusals by ledger rules (exit 4)."""
+
+
+def reported_like(errors: list[LedgerError]) -> Reported:
+    """The ``Reported`` outcome for errors already printed: the gravest one's exit code."""
+    worst = max(error.exit_code for error in errors)
+    if worst >= RuleViolation.exit_code:
+        return RefusalsReported()
+    if worst == InputError.exit_code:
+        return RejectionsReported()
+    return ProblemsReported()

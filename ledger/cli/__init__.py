@@ -38,7 +38,7 @@ COMMANDS: Mapping[str, Lazy | LazySubgroup] = {
     ),
     "checkpoint": Lazy(
         "ledger.cli.logcmds:checkpoint",
-        "Sign the current tree head as a C2SP checkpoint and store it.",
+        "Sign the current tree head as a C2SP checkpoint and store it; collect cosignatures.",
     ),
     "verify": Lazy(
         "ledger.cli.logcmds:verify",

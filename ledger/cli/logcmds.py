@@ -11,7 +11,7 @@ import typer
 
 from ledger.cli.common import DbOption, JsonOption, console, emit_json, new_app
 from ledger.cli.witnesscmds import required_quorum, witness_keys
-from ledger.errors import CheckFailed, ProblemsReported
+from ledger.errors import CheckFailed, ProblemsReported, reported_like
 
 proof_app = new_app("Inclusion and consistency proofs (RFC 9162).")
 
@@ -83,7 +83,7 @@ def checkpoint(
     for name, error in failed:
         typer.echo(fail_line(f"witness {name}: {error}"), err=True)
     if failed:
-        raise typer.Exit(max(error.exit_code for _, error in failed))
+        raise reported_like([error for _, error in failed])
 
 
 @proof_app.command("inclusion")
