@@ -7,11 +7,14 @@ it mounts their typer sub-apps.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from ledger.cli.common import new_app, set_db_env
+
+if TYPE_CHECKING:
+    from ledger.trust.admission import PolicyParts
 
 app = new_app("provledger: a content-addressed, verifiable provenance ledger for IDKMesh evidence.")
 
@@ -52,8 +55,17 @@ def _root(
         set_db_env(ctx, db)
 
 
+def _cohort_admission() -> PolicyParts:
+    parts: PolicyParts = __import__("cohorts.admission", fromlist=["x"]).policy_parts()
+    return parts
+
+
 def _mount() -> None:
     from ledger.cli import bundlecmds, core, logcmds
+    from ledger.trust import admission
+
+    # IDKMesh's admission rules join the core's; every store the CLI opens runs them.
+    admission.install(_cohort_admission)
 
     core.register(app)
     logcmds.register(app)

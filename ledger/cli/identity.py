@@ -17,7 +17,15 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from ledger.cli.common import DbOption, JsonOption, console, emit_json, new_app
+from ledger.cli.common import (
+    DbOption,
+    DryRunOption,
+    JsonOption,
+    console,
+    dry_run_note,
+    emit_json,
+    new_app,
+)
 
 if TYPE_CHECKING:
     from ledger.store.base import LedgerReader, Store
@@ -158,22 +166,36 @@ def identity_register(
     verifier_id: Annotated[str, typer.Option("--verifier-id", help="The verifier.id it signs as.")],
     adapter: Annotated[str, typer.Option("--adapter", help="The verifier adapter name.")],
     adapter_version: Annotated[
-        list[str], typer.Option("--adapter-version", help="An adapter version (repeatable).")
+        list[str],
+        typer.Option(
+            "--adapter-version",
+            help="An adapter version the key may sign for; repeat it to cover several"
+            " (e.g. --adapter-version 0.2.0 --adapter-version 0.3.0) in one identity.",
+        ),
     ],
     public_key: Annotated[Path, typer.Option("--public-key", help="The verifier's PATH.pub.")],
     db: DbOption = Path("ledger.db"),
     authority_key: AuthorityKeyOption = None,
     passphrase_env: PassphraseEnv = None,
+    dry_run: DryRunOption = False,
     json_out: JsonOption = False,
 ) -> None:
-    """Append a verifier identity and its authority attestation in one transaction."""
+    """Append a verifier identity and its authority attestation in one transaction.
+
+    One identity binds one key to one verifier id, one adapter and every adapter version
+    given with --adapter-version (repeatable). A verifier's results, plans and
+    calibration records are accepted only for the versions its identity holds.
+
+    Example: provledger identity register --verifier-id idkmesh-local-verifier --adapter
+    deterministic-patch-verifier --adapter-version 0.3.0 --public-key verifier.key.pub
+    """
     from ledger.store.sqlite import open_store
     from ledger.trust.identity import register_identity
     from ledger.trust.keys import load_public_key
 
     key = load_public_key(public_key)
     authority = _authority(db, authority_key, passphrase_env)
-    with open_store(db) as store:
+    with open_store(db, dry_run=dry_run) as store:
         done = register_identity(
             store,
             verifier_id=verifier_id,
@@ -192,11 +214,13 @@ def identity_register(
     }
     if json_out:
         emit_json(info)
-        return
-    state = "registered" if done.subject.new else "already registered"
-    sys.stdout.write(
-        f"{info['identity']} seq={info['identity_seq']} {state} {verifier_id} key {done.key_id}\n"
-    )
+    else:
+        state = "registered" if done.subject.new else "already registered"
+        sys.stdout.write(
+            f"{info['identity']} seq={info['identity_seq']} {state} {verifier_id}"
+            f" key {done.key_id}\n"
+        )
+    dry_run_note(dry_run)
 
 
 @identity_app.command("list")
@@ -286,14 +310,18 @@ def identity_revoke(
     db: DbOption = Path("ledger.db"),
     authority_key: AuthorityKeyOption = None,
     passphrase_env: PassphraseEnv = None,
+    dry_run: DryRunOption = False,
     json_out: JsonOption = False,
 ) -> None:
-    """Append an authority-attested revocation of a key (nothing is deleted)."""
+    """Append an authority-attested revocation of a key (nothing is deleted).
+
+    Example: provledger identity revoke KEY_ID --reason retired
+    """
     from ledger.store.sqlite import open_store
     from ledger.trust.identity import revoke_key
 
     authority = _authority(db, authority_key, passphrase_env)
-    with open_store(db) as store:
+    with open_store(db, dry_run=dry_run) as store:
         done = revoke_key(store, key_id, reason.value, authority=authority, note=note)
     info = {
         "key_id": key_id,
@@ -304,8 +332,11 @@ def identity_revoke(
     }
     if json_out:
         emit_json(info)
-        return
-    sys.stdout.write(f"{info['revocation']} seq={info['seq']} revoked {key_id} ({reason.value})\n")
+    else:
+        sys.stdout.write(
+            f"{info['revocation']} seq={info['seq']} revoked {key_id} ({reason.value})\n"
+        )
+    dry_run_note(dry_run)
 
 
 # --- sign ----------------------------------------------------------------------------
@@ -316,25 +347,33 @@ def sign(
     key: KeyOption,
     db: DbOption = Path("ledger.db"),
     passphrase_env: PassphraseEnv = None,
+    dry_run: DryRunOption = False,
     json_out: JsonOption = False,
 ) -> None:
-    """Append a DSSE attestation by KEY over a stored object; warn if it would not verify."""
+    """Append a DSSE attestation by KEY over a stored object.
+
+    Refused (exit 4, nothing written) when the attestation would not verify: KEY must be
+    the authority key or a registered, unrevoked verifier key allowed to sign the subject.
+
+    Example: provledger sign sha256:... --key verifier.key
+    """
     from ledger.store.sqlite import open_store
     from ledger.trust.attestation import attest
 
     signer = _signer(key, passphrase_env)
-    with open_store(db) as store:
+    with open_store(db, dry_run=dry_run) as store:
         prepared = attest(store, _subject_digest(store, subject), signer)
         rows = _append_attestations(store, [prepared])
     if json_out:
         emit_json(rows[0])
-        return
-    row = rows[0]
-    state = "new" if row["status"] == "new" else "already present"
-    sys.stdout.write(
-        f"{row['attestation']} seq={row['seq']} attestation of {row['subject']}"
-        f" by {row['key_id']} {state}\n"
-    )
+    else:
+        row = rows[0]
+        state = "new" if row["status"] == "new" else "already present"
+        sys.stdout.write(
+            f"{row['attestation']} seq={row['seq']} attestation of {row['subject']}"
+            f" by {row['key_id']} {state}\n"
+        )
+    dry_run_note(dry_run)
 
 
 # --- attestation ---------------------------------------------------------------------
@@ -442,23 +481,32 @@ def attestation_verify_envelope(
 def attestation_import(
     file: Annotated[str, typer.Argument(help="A full DSSE envelope (JSON file; - is stdin).")],
     db: DbOption = Path("ledger.db"),
+    dry_run: DryRunOption = False,
     json_out: JsonOption = False,
 ) -> None:
-    """Store a full envelope over a stored object as detached attestation(s); warn on failures."""
+    """Store a full envelope over a stored object as detached attestation(s).
+
+    Refused (exit 4, nothing written) unless every signature verifies over the stored
+    subject, the payloadType is the one the ledger defines for the subject's kind, and
+    the key is the authority key or a registered, unrevoked verifier key.
+
+    Example: provledger attestation import envelope.json
+    """
     from ledger.store.sqlite import open_store
     from ledger.trust.attestation import detach_envelope
 
     envelope = _read_envelope(file)
-    with open_store(db) as store:
+    with open_store(db, dry_run=dry_run) as store:
         rows = _append_attestations(store, detach_envelope(store, envelope))
     if json_out:
         emit_json(rows)
-        return
-    for row in rows:
-        sys.stdout.write(
-            f"{row['attestation']} seq={row['seq']} attestation of {row['subject']}"
-            f" by {row['key_id']} {row['status']}\n"
-        )
+    else:
+        for row in rows:
+            sys.stdout.write(
+                f"{row['attestation']} seq={row['seq']} attestation of {row['subject']}"
+                f" by {row['key_id']} {row['status']}\n"
+            )
+    dry_run_note(dry_run)
 
 
 # --- export --------------------------------------------------------------------------
