@@ -173,7 +173,7 @@ class AdmissionPolicy:
                         Refusal(
                             att.digest,
                             att.kind,
-                            f"{first.code}: {first.message}",
+                            f"{', '.join(verdict.codes)}: {first.message}",
                             _ATTESTATION_REMEDY.get(first.code, _SIGN_REMEDY),
                         )
                     )
