@@ -142,7 +142,7 @@ def test_identity_is_in_force_from_its_authority_attestation(
     # Identity alone, then a signature, then (too late) the authority attestation. Admission
     # refuses the first batch; a ledger written before admission may hold it.
     first = [identity, vr, attest_prepared(vr, signer)]
-    with pytest.raises(AdmissionRefused, match="identity-not-authorized.*and 1 more"):
+    with pytest.raises(AdmissionRefused, match=r"identity-not-authorized.*and 1 more"):
         store.append_many(first)
     append_unchecked(store.path, first)
     store.append_many([attest_prepared(identity, authority)])
