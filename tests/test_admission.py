@@ -537,3 +537,46 @@ def test_toy_lineage_in_a_real_process(tmp_path: Path) -> None:
     assert "0 error(s), 0 warning(s)" in run("cohort", "audit", "example/toy-v1")
     assert "0 error(s), 0 warning(s)" in run("cohort", "audit", "example/toy-v2")
     assert run("verify").rstrip().endswith("clean")
+
+
+def test_every_writing_command_has_a_dry_run(led: Led, corpus: Path) -> None:
+    """Each command with --dry-run writes nothing and exits as it would; without it, it
+    writes (so the dry run is what made the difference)."""
+    key = led.dir / "v.key"
+    led.run("key", "generate", str(key))
+    led.run("append", str(corpus / SMOKE_RM))
+    subject = json.loads(led.run("append", "--json", str(corpus / SMOKE_VR)).stdout)[0]["digest"]
+    jsonl = led.dir / "wu.jsonl"
+    wu = corpus / "examples/work-units/phase0-smoke.work-unit.json"
+    jsonl.write_text(json.dumps(json.loads(wu.read_text())) + "\n")
+    register = [
+        "identity", "register", "--verifier-id", "phase0-independent-verifier",
+        "--adapter", "phase0-schema-verifier", "--adapter-version", "0.1",
+        "--public-key", f"{key}.pub",
+    ]  # fmt: skip
+    commands: list[list[str]] = [
+        ["import", "jsonl", str(jsonl)],
+        register,
+        ["sign", subject, "--key", str(key)],
+        ["checkpoint"],
+    ]
+    for args in commands:
+        before = state(led.db)
+        checkpoints = json.loads(led.run("stats", "--json").stdout)["latest_checkpoint_size"]
+        result = led.run(*args, "--dry-run")
+        assert result.stderr.endswith("dry run: nothing written\n"), (args, result.stderr)
+        assert state(led.db) == before
+        assert (
+            json.loads(led.run("stats", "--json").stdout)["latest_checkpoint_size"] == checkpoints
+        )
+        led.run(*args)
+        after = json.loads(led.run("stats", "--json").stdout)
+        assert state(led.db) != before or after["latest_checkpoint_size"] != checkpoints, args
+    revoke = [
+        "identity",
+        "revoke",
+        json.loads(led.run("identity", "list", "--json").stdout)[0]["key_id"],
+    ]
+    before = state(led.db)
+    led.run(*revoke, "--reason", "retired", "--dry-run")
+    assert state(led.db) == before

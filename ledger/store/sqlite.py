@@ -353,7 +353,17 @@ class SQLiteStore:
         return found
 
     def add_checkpoint(self, row: CheckpointRow) -> None:
-        """Store a signed tree head; a second, different root for a size is refused."""
+        """Store a signed tree head; a second, different root for a size is refused.
+
+        A dry-run store checks the row against the stored one and writes nothing."""
+        if self.dry_run:
+            existing = self.checkpoint_at(row.size)
+            if existing is not None and existing.root != row.root:
+                raise AppendOnlyError(
+                    f"checkpoint for size {row.size} exists, got root"
+                    f" {row.root.hex()}, expected {existing.root.hex()}"
+                )
+            return
         try:
             self._begin_immediate()
             try:
