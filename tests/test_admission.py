@@ -580,3 +580,9 @@ def test_every_writing_command_has_a_dry_run(led: Led, corpus: Path) -> None:
     before = state(led.db)
     led.run(*revoke, "--reason", "retired", "--dry-run")
     assert state(led.db) == before
+
+
+def test_core_governed_kind_names_match_the_identity_module() -> None:
+    from ledger.trust import admission, identity
+
+    assert (admission._IDENTITY_KIND, admission._REVOCATION_KIND) == identity.GOVERNANCE_KINDS

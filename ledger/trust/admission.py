@@ -94,21 +94,27 @@ def _value(obj: StoredObject) -> object:
         return None
 
 
+# ledger.trust.identity's IDENTITY_KIND and REVOCATION_KIND (not imported here: this
+# module is loaded by every CLI start, identity.py pulls in the crypto stack).
+_IDENTITY_KIND = "verifier-identity"
+_REVOCATION_KIND = "revocation"
+
+
 class CoreGovernance:
     """The core's own governed kinds: verifier identities and key revocations."""
 
     def governed(self, obj: StoredObject, reader: LedgerReader) -> Governed | None:
-        from ledger.trust.identity import IDENTITY_KIND, REVOCATION_KIND
-
+        if obj.kind not in (_IDENTITY_KIND, _REVOCATION_KIND):
+            return None  # the common case, decided without parsing
         value = _value(obj)
-        if obj.kind == IDENTITY_KIND:
+        if obj.kind == _IDENTITY_KIND:
             who = value.get("verifier_id") if isinstance(value, dict) else None
             return Governed(
                 f"verifier identity {who!r}",
                 "provledger identity register --verifier-id ID --adapter NAME"
                 " --adapter-version V --public-key KEY.pub",
             )
-        if obj.kind == REVOCATION_KIND:
+        if obj.kind == _REVOCATION_KIND:
             key = value.get("key_id") if isinstance(value, dict) else None
             return Governed(
                 f"revocation of key {key}", "provledger identity revoke KEY_ID --reason REASON"
