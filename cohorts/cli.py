@@ -130,8 +130,6 @@ def freeze_cmd(
 ) -> None:
     """Append the cohort as frozen, attested by the authority key, when the freeze gate
     holds; else list every failure (exit 4).
-
-    Example: provledger cohort freeze examples/cohorts/toy/cohort-v1.json
     """
     from cohorts.service import freeze_cohort
 
@@ -176,8 +174,6 @@ def burn_cmd(
 ) -> None:
     """Burn a frozen cohort: the burned cohort and its burn notice, each attested by the
     authority key, in one transaction.
-
-    Example: provledger cohort burn example/toy-v1 --reason "outcome seen" --observed-task T
     """
     from cohorts.service import burn_cohort
 
@@ -233,10 +229,6 @@ def bind_cmd(
 ) -> None:
     """Append a cohort-binding, attested by the authority key, when every successor gate
     item holds; else list every unmet item with the command that meets it (exit 4).
-
-    Example: provledger cohort bind example/toy-v2 --predecessor example/toy-v1
-    --plan example/toy/002-division-test=example/toy-v2/002-division-test/evaluator@0.4
-    --calibration sha256:...
     """
     from pathlib import Path as _Path
 

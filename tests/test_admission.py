@@ -75,7 +75,7 @@ def led(ledger_path: Path, runner: CliRunner) -> Led:
 @pytest.fixture
 def upstream(led: Led, corpus: Path) -> Led:
     """The corpus imported with the authority key (first-five burned, notice attested)."""
-    led.run("import", "idkmesh", str(corpus), code=3)  # some upstream cohorts are invalid
+    led.run("import", "idkmesh", str(corpus))
     audit = json.loads(led.run("cohort", "audit", FIRST_FIVE, "--json").stdout)
     assert audit["stage"] == "burned" and audit["ok"] is True
     return led
@@ -134,7 +134,8 @@ def test_hand_written_binding_refused_on_every_path(upstream: Led, corpus: Path)
         assert "cohort-binding is not upstream history" in out
         assert state(led.db) == before
     audit = json.loads(led.run("cohort", "audit", FIRST_FIVE, "--json").stdout)
-    assert audit["relations"]["successors"] == [] and audit["relations"]["bindings"] == []
+    assert audit["relations"]["bindings"] == []
+    assert "made/up-successor" not in audit["relations"]["successors"]
 
 
 @pytest.mark.parametrize("edit", ["walk-back", "retitle", "retitle-frozen"])
@@ -166,7 +167,7 @@ def test_burned_upstream_cohort_cannot_change(upstream: Led, corpus: Path, edit:
     (tree / "cohort.json").write_text(json.dumps(cohort))
     before = state(led.db)
     out = led.run("import", "idkmesh", str(led.dir / "tree"), "--unsigned", code=3).stdout
-    assert out.startswith("invalid  benchmarks/phase-b2-first-five/cohort.json")
+    assert out.startswith("invalid") and "benchmarks/phase-b2-first-five/cohort.json" in out
     assert state(led.db) == before
 
 
@@ -174,7 +175,7 @@ def test_unattested_burn_notice_is_refused_and_never_counted(
     led: Led, corpus: Path, tmp_path: Path
 ) -> None:
     # Upstream history imported unsigned: recorded, without standing.
-    led.run("import", "idkmesh", str(corpus), "--unsigned", code=3)
+    led.run("import", "idkmesh", str(corpus), "--unsigned")
     audit = json.loads(led.run("cohort", "audit", FIRST_FIVE, "--json").stdout)
     codes = {f["code"] for f in audit["findings"]}
     assert "cohort.unattested" in codes and "relation.unattested" in codes
@@ -296,7 +297,7 @@ def test_calibrate_record_without_matching_identity(led: Led) -> None:
 
 def test_dry_run_writes_nothing_and_exits_as_it_would(led: Led, corpus: Path) -> None:
     before = state(led.db)
-    out = led.run("import", "idkmesh", str(corpus), "--dry-run", "--json", code=3).stdout
+    out = led.run("import", "idkmesh", str(corpus), "--dry-run", "--json").stdout
     assert json.loads(out)["counts"]["imported"] > 30
     assert state(led.db) == before
     toy = Path(__file__).resolve().parents[1] / "examples" / "cohorts" / "toy"
@@ -534,8 +535,8 @@ def test_toy_lineage_in_a_real_process(tmp_path: Path) -> None:
     assert refused.returncode == 4 and "--plan example/toy/002-division-test=" in refused.stdout
     out = run(*bind, *PLANS, *cal)
     assert out.startswith("appended cohort-binding sha256:")
-    assert "0 error(s), 0 warning(s)" in run("cohort", "audit", "example/toy-v1")
-    assert "0 error(s), 0 warning(s)" in run("cohort", "audit", "example/toy-v2")
+    assert "0 defect(s), 0 missing, 0 warning(s) -> ok" in run("cohort", "audit", "example/toy-v1")
+    assert "0 defect(s), 0 missing, 0 warning(s) -> ok" in run("cohort", "audit", "example/toy-v2")
     assert run("verify").rstrip().endswith("clean")
 
 

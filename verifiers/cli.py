@@ -271,8 +271,6 @@ def calibrate(
     is reproducible byte for byte. Before anything is appended, --record checks that a
     registered identity of --key covers every adapter version it signs for, and otherwise
     prints the exact `provledger identity register ...` command to run (exit 4).
-
-    Example: provledger calibrate --record --key verifier.key
     """
     from ledger.errors import CheckFailed, InputError
     from ledger.schema.validation import validate

@@ -78,8 +78,6 @@ def append(
     Every input passes the ledger's admission rules: an authority-governed record (a
     frozen or burned cohort, burn notice, binding, identity, revocation) needs the
     authority's attestation among the same inputs, else nothing is written (exit 4).
-
-    Example: provledger append work-unit.json plan.json
     """
     from ledger.errors import LedgerError
     from ledger.store.prepared import prepare_json

@@ -58,7 +58,11 @@ EXAMPLES: dict[str, str] = {
     "cohort burn": (
         "provledger cohort burn benchmark/toy --reason 'evaluator defect seen after outcomes'"
     ),
-    "cohort bind": "provledger cohort bind successor.json --predecessor benchmark/toy",
+    "cohort bind": (
+        "provledger cohort bind example/toy-v2 --predecessor example/toy-v1"
+        " --plan example/toy/004-token-refactor=example/toy-v2/004-token-refactor/evaluator@0.4"
+        " --calibration sha256:6a013660 --calibration sha256:c4d2be7a"
+    ),
     "cohort audit": "provledger cohort audit benchmark/phase-b2-first-five",
     "cohort list": "provledger cohort list --json",
     "index": "provledger index --out ledger.browse.db",

@@ -185,9 +185,6 @@ def identity_register(
     One identity binds one key to one verifier id, one adapter and every adapter version
     given with --adapter-version (repeatable). A verifier's results, plans and
     calibration records are accepted only for the versions its identity holds.
-
-    Example: provledger identity register --verifier-id idkmesh-local-verifier --adapter
-    deterministic-patch-verifier --adapter-version 0.3.0 --public-key verifier.key.pub
     """
     from ledger.store.sqlite import open_store
     from ledger.trust.identity import register_identity
@@ -313,10 +310,7 @@ def identity_revoke(
     dry_run: DryRunOption = False,
     json_out: JsonOption = False,
 ) -> None:
-    """Append an authority-attested revocation of a key (nothing is deleted).
-
-    Example: provledger identity revoke KEY_ID --reason retired
-    """
+    """Append an authority-attested revocation of a key (nothing is deleted)."""
     from ledger.store.sqlite import open_store
     from ledger.trust.identity import revoke_key
 
@@ -354,8 +348,6 @@ def sign(
 
     Refused (exit 4, nothing written) when the attestation would not verify: KEY must be
     the authority key or a registered, unrevoked verifier key allowed to sign the subject.
-
-    Example: provledger sign sha256:... --key verifier.key
     """
     from ledger.store.sqlite import open_store
     from ledger.trust.attestation import attest
@@ -489,8 +481,6 @@ def attestation_import(
     Refused (exit 4, nothing written) unless every signature verifies over the stored
     subject, the payloadType is the one the ledger defines for the subject's kind, and
     the key is the authority key or a registered, unrevoked verifier key.
-
-    Example: provledger attestation import envelope.json
     """
     from ledger.store.sqlite import open_store
     from ledger.trust.attestation import detach_envelope

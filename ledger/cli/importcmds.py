@@ -54,8 +54,6 @@ def jsonl(
     Exit 0 when no line was rejected, 3 when any was. A batch that breaks the ledger's
     admission rules (e.g. a governed record without the authority's attestation in the
     same batch) stops the import with exit 4; earlier batches stay.
-
-    Example: provledger import jsonl objects.jsonl
     """
     from ledger.errors import InputError, NotFound
     from ledger.store.bulk import default_workers, import_jsonl
