@@ -59,9 +59,8 @@ EXAMPLES: dict[str, str] = {
         "provledger cohort burn benchmark/toy --reason 'evaluator defect seen after outcomes'"
     ),
     "cohort bind": (
-        "provledger cohort bind example/toy-v2 --predecessor example/toy-v1"
-        " --plan example/toy/004-token-refactor=example/toy-v2/004-token-refactor/evaluator@0.4"
-        " --calibration sha256:6a013660 --calibration sha256:c4d2be7a"
+        "provledger cohort bind toy-v2 --predecessor toy-v1 --plan TASK=PLAN_ID@0.4"
+        " --calibration sha256:6a013660"
     ),
     "cohort audit": "provledger cohort audit benchmark/phase-b2-first-five",
     "cohort list": "provledger cohort list --json",
