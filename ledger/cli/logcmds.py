@@ -9,7 +9,15 @@ from typing import Annotated, Any
 
 import typer
 
-from ledger.cli.common import DbOption, JsonOption, console, emit_json, new_app
+from ledger.cli.common import (
+    DbOption,
+    DryRunOption,
+    JsonOption,
+    console,
+    dry_run_note,
+    emit_json,
+    new_app,
+)
 from ledger.cli.witnesscmds import required_quorum, witness_keys
 from ledger.errors import CheckFailed, ProblemsReported, reported_like
 
@@ -47,9 +55,12 @@ def checkpoint(
             help="Verifier key of a URL witness (repeatable); its answer must verify under it.",
         ),
     ] = None,
+    dry_run: DryRunOption = False,
     json_out: JsonOption = False,
 ) -> None:
-    """Sign the current tree head as a C2SP checkpoint and store it; collect cosignatures."""
+    """Sign the current tree head as a C2SP checkpoint and store it; collect cosignatures.
+
+    With --dry-run nothing is stored and no witness is asked."""
     from ledger.cli.common import fail_line
     from ledger.cli.core import log_key_path
     from ledger.log.checkpoints import make_checkpoint
@@ -60,10 +71,10 @@ def checkpoint(
     key = load_private_key(log_key_path(db, log_key))
     trusted = witness_keys(witness_key)
     outcomes = []
-    with open_store(db) as store:
+    with open_store(db, dry_run=dry_run) as store:
         row = make_checkpoint(store, key)
         origin = store.get_meta("origin")
-        if witness:
+        if witness and not dry_run:
             outcomes = collect(store, row, witness, trusted)
         note = cosigned_note(store, row)
     failed = [(o.witness, o.error) for o in outcomes if o.error is not None]
@@ -80,6 +91,7 @@ def checkpoint(
         )
     else:
         sys.stdout.write(note.decode("utf-8"))
+    dry_run_note(dry_run)
     for name, error in failed:
         typer.echo(fail_line(f"witness {name}: {error}"), err=True)
     if failed:

@@ -21,6 +21,7 @@ from ledger.log.leaf import entry_record, utc_now
 from ledger.log.merkle import PendingNodes, leaf_hash
 from ledger.store.base import (
     OBJECT_COLUMNS,
+    Admission,
     AppendResult,
     CheckpointRow,
     Entry,
@@ -172,12 +173,31 @@ def _surrogate_text(data: bytes) -> str:
 class SQLiteStore:
     """A ledger in one SQLite file. Use ``open_store`` or ``create_store``."""
 
-    def __init__(self, path: Path, conn: sqlite3.Connection) -> None:
+    def __init__(
+        self,
+        path: Path,
+        conn: sqlite3.Connection,
+        admission: Admission | None = None,
+        dry_run: bool = False,
+    ) -> None:
         self.path = path
         self._conn = conn
+        self._admission = admission
+        self.dry_run = dry_run
+
+    @property
+    def admission(self) -> Admission:
+        """The rule set every append passes (default: the installed policy)."""
+        if self._admission is None:
+            from ledger.trust.admission import current_policy
+
+            self._admission = current_policy()
+        return self._admission
 
     # -- lifecycle -------------------------------------------------------------------
     def close(self) -> None:
+        if self.dry_run and self._conn.in_transaction:
+            self._conn.execute("ROLLBACK")
         self._conn.close()
 
     def __enter__(self) -> SQLiteStore:
@@ -210,18 +230,52 @@ class SQLiteStore:
                 delay = min(delay * 2, 0.1)
 
     def append_many(
-        self, items: Sequence[Prepared], precheck: Precheck | None = None
+        self,
+        items: Sequence[Prepared],
+        precheck: Precheck | None = None,
+        *,
+        history: bool = False,
     ) -> list[AppendResult]:
-        """Append all items in one transaction; ``precheck`` runs inside the lock."""
+        """Append all items in one transaction; ``precheck`` runs inside the lock, the
+        admission policy after the rows are written and before they are committed."""
+        admission = self.admission
         try:
-            self._begin_immediate()
+            # A dry run holds one outer transaction for the store's whole life (so later
+            # batches see earlier ones) and wraps each batch in a savepoint; close() rolls
+            # the outer transaction back.
+            if self.dry_run:
+                if not self._conn.in_transaction:
+                    self._begin_immediate()
+                self._conn.execute("SAVEPOINT batch")
+            else:
+                self._begin_immediate()
             try:
                 if precheck is not None:
                     precheck(self)
                 results = self._append_batch(items)
-                self._conn.execute("COMMIT")
+                new = [
+                    StoredObject(
+                        r.entry.digest,
+                        r.entry.seq,
+                        p.kind,
+                        p.schema_version,
+                        p.object_id,
+                        p.object_version,
+                        p.legacy_digest,
+                        p.legacy_hints,
+                        p.data,
+                    )
+                    for p, r in zip(items, results, strict=True)
+                    if r.new
+                ]
+                if new:
+                    admission.admit(self, new, history=history)
+                self._conn.execute("RELEASE batch" if self.dry_run else "COMMIT")
             except BaseException:
-                if self._conn.in_transaction:
+                if self.dry_run:
+                    self._conn.execute("ROLLBACK TO batch")
+                    self._conn.execute("RELEASE batch")
+                elif self._conn.in_transaction:
                     self._conn.execute("ROLLBACK")
                 raise
         except sqlite3.Error as exc:
@@ -306,7 +360,17 @@ class SQLiteStore:
         return found
 
     def add_checkpoint(self, row: CheckpointRow) -> None:
-        """Store a signed tree head; a second, different root for a size is refused."""
+        """Store a signed tree head; a second, different root for a size is refused.
+
+        A dry-run store checks the row against the stored one and writes nothing."""
+        if self.dry_run:
+            existing = self.checkpoint_at(row.size)
+            if existing is not None and existing.root != row.root:
+                raise AppendOnlyError(
+                    f"checkpoint for size {row.size} exists, got root"
+                    f" {row.root.hex()}, expected {existing.root.hex()}"
+                )
+            return
         try:
             self._begin_immediate()
             try:
@@ -679,12 +743,18 @@ def create_store(path: Path) -> SQLiteStore:
 
 
 def open_store(
-    path: Path, *, readonly: bool = False, max_page_count: int | None = None
+    path: Path,
+    *,
+    readonly: bool = False,
+    max_page_count: int | None = None,
+    admission: Admission | None = None,
+    dry_run: bool = False,
 ) -> SQLiteStore:
     """Open an existing ledger; a missing file or a non-ledger file is an error.
 
     ``max_page_count`` caps the file's size for writes (``PRAGMA max_page_count``): a
-    write past it fails as a full disk would.
+    write past it fails as a full disk would. ``admission`` defaults to the installed
+    policy; ``dry_run`` rolls every append back.
     """
     if not path.exists():
         raise NotFound(
@@ -696,7 +766,7 @@ def open_store(
         else:
             conn = _connect(path, max_page_count)
             conn.execute("PRAGMA synchronous = FULL")
-        store = SQLiteStore(path, conn)
+        store = SQLiteStore(path, conn, admission, dry_run)
         if store.get_meta("format") is None:
             raise StorageError(
                 f"not a provledger ledger, got no format record in {path},"
