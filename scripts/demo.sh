@@ -11,7 +11,7 @@ fi
 .venv/bin/python -m pip install --quiet --disable-pip-version-check -e .
 
 PL=.venv/bin/provledger
-FIX=examples/calibration
+FIX=verifiers/fixtures/calibration
 rm -rf demo && mkdir demo
 export PROVLEDGER_DB=demo/ledger.db
 
