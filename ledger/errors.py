@@ -97,6 +97,10 @@ class CheckFailed(LedgerError):
     exit_code = 1
 
 
+class IntegrityError(CheckFailed):
+    """A stored row disagrees with the bytes it indexes: the file was edited (exit 1)."""
+
+
 class IdentityError(RuleViolation):
     """A verifier identity or revocation is refused: wrong authority key, key bound elsewhere."""
 

@@ -27,24 +27,20 @@ from typing import Any
 
 from ledger.audit import object_check as fastcheck
 from ledger.encoding.canonical import require_canonical
-from ledger.encoding.digest import apply_float_hints, legacy_digest
+from ledger.encoding.digest import legacy_digest
 from ledger.errors import LedgerError
 from ledger.log import merkle
+from ledger.log.checkpoint_record import CHECKPOINT_KIND, row_of_record
 from ledger.log.leaf import entry_record
 from ledger.log.note import Checkpoint, open_checkpoint, parse_note, parse_verifier_key
 from ledger.schema import validation as schema
 from ledger.schema.kinds import BLOB, detect_kind
 from ledger.store.base import CheckpointRow, StoredObject
-from ledger.store.sqlite import LEDGER_TABLES, SQLiteStore, trigger_names
+from ledger.store.derived import HintError, apply_checked_hints, parse_hints
+from ledger.store.sqlite import FORMAT, META_KEYS, SQLiteStore, expected_schema
 from ledger.trust.keys import key_id as raw_key_id
 
 _APPENDED_AT = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{6}Z")
-# What an append-only trigger must be, whitespace-normalised: nothing but an abort.
-_TRIGGER_SQL = re.compile(
-    r"CREATE TRIGGER (?P<name>\w+) BEFORE (?P<op>UPDATE|DELETE) ON (?P<table>\w+)"
-    r" BEGIN SELECT RAISE\(ABORT, '[^']*'\); END",
-    re.IGNORECASE,
-)
 _MAX_LISTED = 100  # cap on findings listed one by one for one kind of extra row
 
 
@@ -149,6 +145,17 @@ def _check_object(obj: StoredObject) -> tuple[list[Finding], list[tuple[str, str
             )
         )
     if obj.kind == BLOB:
+        stored_side = (obj.schema_version, obj.object_id, obj.object_version, obj.legacy_digest)
+        if stored_side != (None, None, None, None) or obj.legacy_hints is not None:
+            found.append(
+                Finding(
+                    "index-mismatch",
+                    f"blob row has index columns {stored_side} hints {obj.legacy_hints!r},"
+                    " expected none",
+                    obj.seq,
+                    obj.digest,
+                )
+            )
         return found, refs
     try:
         value = require_canonical(obj.data)
@@ -165,6 +172,10 @@ def _check_object(obj: StoredObject) -> tuple[list[Finding], list[tuple[str, str
             )
         refs = spec.refs(value)
         schema.validate(spec.name, str(version), value)
+        hints_problem = _hints_problem(spec.native, value, obj.legacy_hints)
+        if hints_problem is not None:
+            found.append(Finding("hints-invalid", hints_problem, obj.seq, obj.digest))
+            return found, refs
         expected = (
             str(version),
             spec.object_id(value),
@@ -202,18 +213,22 @@ def _refs_of(kind: object, data: object) -> list[tuple[str, str]]:
         return []
 
 
-def _legacy_from_stored(value: Any, hints_text: str | None) -> str:
-    """Recompute the legacy digest from canonical bytes plus the stored float hints."""
-    import copy
-    import json
-
-    if not hints_text:
-        return legacy_digest(value)
+def _hints_problem(native: bool, value: Any, hints_text: str | None) -> str | None:
+    """Why the stored float hints are not allowed (see ``ledger.store.derived``), or None."""
+    if hints_text is None:
+        return None
+    if native:
+        return "float hints on a ledger-native object, expected none"
     try:
-        hints = json.loads(hints_text)
-        return legacy_digest(apply_float_hints(copy.deepcopy(value), hints))
-    except (ValueError, KeyError, IndexError, TypeError):
-        return "invalid float hints"
+        parse_hints(value, hints_text)
+    except HintError as exc:
+        return str(exc)
+    return None
+
+
+def _legacy_from_stored(value: Any, hints_text: str | None) -> str:
+    """Recompute the legacy digest from canonical bytes plus the (checked) float hints."""
+    return legacy_digest(apply_checked_hints(value, parse_hints(value, hints_text)))
 
 
 def _text(data: bytes) -> str:
@@ -242,44 +257,75 @@ def _object_row_problem(columns: Sequence[Any]) -> str | None:
     return None
 
 
-def _check_triggers(conn: sqlite3.Connection) -> list[Finding]:
+def _check_schema(conn: sqlite3.Connection) -> list[Finding]:
+    """``sqlite_master`` must be exactly the schema the store creates (no more, no less).
+
+    Triggers keep their own codes (``trigger-missing``, ``trigger-altered``,
+    ``trigger-unexpected``); tables, indexes and views are ``schema-missing``,
+    ``schema-altered``, ``schema-extra``.
+    """
+    expected = {(t, n): (tb, q) for t, n, tb, q in expected_schema()}
     present = {
-        str(name): (str(table), str(sql))
-        for name, table, sql in conn.execute(
-            "SELECT name, tbl_name, sql FROM sqlite_master WHERE type = 'trigger'"
-        )
+        (str(t), str(n)): (str(tb), None if q is None else str(q))
+        for t, n, tb, q in conn.execute("SELECT type, name, tbl_name, sql FROM sqlite_master")
     }
-    expected = trigger_names()
     found = []
-    for name in expected:
-        if name not in present:
-            found.append(Finding("trigger-missing", f"append-only trigger {name} is missing"))
-            continue
-        table, op = name.rsplit("_no_", 1)
-        match = _TRIGGER_SQL.fullmatch(" ".join(present[name][1].split()))
-        if (
-            match is None
-            or match["name"] != name
-            or match["table"] != table
-            or match["op"].lower() != op
-        ):
+    for (kind, name), want in sorted(expected.items()):
+        got = present.get((kind, name))
+        if kind == "trigger":
+            if got is None:
+                found.append(Finding("trigger-missing", f"append-only trigger {name} is missing"))
+            elif got != want:
+                table, op = name.rsplit("_no_", 1)
+                found.append(
+                    Finding(
+                        "trigger-altered",
+                        f"append-only trigger {name} is not an unconditional abort on {op}"
+                        f" of {table}",
+                    )
+                )
+        elif got is None:
+            found.append(Finding("schema-missing", f"{kind} {name} is missing from the file"))
+        elif got != want:
             found.append(
                 Finding(
-                    "trigger-altered",
-                    f"append-only trigger {name} is not an unconditional abort on {op} of {table}",
+                    "schema-altered", f"{kind} {name} differs, got {got[1]!r}, expected {want[1]!r}"
                 )
             )
-    for name, (table, _sql) in sorted(present.items()):
-        if name not in expected and table in LEDGER_TABLES:
+    for (kind, name), (table, _sql) in sorted(present.items()):
+        if (kind, name) in expected:
+            continue
+        if kind == "trigger":
             found.append(
-                Finding("trigger-unexpected", f"trigger {name} on ledger table {table} is unknown")
+                Finding("trigger-unexpected", f"trigger {name} on table {table} is unknown")
             )
+        else:
+            found.append(Finding("schema-extra", f"{kind} {name} is not part of a ledger's schema"))
     return found
 
 
 def _check_meta(store: SQLiteStore) -> list[Finding]:
-    """The meta records must agree with each other (they are not in the log)."""
+    """The meta records: only known keys, text values, agreeing with each other.
+
+    They are not in the log; the keys themselves are checked against the trust anchors
+    by the caller, the key ids and origin are re-derived here.
+    """
     found = []
+    rows = store.connection.execute("SELECT key, value FROM meta ORDER BY key").fetchall()
+    for key, value in rows:
+        if key not in META_KEYS:
+            found.append(Finding("meta-unexpected", f"meta key {key!r} is not a ledger record"))
+        elif not isinstance(value, str):
+            found.append(Finding("meta-invalid", f"meta {key} has SQL type {type(value).__name__}"))
+    keys = [key for key, _value in rows]
+    for key in META_KEYS:
+        if keys.count(key) != 1:
+            found.append(
+                Finding("meta-missing", f"meta {key}, got {keys.count(key)} records, expected 1")
+            )
+    fmt = store.get_meta("format")
+    if fmt is not None and fmt != FORMAT:
+        found.append(Finding("meta-invalid", f"meta format, got {fmt!r}, expected {FORMAT!r}"))
     origin = store.get_meta("origin")
     vkey = store.get_meta("log_verifier_key")
     if vkey is None or origin is None:
@@ -403,8 +449,10 @@ def _audit(
                 f" expected the trusted key {trusted_authority}",
             )
         )
-    findings.extend(_check_triggers(conn))
-    integrity = [str(r[0]) for r in conn.execute("PRAGMA quick_check")]
+    findings.extend(_check_schema(conn))
+    # integrity_check, not quick_check: it also compares every index with its table, so
+    # an index pointed at another row (``writable_schema``) is found.
+    integrity = [str(r[0]) for r in conn.execute("PRAGMA integrity_check")]
     if integrity != ["ok"]:
         findings.append(Finding("database-corrupt", "; ".join(integrity[:5])))
 
@@ -428,9 +476,14 @@ def _audit(
             )
 
     frontier = CompactRange()
+    # Checkpoint rows already compared with the tree, by size: each one below the log
+    # size must be logged as the entry at seq == size, and equal that record.
+    seen: dict[int, CheckpointRow] = {}
+    logged: set[int] = set()
     # Size 0 has no entry to be checked after, so its checkpoint and saved head go first.
     if 0 in checkpoints:
-        findings.extend(_check_checkpoint(checkpoints.pop(0), frontier.root(), vkey, origin))
+        seen[0] = checkpoints.pop(0)
+        findings.extend(_check_checkpoint(seen[0], frontier.root(), vkey, origin))
         report.checkpoints_checked += 1
     if saved is not None and saved.size == 0:
         saved = None
@@ -497,6 +550,9 @@ def _audit(
                     findings.extend(check(obj, store))
                 except LedgerError as exc:
                     findings.append(Finding("object-check-error", str(exc), seq, name))
+            if obj.kind == CHECKPOINT_KIND and kind == CHECKPOINT_KIND and not problems:
+                logged.add(seq)
+                findings.extend(_check_record(obj, seen.get(seq), frontier.root(), vkey, origin))
         leaf = _leaf_hash(seq, kind, digest, appended_at)
         for level, idx, value in frontier.append(leaf):
             stored = nodes.get(level, idx)
@@ -514,7 +570,8 @@ def _audit(
                 )
         size = frontier.size
         if size in checkpoints:
-            findings.extend(_check_checkpoint(checkpoints.pop(size), frontier.root(), vkey, origin))
+            seen[size] = checkpoints.pop(size)
+            findings.extend(_check_checkpoint(seen[size], frontier.root(), vkey, origin))
             report.checkpoints_checked += 1
         if saved is not None and saved.size == size:
             if not hmac.compare_digest(saved.root_hash, frontier.root()):
@@ -540,6 +597,17 @@ def _audit(
                 checkpoint=saved.size,
             )
         )
+    for size in sorted(set(seen) - logged):
+        if size < frontier.size:
+            findings.append(
+                Finding(
+                    "checkpoint-unlogged",
+                    f"checkpoint at size {size} is not logged as entry {size},"
+                    " expected its record there (only the newest may be unlogged)",
+                    seq=size,
+                    checkpoint=size,
+                )
+            )
     for size in checkpoints:
         findings.append(
             Finding(
@@ -611,6 +679,64 @@ def _check_checkpoint(
             )
         )
     return found
+
+
+def _check_record(
+    obj: StoredObject, row: CheckpointRow | None, root: bytes, vkey: str | None, origin: str | None
+) -> list[Finding]:
+    """A logged checkpoint record at ``obj.seq``: it is the checkpoint of that size,
+    signed over the tree of that size, and the stored row is exactly its index."""
+    import json
+
+    seq = obj.seq
+    try:
+        record = row_of_record(json.loads(obj.data))
+    except (LedgerError, ValueError) as exc:
+        return [Finding("checkpoint-record-invalid", str(exc), seq, obj.digest, seq)]
+    if record.size != seq:
+        return [
+            Finding(
+                "checkpoint-record-invalid",
+                f"record of the checkpoint at size {record.size} logged at seq {seq},"
+                " expected seq == size",
+                seq,
+                obj.digest,
+                seq,
+            )
+        ]
+    if row is None:
+        found = [
+            Finding(
+                "checkpoint-missing",
+                f"checkpoint at size {seq} is logged (entry {seq}) but not stored",
+                seq,
+                obj.digest,
+                seq,
+            )
+        ]
+        # The record alone still has to be a valid checkpoint of this log.
+        return found + _check_checkpoint(record, root, vkey, origin)
+    if row != record:
+        differs = [
+            name
+            for name, a, b in (
+                ("root", row.root, record.root),
+                ("note", row.note, record.note),
+                ("created_at", row.created_at, record.created_at),
+            )
+            if a != b
+        ]
+        return [
+            Finding(
+                "checkpoint-row-mismatch",
+                f"stored checkpoint at size {seq} differs from its logged record in"
+                f" {', '.join(differs)}",
+                seq,
+                obj.digest,
+                seq,
+            )
+        ]
+    return []
 
 
 def _extra_tree_nodes(conn: sqlite3.Connection, size: int) -> list[Finding]:

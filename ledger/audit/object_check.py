@@ -13,7 +13,6 @@ lookups from one sequential scan per level instead of one query per node.
 from __future__ import annotations
 
 import hashlib
-import json
 import multiprocessing
 import os
 import sqlite3
@@ -22,11 +21,12 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from ledger.encoding._fast import parse_encode
-from ledger.encoding.digest import apply_float_hints, legacy_bytes, sha256_digest
+from ledger.encoding.digest import legacy_bytes, sha256_digest
 from ledger.errors import LedgerError
 from ledger.schema._compiled import fast_check
 from ledger.schema.kinds import BLOB, detect_kind
 from ledger.store.base import StoredObject
+from ledger.store.derived import apply_checked_hints, parse_hints
 
 CheckResult = tuple[list[Any], list[tuple[str, str]]]
 Reference = Callable[[StoredObject], CheckResult]
@@ -51,7 +51,9 @@ def _clean_refs(obj: StoredObject) -> list[tuple[str, str]] | None:
     if "sha256:" + hashlib.sha256(data).hexdigest() != obj.digest:
         return None
     if obj.kind == BLOB:
-        return []
+        side = (obj.schema_version, obj.object_id, obj.object_version, obj.legacy_digest)
+        clean_blob = side == (None, None, None, None) and obj.legacy_hints is None
+        return [] if clean_blob else None
     try:
         encoded = parse_encode(data)
     except LedgerError:
@@ -70,12 +72,14 @@ def _clean_refs(obj: StoredObject) -> list[tuple[str, str]] | None:
         return None
     refs = list(spec.refs(value))
     legacy = None
+    if spec.native and obj.legacy_hints is not None:
+        return None
     if not spec.native:
-        if obj.legacy_hints:
+        if obj.legacy_hints is not None:
             # Hints turn the canonical integers back into the doubles the legacy form
-            # prints; ``value`` is ours alone, so it is changed in place.
-            hinted = apply_float_hints(value, json.loads(obj.legacy_hints))
-            legacy = sha256_digest(legacy_bytes(hinted))
+            # prints; only checked hints (integer to equal double) count as clean.
+            hints = parse_hints(value, obj.legacy_hints)  # HintError: not clean
+            legacy = sha256_digest(legacy_bytes(apply_checked_hints(value, hints)))
         else:
             legacy = sha256_digest(encoded.legacy)
     expected = (version, spec.object_id(value), spec.object_version(value), legacy)

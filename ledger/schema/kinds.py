@@ -143,6 +143,8 @@ KINDS: dict[str, KindSpec] = {
                 ("verification-result", ("verification_result_digest",)),
             ),
         ),
+        # Written by the store only: a signed checkpoint, logged at seq == its size.
+        KindSpec("checkpoint", ("0.1",), native=True, id_field=None, version_field=None),
         KindSpec(
             "quarantine",
             ("0.1",),

@@ -7,6 +7,7 @@ once. Triggers make every ledger table append-only inside the database itself.
 
 from __future__ import annotations
 
+import functools
 import os
 import sqlite3
 import time
@@ -15,10 +16,12 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from ledger.errors import AppendOnlyError, NotFound, StorageError
+from ledger.errors import AppendOnlyError, IntegrityError, NotFound, RuleViolation, StorageError
+from ledger.log.checkpoint_record import CHECKPOINT_KIND, checkpoint_record
 from ledger.log.leaf import entry_record, utc_now
 from ledger.log.merkle import leaf_hash, node_hash
 from ledger.store.base import AppendResult, CheckpointRow, Entry, Precheck, StoredObject
+from ledger.store.derived import derive, row_problem
 from ledger.store.prepared import Prepared
 
 SCHEMA_VERSION = "1"
@@ -128,6 +131,45 @@ def trigger_names() -> list[str]:
     return [f"{t}_no_{op}" for t in LEDGER_TABLES for op in ("update", "delete")]
 
 
+def schema_script() -> str:
+    """Everything a ledger file's schema holds: the one definition (tables, indexes,
+    triggers, views). ``create_store`` runs it; ``verify`` compares the file with it.
+    Add a view or index here and both follow."""
+    return _DDL + _COSIGNATURES_DDL + _trigger_ddl()
+
+
+SchemaObject = tuple[str, str, str, str | None]  # (type, name, tbl_name, sql)
+
+
+@functools.cache
+def expected_schema() -> tuple[SchemaObject, ...]:
+    """``sqlite_master`` rows of a new ledger, by (type, name): made by SQLite itself
+    from ``schema_script()`` in memory, so the comparison never drifts from the DDL."""
+    conn = sqlite3.connect(":memory:")
+    try:
+        conn.executescript(schema_script())
+        rows = conn.execute(
+            "SELECT type, name, tbl_name, sql FROM sqlite_master ORDER BY type, name"
+        ).fetchall()
+    finally:
+        conn.close()
+    return tuple((str(t), str(n), str(tb), None if q is None else str(q)) for t, n, tb, q in rows)
+
+
+# The meta keys a ledger holds, all written at init. Each is checked by verify:
+# format exactly; origin against the log key's name; the key ids re-derived from the
+# public keys; the public keys themselves against the trust anchors.
+META_KEYS = (
+    "format",
+    "origin",
+    "log_verifier_key",
+    "log_key_id",
+    "authority_public_key",
+    "authority_key_id",
+)
+FORMAT = f"provledger-sqlite/{SCHEMA_VERSION}"
+
+
 def _storage_error(exc: sqlite3.Error, path: Path) -> Exception:
     text = str(exc)
     if "append-only" in text:
@@ -219,8 +261,24 @@ class SQLiteStore:
         in the batch, gets its existing entry back with ``new=False``), written with
         one ``executemany`` per table: per-row statements dominated bulk imports.
         """
+        for item in items:
+            if item.kind == CHECKPOINT_KIND:
+                raise RuleViolation(
+                    "append, got a checkpoint record, expected an object"
+                    " (checkpoint records are written by the ledger itself)"
+                )
         known = self._entries_for([item.digest for item in items])
         seq = self.size()
+        pending = self.checkpoint_at(seq)
+        if pending is not None and any(item.digest not in known for item in items):
+            # Log the newest checkpoint first, at seq == its size: every later tree head
+            # then covers it (ledger.log.checkpoint_record).
+            return self._append_batch_rows([checkpoint_record(pending), *items], known, seq)[1:]
+        return self._append_batch_rows(items, known, seq)
+
+    def _append_batch_rows(
+        self, items: Sequence[Prepared], known: dict[str, Entry], seq: int
+    ) -> list[AppendResult]:
         entries: list[tuple[Any, ...]] = []
         objects: list[tuple[Any, ...]] = []
         refs: list[tuple[str, str, str]] = []
@@ -289,7 +347,8 @@ class SQLiteStore:
                 f" JOIN entries e ON e.seq = o.seq WHERE o.digest IN ({marks})",
                 chunk,
             ):
-                found[digest] = Entry(*row)
+                if digest == row[1]:  # a row that disagrees with its entry is not "stored"
+                    found[digest] = Entry(*row)
         return found
 
     def add_checkpoint(self, row: CheckpointRow) -> None:
@@ -379,24 +438,67 @@ class SQLiteStore:
         row = self._q("SELECT max(seq) FROM entries")[0]
         return 0 if row[0] is None else int(row[0]) + 1
 
+    # Object rows come with their log entry's digest and kind: the entry is the record
+    # (a Merkle leaf), the row only an index of it, checked on every read.
     _OBJ = (
-        "SELECT digest, seq, kind, schema_version, object_id, object_version, legacy_digest,"
-        " legacy_hints, data FROM objects"
+        "SELECT o.digest, o.seq, o.kind, o.schema_version, o.object_id, o.object_version,"
+        " o.legacy_digest, o.legacy_hints, o.data, e.digest, e.kind FROM objects o"
+        " LEFT JOIN entries e ON e.seq = o.seq"
     )
 
+    def _checked(self, row: Sequence[Any]) -> StoredObject:
+        """The object of a row, after checking every column against the bytes.
+
+        Bytes must hash to the entry's digest, and kind, index columns and float hints
+        must be what the bytes imply (``ledger.store.derived``); else ``IntegrityError``.
+        """
+        try:
+            obj = StoredObject(*row[:9])
+            problem = row_problem(obj, row[9], row[10])
+        except (TypeError, ValueError) as exc:
+            problem, obj = f"unreadable object row ({exc})", None
+        if problem is not None:
+            where = "" if obj is None else f" at seq {obj.seq} ({obj.digest})"
+            raise IntegrityError(
+                f"ledger object row{where} disagrees with its bytes, got {problem},"
+                " expected a row derived from them; run `provledger verify`"
+            )
+        return obj  # type: ignore[return-value]
+
+    def _objects(self, sql: str, args: tuple[Any, ...]) -> list[StoredObject]:
+        return [self._checked(r) for r in self._q(f"{self._OBJ} {sql}", args)]
+
+    @staticmethod
+    def _mismatch(obj: StoredObject, column: str, got: object, asked: object) -> IntegrityError:
+        return IntegrityError(
+            f"ledger index disagrees with the rows, got {column} {got!r} at seq {obj.seq}"
+            f" ({obj.digest}), expected {asked!r}; run `provledger verify`"
+        )
+
     def get(self, digest: str) -> StoredObject | None:
-        rows = self._q(f"{self._OBJ} WHERE digest = ?", (digest,))
-        return StoredObject(*rows[0]) if rows else None
+        rows = self._objects("WHERE o.digest = ?", (digest,))
+        if not rows:
+            return None
+        # A corrupted index (``writable_schema``) can point at another row: the row's own
+        # digest, just checked against its bytes, must be the one asked for.
+        if rows[0].digest != digest:
+            raise self._mismatch(rows[0], "digest", rows[0].digest, digest)
+        return rows[0]
 
     def get_by_seq(self, seq: int) -> StoredObject | None:
-        rows = self._q(f"{self._OBJ} WHERE seq = ?", (seq,))
-        return StoredObject(*rows[0]) if rows else None
+        if not 0 <= seq <= INT64_MAX:
+            return None
+        rows = self._objects("WHERE o.seq = ?", (seq,))
+        if rows and rows[0].seq != seq:
+            raise self._mismatch(rows[0], "seq", rows[0].seq, seq)
+        return rows[0] if rows else None
 
     def by_legacy(self, legacy: str) -> list[StoredObject]:
-        return [
-            StoredObject(*r)
-            for r in self._q(f"{self._OBJ} WHERE legacy_digest = ? ORDER BY seq", (legacy,))
-        ]
+        found = self._objects("WHERE o.legacy_digest = ? ORDER BY o.seq", (legacy,))
+        for obj in found:
+            if obj.legacy_digest != legacy:
+                raise self._mismatch(obj, "legacy digest", obj.legacy_digest, legacy)
+        return found
 
     def ids_of(self, digests: Sequence[str]) -> dict[str, tuple[str | None, int | None]]:
         """(object id, object version) of each stored digest, in chunks of one query."""
@@ -432,20 +534,34 @@ class SQLiteStore:
     ) -> list[StoredObject]:
         if version is not None and not 0 <= version <= INT64_MAX:
             return []
-        sql = f"{self._OBJ} WHERE object_id = ?"
+        sql = "WHERE o.object_id = ?"
         args: list[Any] = [object_id]
         if version is not None:
-            sql += " AND object_version = ?"
+            sql += " AND o.object_version = ?"
             args.append(version)
         if kind is not None:
-            sql += " AND kind = ?"
+            sql += " AND o.kind = ?"
             args.append(kind)
-        return [StoredObject(*r) for r in self._q(sql + " ORDER BY seq", tuple(args))]
+        found = self._objects(sql + " ORDER BY o.seq", tuple(args))
+        for obj in found:
+            if obj.object_id != object_id:
+                raise self._mismatch(obj, "id", obj.object_id, object_id)
+            if version is not None and obj.object_version != version:
+                raise self._mismatch(obj, "version", obj.object_version, version)
+            if kind is not None and obj.kind != kind:
+                raise self._mismatch(obj, "kind", obj.kind, kind)
+        return found
 
     def by_kind(self, kind: str) -> Iterator[StoredObject]:
-        cur = self._conn.execute(f"{self._OBJ} WHERE kind = ? ORDER BY seq", (kind,))
-        for row in cur:
-            yield StoredObject(*row)
+        try:
+            cur = self._conn.execute(f"{self._OBJ} WHERE o.kind = ? ORDER BY o.seq", (kind,))
+            for row in cur:
+                obj = self._checked(row)
+                if obj.kind != kind:
+                    raise self._mismatch(obj, "kind", obj.kind, kind)
+                yield obj
+        except sqlite3.Error as exc:
+            raise _storage_error(exc, self.path) from None
 
     def entries(
         self, since: int = 0, limit: int | None = None, kind: str | None = None
@@ -471,13 +587,28 @@ class SQLiteStore:
             raise _storage_error(exc, self.path) from None
 
     def refs_to(self, digest: str, rel: str | None = None) -> list[tuple[str, str]]:
+        """References to ``digest``; each is checked against the referring object's bytes."""
         if rel is None:
-            rows = self._q("SELECT from_digest, rel FROM refs WHERE to_digest = ?", (digest,))
+            rows = self._q(
+                "SELECT from_digest, rel, to_digest FROM refs WHERE to_digest = ?", (digest,)
+            )
         else:
             rows = self._q(
-                "SELECT from_digest, rel FROM refs WHERE to_digest = ? AND rel = ?", (digest, rel)
+                "SELECT from_digest, rel, to_digest FROM refs WHERE to_digest = ? AND rel = ?",
+                (digest, rel),
             )
-        return [(str(a), str(b)) for a, b in rows]
+        out: list[tuple[str, str]] = []
+        for source, relation, target in rows:
+            obj = self.get(source) if isinstance(source, str) else None
+            implied = () if obj is None else derive(obj.kind, obj.data, obj.legacy_hints).refs
+            if target != digest or (relation, target) not in implied:
+                raise IntegrityError(
+                    f"ledger reference disagrees with the objects, got {relation} -> {target}"
+                    f" from {source}, expected a reference its bytes make;"
+                    " run `provledger verify`"
+                )
+            out.append((source, relation))
+        return out
 
     def counts(self) -> dict[str, int]:
         return {
@@ -586,11 +717,9 @@ def create_store(path: Path) -> SQLiteStore:
         conn.execute(f"PRAGMA page_size = {PAGE_SIZE}")
         conn.execute("PRAGMA journal_mode = WAL")
         conn.execute("PRAGMA synchronous = FULL")
-        conn.executescript(
-            "BEGIN IMMEDIATE;" + _DDL + _COSIGNATURES_DDL + _trigger_ddl() + "COMMIT;"
-        )
+        conn.executescript("BEGIN IMMEDIATE;" + schema_script() + "COMMIT;")
         store = SQLiteStore(path, conn)
-        store.set_meta("format", f"provledger-sqlite/{SCHEMA_VERSION}")
+        store.set_meta("format", FORMAT)
         return store
     except sqlite3.Error as exc:
         raise _storage_error(exc, path) from None
