@@ -35,7 +35,9 @@ def verifier_key_of(store: LedgerReader) -> str:
 
 
 def make_checkpoint(store: Store, log_key: Ed25519PrivateKey) -> CheckpointRow:
-    """Sign the current tree head and store it; return the stored row (maybe existing)."""
+    """Sign the current tree head and store it; return the stored row (maybe existing).
+
+    The next append logs it as an entry (``ledger.log.checkpoint_record``)."""
     origin = origin_of(store)
     vkey = verifier_key_of(store)
     _, _, expected_pub = parse_verifier_key(vkey)
@@ -44,15 +46,14 @@ def make_checkpoint(store: Store, log_key: Ed25519PrivateKey) -> CheckpointRow:
             "log key, got a private key whose public half differs from the ledger's,"
             " expected the key created by `provledger init`"
         )
-    size = store.size()
-    existing = store.checkpoint_at(size)
-    if existing is not None:
-        return existing
-    root = merkle.root(size, store)
-    body = Checkpoint(origin, size, root).body()
-    row = CheckpointRow(size, root, sign_note(body, origin, log_key), utc_now())
-    store.add_checkpoint(row)
-    return store.checkpoint_at(size) or row
+
+    def sign(reader: LedgerReader, size: int) -> CheckpointRow:
+        root = merkle.root(size, reader)
+        body = Checkpoint(origin, size, root).body()
+        return CheckpointRow(size, root, sign_note(body, origin, log_key), utc_now())
+
+    # Signed inside the write lock, so the checkpoint is of the log's newest size.
+    return store.add_checkpoint(sign)
 
 
 def latest_checkpoint(store: LedgerReader, at_least: int = 0) -> CheckpointRow | None:

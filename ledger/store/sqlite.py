@@ -20,7 +20,14 @@ from ledger.errors import AppendOnlyError, IntegrityError, NotFound, RuleViolati
 from ledger.log.checkpoint_record import CHECKPOINT_KIND, checkpoint_record
 from ledger.log.leaf import entry_record, utc_now
 from ledger.log.merkle import leaf_hash, node_hash
-from ledger.store.base import AppendResult, CheckpointRow, Entry, Precheck, StoredObject
+from ledger.store.base import (
+    AppendResult,
+    CheckpointRow,
+    Entry,
+    Precheck,
+    SignHead,
+    StoredObject,
+)
 from ledger.store.derived import derive, row_problem
 from ledger.store.prepared import Prepared
 
@@ -351,19 +358,25 @@ class SQLiteStore:
                     found[digest] = Entry(*row)
         return found
 
-    def add_checkpoint(self, row: CheckpointRow) -> None:
-        """Store a signed tree head; a second, different root for a size is refused."""
+    def add_checkpoint(self, sign: SignHead) -> CheckpointRow:
+        """Sign the current tree head and store it, holding the write lock throughout.
+
+        ``sign(reader, size)`` returns the row for the log as it is inside the lock, so
+        the stored checkpoint is always of the newest size: the next append logs it as
+        the entry at ``seq == size`` (``ledger.log.checkpoint_record``). A checkpoint
+        already stored for the current size is returned instead (idempotent).
+        """
         try:
             self._begin_immediate()
             try:
-                existing = self.checkpoint_at(row.size)
-                if existing is not None:
-                    if existing.root != row.root:
+                size = self.size()
+                row = self.checkpoint_at(size)
+                if row is None:
+                    row = sign(self, size)
+                    if row.size != size:
                         raise AppendOnlyError(
-                            f"checkpoint for size {row.size} exists, got root"
-                            f" {row.root.hex()}, expected {existing.root.hex()}"
+                            f"checkpoint, got size {row.size}, expected the log size {size}"
                         )
-                else:
                     self._conn.execute(
                         "INSERT INTO checkpoints(size, root, note, created_at) VALUES (?,?,?,?)",
                         (row.size, row.root, row.note, row.created_at),
@@ -375,6 +388,7 @@ class SQLiteStore:
                 raise
         except sqlite3.Error as exc:
             raise _storage_error(exc, self.path) from None
+        return row
 
     def add_cosignatures(self, size: int, lines: Sequence[str]) -> int:
         """Store witness signature lines for the checkpoint at ``size``; return how many
