@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ledger.errors import RuleViolation
+from ledger.files import require_regular, shown
 from ledger.log.note import verifier_key
 from ledger.store.sqlite import create_store
 from ledger.trust.keys import generate_key_file, key_id, public_key_raw
@@ -27,6 +28,8 @@ def default_origin() -> str:
 
 def initialise(db: Path, origin: str | None, log_key: Path, authority_key: Path) -> dict[str, Any]:
     """Create the ledger and both key pairs; refuse to touch an existing ledger."""
+    # Before anything is written: a FIFO, device or directory is no place for a ledger.
+    require_regular(db, "ledger")
     if db.exists() and db.stat().st_size > 0:
         raise RuleViolation(f"ledger already exists, got {db}, expected a new path")
     origin = origin or default_origin()
@@ -47,11 +50,11 @@ def initialise(db: Path, origin: str | None, log_key: Path, authority_key: Path)
         )
         store.set_meta("authority_key_id", key_id(auth_private.public_key()))
     return {
-        "db": str(db),
+        "db": shown(db),
         "origin": origin,
-        "log_key_file": str(log_key),
+        "log_key_file": shown(log_key),
         "log_key_id": log_id,
         "log_verifier_key": vkey,
-        "authority_key_file": str(authority_key),
+        "authority_key_file": shown(authority_key),
         "authority_key_id": auth_id,
     }

@@ -487,12 +487,36 @@ CASES: dict[str, tuple[Tamper, Expect]] = {
 }
 
 
+ANCHORS = ["none", "log-key", "authority-key", "saved-checkpoint", "all"]
+# Where a trusted log key changes which finding reports the edit.
+KEY_SWAP_TRUSTED: Expect = [("log-key-mismatch", {}), ("meta-inconsistent", {})]
+ANCHOR_OVERRIDES: dict[tuple[str, str], Expect] = {
+    ("log key swapped", "log-key"): KEY_SWAP_TRUSTED,
+    ("log key swapped", "all"): KEY_SWAP_TRUSTED,
+}
+
+
+def anchor_args(led: Ledger, which: str) -> list[str]:
+    log = ["--log-key", led.vkey]
+    auth = ["--authority-key", str(led.db.with_name("ledger.db.authority.key.pub"))]
+    saved = ["--from-checkpoint", str(led.saved)]
+    return {
+        "none": [],
+        "log-key": log,
+        "authority-key": auth,
+        "saved-checkpoint": saved,
+        "all": log + auth + saved,
+    }[which]
+
+
+@pytest.mark.parametrize("which", ANCHORS)
 @pytest.mark.parametrize("name", list(CASES))
-def test_tampering_is_detected(name: str, led: Ledger, runner: CliRunner) -> None:
+def test_tampering_is_detected(name: str, which: str, led: Ledger, runner: CliRunner) -> None:
     tamper, expected = CASES[name]
+    expected = ANCHOR_OVERRIDES.get((name, which), expected)
     with tampered(led.db) as conn:
         tamper(conn, led)
-    code, findings = verify(runner, led)
+    code, findings = verify(runner, led, *anchor_args(led, which))
     assert code == 1
     for finding_code, where in expected:
         assert has(findings, finding_code, **where), (finding_code, where, findings)

@@ -455,6 +455,7 @@ def _audit(
     integrity = [str(r[0]) for r in conn.execute("PRAGMA integrity_check")]
     if integrity != ["ok"]:
         findings.append(Finding("database-corrupt", "; ".join(integrity[:5])))
+        findings.extend(_digest_index_probe(conn))
 
     checkpoints, problems = _load_checkpoints(conn)
     findings.extend(problems)
@@ -764,6 +765,37 @@ def _extra_tree_nodes(conn: sqlite3.Connection, size: int) -> list[Finding]:
     expected = sum(size >> level for level in range(size.bit_length()))
     if not extra and total != expected:
         found.append(Finding("tree-node-extra", f"{total} tree nodes stored, expected {expected}"))
+    return found
+
+
+def _digest_index_probe(conn: sqlite3.Connection) -> list[Finding]:
+    """Name the objects the digest index does not lead to (run once integrity fails).
+
+    A B-tree index edited on disk (or through ``writable_schema``) can send a lookup of
+    one digest to another object's row; every read by digest goes through this index.
+    """
+    found: list[Finding] = []
+    try:
+        rows = conn.execute("SELECT rowid, seq, digest FROM objects NOT INDEXED").fetchall()
+        for rowid, seq, digest in rows:
+            hits = conn.execute(
+                "SELECT rowid FROM objects INDEXED BY sqlite_autoindex_objects_1 WHERE digest = ?",
+                (digest,),
+            ).fetchall()
+            if [hit for (hit,) in hits] != [rowid]:
+                found.append(
+                    Finding(
+                        "digest-index-mismatch",
+                        f"the digest index leads {digest} to rows {[h for (h,) in hits]},"
+                        f" expected its own row {rowid}",
+                        seq if isinstance(seq, int) else None,
+                        str(digest),
+                    )
+                )
+                if len(found) >= _MAX_LISTED:
+                    break
+    except sqlite3.Error as exc:
+        found.append(Finding("database-corrupt", f"digest index unreadable: {exc}"))
     return found
 
 

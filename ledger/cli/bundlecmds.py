@@ -8,7 +8,14 @@ from typing import Annotated
 
 import typer
 
-from ledger.cli.common import DbOption, JsonOption, console, emit_json, new_app
+from ledger.cli.common import (
+    DbOption,
+    JsonOption,
+    console,
+    emit_json,
+    new_app,
+    read_verifier_key,
+)
 
 bundle_app = new_app("Offline bundles: an object, its attestations, proofs and checkpoint.")
 
@@ -86,7 +93,7 @@ def verify(
     from ledger.cli.witnesscmds import required_quorum, witness_keys
     from ledger.log.bundle import MAX_BUNDLE_BYTES, BundleError, verify_bundle
 
-    key = _read_verifier_key(log_key)
+    key = read_verifier_key(log_key)
     witnesses = witness_keys(witness_key)
     required = required_quorum(quorum, len(witnesses))
     # One byte over the limit still reaches verify_bundle, which names the part (exit 1).
@@ -116,14 +123,6 @@ def verify(
             markup=False,
         )
     out.print(f"bundle ok: {len(verified.attestations)} attestation(s) verified", markup=False)
-
-
-def _read_verifier_key(value: str) -> str:
-    """A verifier key given inline or as a file path."""
-    path = Path(value)
-    if path.is_file():
-        return path.read_text("utf-8").strip()
-    return value.strip()
 
 
 def register(app: typer.Typer) -> None:

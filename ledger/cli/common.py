@@ -15,6 +15,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any
 
+import click
 import typer
 from typer.core import TyperGroup
 
@@ -24,8 +25,14 @@ DEFAULT_DB = "ledger.db"
 
 
 def fail_line(message: str) -> str:
-    """One-line error text: newlines folded so stderr stays one line per error."""
-    return "error: " + " ".join(message.split())
+    """One-line error text: newlines folded so stderr stays one line per error.
+
+    Undecodable bytes in the message (a non-UTF-8 file name) become ``\\xNN`` escapes,
+    so reporting an error never fails itself.
+    """
+    from ledger.files import safe_text
+
+    return "error: " + " ".join(safe_text(message).split())
 
 
 class ProvGroup(TyperGroup):
@@ -54,8 +61,26 @@ class ProvGroup(TyperGroup):
             os.dup2(devnull, sys.stdout.fileno())
             ctx.exit(141)
         except OSError as exc:
-            typer.echo(fail_line(f"{exc.strerror or exc}: {exc.filename or ''}".strip()), err=True)
+            name = "" if exc.filename is None else os.fsdecode(exc.filename)
+            typer.echo(fail_line(f"{exc.strerror or exc}: {name}".strip()), err=True)
             ctx.exit(3)
+        except Exception as exc:
+            # Exits, aborts and usage errors belong to click/typer (typer has its own Exit).
+            if isinstance(exc, click.ClickException | click.exceptions.Exit | click.Abort) or (
+                type(exc).__module__.split(".")[0] in ("click", "typer")
+            ):
+                raise
+            # A bug, not bad input: one line and exit 70 (traceback with PROVLEDGER_DEBUG=1).
+            if os.environ.get("PROVLEDGER_DEBUG") == "1":
+                raise
+            typer.echo(
+                fail_line(
+                    f"internal error, got {type(exc).__name__}: {exc}, expected none"
+                    " (PROVLEDGER_DEBUG=1 shows the traceback)"
+                ),
+                err=True,
+            )
+            ctx.exit(70)
         finally:
             restore_db_env(ctx)
         return None
@@ -289,6 +314,20 @@ def table(headers: Sequence[str], rows: Iterable[Sequence[str]]) -> None:
         out.print(grid)
     # Rich pads every row to the table's width; trailing blanks carry nothing.
     plain_lines(line.rstrip() for line in captured.get().splitlines())
+
+
+def read_verifier_key(value: str) -> str:
+    """A signed-note verifier key given inline, or as the path of a file holding it.
+
+    A path that exists must be a regular UTF-8 text file (a FIFO, device, directory or
+    binary file is refused with exit 3); anything else is taken as the key itself.
+    """
+    from ledger.files import read_text_file
+
+    path = Path(value)
+    if os.path.lexists(path):
+        return read_text_file(path, "verifier key file", 64 * 1024).strip()
+    return value.strip()
 
 
 def read_input(name: str, max_bytes: int | None = None) -> bytes:

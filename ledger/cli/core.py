@@ -214,6 +214,7 @@ def log(
 
 def stats(db: DbOption = Path("ledger.db"), json_out: JsonOption = False) -> None:
     """Entry counts by kind, sizes and the latest checkpoint."""
+    from ledger.files import shown
     from ledger.store.sqlite import open_store
 
     with open_store(db, readonly=True) as store:
@@ -228,7 +229,7 @@ def stats(db: DbOption = Path("ledger.db"), json_out: JsonOption = False) -> Non
         origin = store.get_meta("origin")
         store.connection.execute("COMMIT")
     info = {
-        "db": str(db),
+        "db": shown(db),
         "entries": size,
         "by_kind": counts,
         "object_bytes": int(object_bytes),

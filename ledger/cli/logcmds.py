@@ -9,7 +9,14 @@ from typing import Annotated, Any
 
 import typer
 
-from ledger.cli.common import DbOption, JsonOption, console, emit_json, new_app
+from ledger.cli.common import (
+    DbOption,
+    JsonOption,
+    console,
+    emit_json,
+    new_app,
+    read_verifier_key,
+)
 from ledger.cli.witnesscmds import required_quorum, witness_keys
 
 proof_app = new_app("Inclusion and consistency proofs (RFC 9162).")
@@ -203,7 +210,7 @@ def verify(
     from ledger.errors import CheckFailed
     from ledger.store.sqlite import open_store
 
-    trusted = _read_verifier_key(log_key) if log_key else None
+    trusted = read_verifier_key(log_key) if log_key else None
     trusted_authority = None
     if authority_key is not None:
         import base64
@@ -281,11 +288,3 @@ def verify(
             out.print(f"browse database {browse} {verdict}", markup=False)
     if not ok:
         raise typer.Exit(CheckFailed.exit_code)
-
-
-def _read_verifier_key(value: str) -> str:
-    """A verifier key given inline or as a file path."""
-    path = Path(value)
-    if path.is_file():
-        return path.read_text("utf-8").strip()
-    return value.strip()

@@ -86,6 +86,8 @@ class LedgerReader(Protocol):
 
 
 Precheck = Callable[[LedgerReader], None]
+# Runs inside the append transaction, after the rows are written, before COMMIT.
+BeforeCommit = Callable[[list[AppendResult]], None]
 # Signs the tree head of the given size (the log's size inside the write lock).
 SignHead = Callable[[LedgerReader, int], CheckpointRow]
 
@@ -96,7 +98,10 @@ class Store(LedgerReader, Protocol):
     path: Path
 
     def append_many(
-        self, items: Sequence[Prepared], precheck: Precheck | None = None
+        self,
+        items: Sequence[Prepared],
+        precheck: Precheck | None = None,
+        before_commit: BeforeCommit | None = None,
     ) -> list[AppendResult]: ...
     def add_checkpoint(self, sign: SignHead) -> CheckpointRow: ...
     def add_cosignatures(self, size: int, lines: Sequence[str]) -> int: ...

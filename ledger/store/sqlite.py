@@ -17,11 +17,13 @@ from pathlib import Path
 from typing import Any
 
 from ledger.errors import AppendOnlyError, IntegrityError, NotFound, RuleViolation, StorageError
+from ledger.files import require_regular, shown
 from ledger.log.checkpoint_record import CHECKPOINT_KIND, checkpoint_record
 from ledger.log.leaf import entry_record, utc_now
 from ledger.log.merkle import leaf_hash, node_hash
 from ledger.store.base import (
     AppendResult,
+    BeforeCommit,
     CheckpointRow,
     Entry,
     Precheck,
@@ -240,15 +242,24 @@ class SQLiteStore:
                 delay = min(delay * 2, 0.1)
 
     def append_many(
-        self, items: Sequence[Prepared], precheck: Precheck | None = None
+        self,
+        items: Sequence[Prepared],
+        precheck: Precheck | None = None,
+        before_commit: BeforeCommit | None = None,
     ) -> list[AppendResult]:
-        """Append all items in one transaction; ``precheck`` runs inside the lock."""
+        """Append all items in one transaction; ``precheck`` runs inside the lock.
+
+        ``before_commit(results)`` runs after the rows are written and before COMMIT
+        (e.g. to write a command's output file): if it raises, nothing is recorded.
+        """
         try:
             self._begin_immediate()
             try:
                 if precheck is not None:
                     precheck(self)
                 results = self._append_batch(items)
+                if before_commit is not None:
+                    before_commit(results)
                 self._conn.execute("COMMIT")
             except BaseException:
                 if self._conn.in_transaction:
@@ -672,8 +683,9 @@ class SQLiteStore:
 
 
 def _connect(path: Path) -> sqlite3.Connection:
+    # Bytes, not str: a file name that is not UTF-8 still names exactly that file.
     conn = sqlite3.connect(
-        str(path), timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False
+        os.fsencode(path), timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False
     )
     conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
     cap = os.environ.get(MAX_PAGE_COUNT_ENV)
@@ -690,7 +702,7 @@ def _connect(path: Path) -> sqlite3.Connection:
 def _readonly_uri(path: Path, immutable: bool = False) -> str:
     # Percent-encode the path: a raw '?' or '#' in a file name would end the URI path,
     # and SQLite would open (and create) a different file.
-    uri = "file:" + urllib.parse.quote(os.fspath(path.absolute())) + "?mode=ro"
+    uri = "file:" + urllib.parse.quote(os.fsencode(path.absolute())) + "?mode=ro"
     return uri + "&immutable=1" if immutable else uri
 
 
@@ -723,6 +735,7 @@ def _connect_readonly(path: Path) -> sqlite3.Connection:
 
 def create_store(path: Path) -> SQLiteStore:
     """Create (or open and upgrade nothing in) a ledger file with tables and triggers."""
+    require_regular(path, "ledger")
     try:
         conn = _connect(path)
         # Objects are 1-13 KB: 4 KB pages left ~20% of each page empty and pushed larger
@@ -743,8 +756,11 @@ def open_store(path: Path, *, readonly: bool = False) -> SQLiteStore:
     """Open an existing ledger; a missing file or a non-ledger file is an error."""
     if not path.exists():
         raise NotFound(
-            f"ledger not found, got no file at {path}, expected one made by `provledger init`"
+            f"ledger not found, got no file at {shown(path)},"
+            " expected one made by `provledger init`"
         )
+    # A FIFO would block SQLite's first read forever; a device or directory is no ledger.
+    require_regular(path, "ledger")
     try:
         if readonly:
             conn = _connect_readonly(path)

@@ -27,7 +27,8 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import (
     Ed25519PublicKey,
 )
 
-from ledger.errors import KeyFileError
+from ledger.errors import InputError, KeyFileError
+from ledger.files import read_regular_file
 
 PUBLIC_KEY_SIZE = 32
 SIGNATURE_SIZE = 64
@@ -119,12 +120,10 @@ def load_public_key(source: Path | str | bytes | Ed25519PublicKey) -> Ed25519Pub
     if isinstance(source, str | Path):
         path = Path(source)
         try:
-            data = path.read_bytes()
-        except OSError as exc:
-            raise KeyFileError(
-                f"public key file {path} cannot be read, got {type(exc).__name__}, "
-                "expected a readable file"
-            ) from exc
+            # Regular files only: a FIFO or device planted at the path cannot hang us.
+            data = read_regular_file(path, "public key file", _MAX_KEY_FILE_SIZE)
+        except InputError as exc:
+            raise KeyFileError(str(exc)) from None
         if len(data) == PUBLIC_KEY_SIZE and _PEM_MARKER not in data:
             return public_key_from_raw(data)
         return _public_key_from_pem(data, f"file {path}")
