@@ -52,7 +52,9 @@ def export(
         sys.stdout.buffer.write(data)
         sys.stdout.buffer.flush()
         return
-    Path(output).write_bytes(data)
+    from ledger.files import write_output
+
+    write_output(Path(output), data)
     info = verified.to_json()
     info.update({"file": output, "bytes": len(data), "omitted_attestations": list(omitted)})
     if json_out:

@@ -61,8 +61,11 @@ class ProvGroup(TyperGroup):
             os.dup2(devnull, sys.stdout.fileno())
             ctx.exit(141)
         except OSError as exc:
-            name = "" if exc.filename is None else os.fsdecode(exc.filename)
-            typer.echo(fail_line(f"{exc.strerror or exc}: {name}".strip()), err=True)
+            what = "output" if exc.filename is None else os.fsdecode(exc.filename)
+            typer.echo(
+                fail_line(f"cannot use {what}, got '{exc.strerror or exc}', expected success"),
+                err=True,
+            )
             ctx.exit(3)
         except Exception as exc:
             # Exits, aborts and usage errors belong to click/typer (typer has its own Exit).

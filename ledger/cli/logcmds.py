@@ -63,10 +63,11 @@ def checkpoint(
     from ledger.store.sqlite import open_store
     from ledger.trust.keys import load_private_key
 
-    key = load_private_key(log_key_path(db, log_key))
     trusted = witness_keys(witness_key)
     outcomes = []
+    # The ledger first: a path that is no ledger is reported as such, not as a key.
     with open_store(db) as store:
+        key = load_private_key(log_key_path(db, log_key))
         row = make_checkpoint(store, key)
         origin = store.get_meta("origin")
         if witness:
