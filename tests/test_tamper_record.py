@@ -501,3 +501,44 @@ def test_expected_schema_is_what_init_creates(led: Led) -> None:
     assert tuple(rows) == expected_schema()
     kinds = {kind for kind, *_ in rows}
     assert kinds == {"table", "index", "trigger"}
+
+
+# --------------------------------------------------------------------------- cohorts
+
+
+def test_burn_notice_hint_cannot_hide_a_held_out_task(
+    ledger_path: Path, runner: CliRunner, tmp_path: Path
+) -> None:
+    """Issue 13: a float hint turning ``never_again_held_out`` into ``0.0`` used to drop
+    the relation.held_out error from the audit. Now every reader refuses the row."""
+    toy = Path(__file__).resolve().parents[1] / "examples" / "cohorts" / "toy"
+    db = str(ledger_path)
+    files = sorted(str(p) for p in (toy / "work-units").glob("*.json"))
+    files += sorted(str(p) for p in (toy / "evaluators").glob("*.json"))
+    assert runner.invoke(app, ["append", "--db", db, *files]).exit_code == 0
+    cohort = json.loads((toy / "cohort-v1.json").read_text())
+    cohort["stage"] = "frozen"
+    v1 = tmp_path / "v1.json"
+    v1.write_text(json.dumps(cohort))
+    assert runner.invoke(app, ["cohort", "freeze", str(v1), "--db", db]).exit_code == 0
+    task = cohort["tasks"][0]["id"]
+    burn = ["cohort", "burn", cohort["id"], "--reason", "seen", "--observed-task", task]
+    assert runner.invoke(app, [*burn, "--db", db]).exit_code == 0
+    clean = runner.invoke(app, ["cohort", "audit", cohort["id"], "--db", db, "--json"])
+    assert clean.exit_code in (0, 1), clean.output
+    conn = raw(ledger_path)
+    (seq, digest) = conn.execute(
+        "SELECT seq, digest FROM objects WHERE kind = 'burn-notice'"
+    ).fetchone()
+    conn.execute(
+        'UPDATE objects SET legacy_hints = \'[["never_again_held_out","0.0"]]\' WHERE seq = ?',
+        (seq,),
+    )
+    close(conn)
+    audit = runner.invoke(app, ["cohort", "audit", cohort["id"], "--db", db, "--json"])
+    assert audit.exit_code == 1
+    assert "float hints on a ledger-native object" in audit.stderr and digest in audit.stderr
+    code, findings = verify(
+        runner, Led(ledger_path, "", tmp_path / "none", tmp_path / "none", [], ""), "none"
+    )
+    assert code == 1 and has(findings, "hints-invalid", seq=seq, digest=digest)
