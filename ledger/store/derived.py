@@ -18,7 +18,6 @@ spelling of the same document; it cannot change what any check reads.
 
 from __future__ import annotations
 
-import copy
 import hashlib
 from dataclasses import dataclass
 from typing import Any
@@ -111,16 +110,30 @@ def _check_hint(value: Any, hint: Any) -> None:
 
 
 def apply_checked_hints(value: Any, hints: list[list[Any]]) -> Any:
-    """``value`` (a copy when hinted) with checked hints applied."""
+    """``value`` with checked hints applied; ``value`` itself is never changed.
+
+    Copy on write: only the containers on a hinted path are copied (a deep copy of
+    every object dominated ``verify``).
+    """
     if not hints:
         return value
-    out = copy.deepcopy(value)
+    out = _shallow(value)
+    fresh = {id(out)}
     for *path, text in hints:
-        parent = out
+        node = out
         for segment in path[:-1]:
-            parent = parent[segment]
-        parent[path[-1]] = float(text)
+            child = node[segment]
+            if id(child) not in fresh:
+                child = _shallow(child)
+                fresh.add(id(child))
+                node[segment] = child
+            node = child
+        node[path[-1]] = float(text)
     return out
+
+
+def _shallow(node: Any) -> Any:
+    return dict(node) if isinstance(node, dict) else list(node)
 
 
 def derive(kind: str, data: bytes, hints_text: str | None) -> Derived:
