@@ -542,3 +542,14 @@ def test_burn_notice_hint_cannot_hide_a_held_out_task(
         runner, Led(ledger_path, "", tmp_path / "none", tmp_path / "none", [], ""), "none"
     )
     assert code == 1 and has(findings, "hints-invalid", seq=seq, digest=digest)
+
+
+def test_proofs_refuse_a_tree_that_disagrees_with_its_checkpoint(
+    led: Led, runner: CliRunner
+) -> None:
+    sql("UPDATE tree_nodes SET hash = zeroblob(32) WHERE level = 1 AND idx = 0")(led)
+    digest = led.digests[BLOB_SEQ]
+    for args in (["proof", "inclusion", digest], ["proof", "consistency", "5"]):
+        result = runner.invoke(app, [*args, "--db", str(led.db), "--json"])
+        assert result.exit_code == 1, (args, result.output)
+        assert result.stderr.startswith("error: stored tree disagrees with the checkpoint")
