@@ -547,7 +547,8 @@ def test_burn_notice_hint_cannot_hide_a_held_out_task(
 def test_proofs_refuse_a_tree_that_disagrees_with_its_checkpoint(
     led: Led, runner: CliRunner
 ) -> None:
-    sql("UPDATE tree_nodes SET hash = zeroblob(32) WHERE level = 1 AND idx = 0")(led)
+    # The complete subtree over entries 0-7: part of every root from size 8 on.
+    sql("UPDATE tree_nodes SET hash = zeroblob(32) WHERE level = 3 AND idx = 0")(led)
     digest = led.digests[BLOB_SEQ]
     for args in (["proof", "inclusion", digest], ["proof", "consistency", "5"]):
         result = runner.invoke(app, [*args, "--db", str(led.db), "--json"])
