@@ -10,15 +10,16 @@ database records both public keys in ``meta``.
 from __future__ import annotations
 
 import base64
+import os
 import secrets
 from pathlib import Path
 from typing import Any
 
-from ledger.errors import RuleViolation
+from ledger.errors import KeyFileError, RuleViolation
 from ledger.files import require_regular, shown
 from ledger.log.note import verifier_key
 from ledger.store.sqlite import create_store
-from ledger.trust.keys import generate_key_file, key_id, public_key_raw
+from ledger.trust.keys import generate_key_file, key_id, public_key_path, public_key_raw
 
 
 def default_origin() -> str:
@@ -37,6 +38,19 @@ def initialise(db: Path, origin: str | None, log_key: Path, authority_key: Path)
         raise RuleViolation(
             f"log origin, got {origin!r}, expected a non-empty name without spaces or '+'"
         )
+    # Every path is checked before anything is written: a refused init leaves nothing.
+    targets = [log_key, public_key_path(log_key), authority_key, public_key_path(authority_key)]
+    if len({os.path.abspath(t) for t in targets}) != len(targets):
+        raise KeyFileError(
+            f"key files, got {shown(log_key)} and {shown(authority_key)},"
+            " expected two different paths"
+        )
+    for target in targets:
+        if os.path.lexists(target):
+            raise KeyFileError(
+                f"key file {shown(target)} already exists, got an existing file,"
+                " expected a new path"
+            )
     log_private, log_id = generate_key_file(log_key)
     auth_private, auth_id = generate_key_file(authority_key)
     vkey = verifier_key(origin, log_private.public_key())

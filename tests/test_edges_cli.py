@@ -146,3 +146,18 @@ def test_unwritable_outputs(ledger_path: Path, tmp_path: Path, runner: CliRunner
         )
     assert proc.returncode == 3
     assert "No space left on device" in one_error_line(proc.stderr.decode())
+
+
+def test_refused_init_writes_nothing(
+    odd: dict[str, Path], tmp_path: Path, runner: CliRunner
+) -> None:
+    for extra in (
+        ["--authority-key", str(odd["dir"])],
+        ["--log-key", str(odd["fifo"])],
+        ["--log-key", str(tmp_path / "same.key"), "--authority-key", str(tmp_path / "same.key")],
+    ):
+        before = sorted(p.name for p in tmp_path.iterdir())
+        result = runner.invoke(app, ["init", "--db", str(tmp_path / "new.db"), *extra])
+        assert result.exit_code == 3, (extra, result.output)
+        one_error_line(result.stderr)
+        assert sorted(p.name for p in tmp_path.iterdir()) == before
