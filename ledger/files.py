@@ -64,7 +64,9 @@ def read_regular_file(path: Path, what: str, max_bytes: int = DEFAULT_MAX_FILE_B
     try:
         fd = os.open(path, flags)
     except FileNotFoundError:
-        raise NotFound(f"{what} not found, got {shown(path)}, expected a readable file") from None
+        raise NotFound(
+            f"{what} {shown(path)} cannot be read, got no such file, expected a readable file"
+        ) from None
     except OSError as exc:
         raise InputError(
             f"{what} {shown(path)} cannot be read, got {exc.strerror}, expected a readable file"
