@@ -526,16 +526,18 @@ class SQLiteStore:
         return found
 
     def ids_of(self, digests: Sequence[str]) -> dict[str, tuple[str | None, int | None]]:
-        """(object id, object version) of each stored digest, in chunks of one query."""
+        """(object id, object version) of each stored digest, in chunks of one query.
+
+        Read from the bytes, not the index columns: each row is checked like any other
+        read (``_checked``), so a forged ``object_id`` is refused, never listed.
+        """
         out: dict[str, tuple[str | None, int | None]] = {}
         for start in range(0, len(digests), 500):
             chunk = list(digests[start : start + 500])
             marks = ",".join("?" * len(chunk))
-            for digest, oid, version in self._q(
-                f"SELECT digest, object_id, object_version FROM objects WHERE digest IN ({marks})",
-                tuple(chunk),
-            ):
-                out[str(digest)] = (oid, version)
+            for obj in self._objects(f"WHERE o.digest IN ({marks})", tuple(chunk)):
+                if obj.digest in chunk:
+                    out[obj.digest] = (obj.object_id, obj.object_version)
         return out
 
     def by_digest_prefix(self, prefix: str, limit: int = 2) -> list[str]:
