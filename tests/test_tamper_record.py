@@ -500,7 +500,7 @@ def test_expected_schema_is_what_init_creates(led: Led) -> None:
     conn.close()
     assert tuple(rows) == expected_schema()
     kinds = {kind for kind, *_ in rows}
-    assert kinds == {"table", "index", "trigger"}
+    assert kinds == {"table", "index", "trigger", "view"}
 
 
 # --------------------------------------------------------------------------- cohorts
