@@ -57,6 +57,8 @@ class CalibrationResult:
     recommendation: str
     plan_digest: str | None = None
     verification_result_digest: str | None = None
+    #: (adapter, adapter_version) the run used; when set it must be the plan's verifier.
+    adapter: tuple[str, str] | None = None
 
 
 @dataclass(frozen=True)
@@ -266,11 +268,14 @@ def _calibration_item(
 ) -> CohortFinding:
     assert plan.doc is not None
     version = as_str(plan.doc.value.get("schema_version"))
+    verifier = as_map(plan.doc.value.get("verifier"))
+    adapter = (verifier.get("adapter"), verifier.get("adapter_version"))
     runs = [
         c
         for c in calibrations
         if c.plan_schema_version == version
         and (c.plan_digest is None or plan.doc.scheme_for(c.plan_digest) is not None)
+        and (c.adapter is None or c.adapter == adapter)
     ]
     supported = [c for c in runs if c.candidate == "straightforward"]
     decoys = [c for c in runs if c.candidate == "decoy"]
@@ -290,7 +295,13 @@ def _calibration_item(
         f"plan version {version} not calibrated, got {len(supported)} straightforward"
         f" (accepted: {good_straight}), {len(decoys)} decoy (rejected: {good_decoy}),"
         f" {len(contrary)} contrary run(s), expected a straightforward candidate accepted and a"
-        " decoy rejected with no contrary run",
+        " decoy rejected with no contrary run"
+        + (
+            f" (v{version} accepts the decoy and cannot be calibrated: bind the task to a newer"
+            " plan version, e.g. 0.4)"
+            if any(c.candidate == "decoy" and c.recommendation == "accept_candidate" for c in runs)
+            else " (provledger calibrate --record --key KEY, then --calibration DIGEST)"
+        ),
         task,
     )
 
@@ -543,13 +554,27 @@ def build_binding(
     burn_notice: Mapping[str, Any],
     successor: Mapping[str, Any],
     report: GateReport,
+    *,
+    evaluator_plans: Sequence[Mapping[str, str]] | None = None,
+    calibrations: Sequence[str] | None = None,
 ) -> dict[str, Any]:
-    """The cohort-binding object for a passed gate (``GateError`` if it failed)."""
+    """The cohort-binding object for a passed gate (``GateError`` if it failed).
+
+    ``evaluator_plans`` / ``calibrations``: what the binder named (``cohort bind --plan``
+    and ``--calibration``), recorded as given, sorted."""
     if not report.passed:
         raise GateError("successor", report.failed)
     pred = definition_digests(predecessor)
     succ = definition_digests(successor)
+    named: dict[str, Any] = {}
+    if evaluator_plans is not None:
+        named["evaluator_plans"] = sorted(
+            (dict(p) for p in evaluator_plans), key=lambda p: (p["task"], p["plan_id"])
+        )
+    if calibrations is not None:
+        named["calibrations"] = sorted(set(calibrations))
     return {
+        **named,
         "provledger_kind": KIND,
         "schema_version": SCHEMA_VERSION,
         "successor_id": successor.get("id"),

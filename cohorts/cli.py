@@ -14,8 +14,10 @@ import typer
 
 from ledger.cli.common import (
     DbOption,
+    DryRunOption,
     JsonOption,
     console,
+    dry_run_note,
     emit_json,
     new_app,
     plain_lines,
@@ -59,22 +61,29 @@ def _print_findings(findings: list[CohortFinding] | tuple[CohortFinding, ...]) -
         typer.echo(f"{f.severity:7} {f.code}{f' [{where}]' if where else ''}: {f.message}")
 
 
-def _append_gated(db: Path, action: Callable[[Any], Any], json_out: bool) -> None:
+def _append_gated(
+    db: Path, action: Callable[[Any], Any], json_out: bool, dry_run: bool = False
+) -> None:
     """Run one gated append on the open ledger and report it (a refusal exits 4)."""
     from cohorts.errors import GateError
     from ledger.store.sqlite import open_store
 
-    with open_store(db) as store:
+    with open_store(db, dry_run=dry_run) as store:
         try:
             done = action(store)
         except GateError as exc:
             _gate_refusal(exc, json_out)
             return
     if json_out:
-        emit_json({"ok": True, **done.to_json()})
-        return
-    for kind, dig, new in done.objects:
-        typer.echo(f"{'appended' if new else 'present '} {kind} {dig}")
+        emit_json({"ok": True, "dry_run": dry_run, **done.to_json()})
+    else:
+        verb = "would append" if dry_run else "appended"
+        for kind, dig, new in done.objects:
+            typer.echo(f"{verb if new else 'present '} {kind} {dig}")
+        for f in done.findings:
+            if f.severity == "warning":
+                _print_findings([f])
+    dry_run_note(dry_run)
 
 
 def _gate_refusal(exc: Any, json_out: bool) -> None:
@@ -115,14 +124,19 @@ def digest_cmd(
 @cohort_app.command("freeze")
 def freeze_cmd(
     file: Annotated[str, typer.Argument(help="BenchmarkCohort JSON file; - reads stdin.")],
+    authority_key: AuthorityKey = None,
     db: DbOption = Path("ledger.db"),
+    dry_run: DryRunOption = False,
     json_out: JsonOption = False,
 ) -> None:
-    """Append the cohort as frozen when the freeze gate holds; else list every failure (4)."""
+    """Append the cohort as frozen, attested by the authority key, when the freeze gate
+    holds; else list every failure (exit 4).
+    """
     from cohorts.service import freeze_cohort
 
     cohort = _parse(file)
-    _append_gated(db, lambda store: freeze_cohort(store, cohort), json_out)
+    signer = _signer(db, authority_key)
+    _append_gated(db, lambda store: freeze_cohort(store, cohort, signer), json_out, dry_run)
 
 
 def _task_reasons(items: list[str]) -> list[Any]:
@@ -156,9 +170,12 @@ def burn_cmd(
     ] = None,
     authority_key: AuthorityKey = None,
     db: DbOption = Path("ledger.db"),
+    dry_run: DryRunOption = False,
     json_out: JsonOption = False,
 ) -> None:
-    """Burn a frozen cohort: burned cohort + authority-signed burn notice, one transaction."""
+    """Burn a frozen cohort: the burned cohort and its burn notice, each attested by the
+    authority key, in one transaction.
+    """
     from cohorts.service import burn_cohort
 
     excluded = _task_reasons(exclude) if exclude else None
@@ -175,26 +192,65 @@ def burn_cmd(
             successors=successor or (),
         ),
         json_out,
+        dry_run,
     )
 
 
 @cohort_app.command("bind")
 def bind_cmd(
-    file: Annotated[str, typer.Argument(help="Successor BenchmarkCohort (frozen in the ledger).")],
+    successor: Annotated[
+        str,
+        typer.Argument(
+            metavar="SUCCESSOR",
+            help="Successor cohort: its JSON file, or its id in the ledger (frozen, attested).",
+        ),
+    ],
     predecessor: Annotated[str, typer.Option("--predecessor", help="Burned predecessor id.")],
+    plan: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--plan",
+            metavar="TASK=PLAN_ID@VERSION",
+            help="The EvaluatorPlan (id, semantics version) a carried-over task binds; one"
+            " per carried-over task.",
+        ),
+    ] = None,
+    calibration: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--calibration",
+            metavar="DIGEST",
+            help="A calibration-record (from `calibrate --record`) justifying a plan version.",
+        ),
+    ] = None,
     authority_key: AuthorityKey = None,
-    unsigned: Annotated[
-        bool, typer.Option("--unsigned", help="Do not attest the binding.")
-    ] = False,
     db: DbOption = Path("ledger.db"),
+    dry_run: DryRunOption = False,
     json_out: JsonOption = False,
 ) -> None:
-    """Append a cohort-binding when the successor gate holds; else list every failure (4)."""
-    from cohorts.service import bind_cohort
+    """Append a cohort-binding, attested by the authority key, when every successor gate
+    item holds; else list every unmet item with the command that meets it (exit 4).
+    """
+    from pathlib import Path as _Path
 
-    successor = _parse(file)
-    signer = None if unsigned else _signer(db, authority_key)
-    _append_gated(db, lambda store: bind_cohort(store, successor, predecessor, signer), json_out)
+    from cohorts.service import bind_cohort, plan_choice
+
+    choices = [plan_choice(p) for p in plan or ()]
+    target: Any = _parse(successor) if successor == "-" or _Path(successor).is_file() else successor
+    signer = _signer(db, authority_key)
+    _append_gated(
+        db,
+        lambda store: bind_cohort(
+            store,
+            target,
+            predecessor,
+            signer,
+            plans=choices,
+            calibrations=calibration or (),
+        ),
+        json_out,
+        dry_run,
+    )
 
 
 @cohort_app.command("audit")
@@ -382,21 +438,29 @@ def import_idkmesh_cmd(
     db: DbOption = Path("ledger.db"),
     authority_key: AuthorityKey = None,
     unsigned: Annotated[
-        bool, typer.Option("--unsigned", help="Do not attest burn notices with the authority key.")
+        bool,
+        typer.Option(
+            "--unsigned",
+            help="Record frozen/burned cohorts and burn notices without the authority's"
+            " attestation: kept as unattested history, never counted by gates or audits.",
+        ),
     ] = False,
+    dry_run: DryRunOption = False,
     json_out: JsonOption = False,
 ) -> None:
     """Record an IDKMesh tree as it is: every record, at any stage, with a summary per cohort.
 
     Documents that fail their schema are kept quarantined (bytes + a record of the
-    problems) so `cohort audit` can name the defect. Burn notices keep upstream's burn
-    date and are attested by the authority key (default <db>.authority.key) unless
-    --unsigned. Idempotent. Exit 0 when every file was recorded, 3 when one was refused.
+    problems) so `cohort audit` can name the defect. Frozen and burned cohorts and burn
+    notices are attested by the authority key (default <db>.authority.key) unless
+    --unsigned (then kept as unattested history, without standing). Burn notices keep
+    upstream's burn date. Idempotent. Exit 0 when every file was recorded, 3 when one was
+    refused.
     """
     from cohorts.importer import import_idkmesh
     from ledger.store.sqlite import open_store
 
-    with open_store(db) as store:
+    with open_store(db, dry_run=dry_run) as store:
         signer = None if unsigned else _signer(db, authority_key)
         report = import_idkmesh(store, path, signer)
     if json_out:
@@ -412,6 +476,7 @@ def import_idkmesh_cmd(
             f"imported {counts['imported']}, already present {counts['present']},"
             f" quarantined {counts['quarantined']}, refused {counts['invalid']}"
         )
+    dry_run_note(dry_run)
     if report.counts()["invalid"]:
         raise RejectionsReported(f"{report.counts()['invalid']} item(s) invalid")
 

@@ -15,6 +15,12 @@ stage and whatever is missing around it: gates belong to what the ledger itself 
   artifact digests resolve.
 - Burn facts in a burned cohort's extensions become a burn notice carrying upstream's
   own burn date when its facts record one, and no date otherwise (never the import time).
+- Standing: with the authority key, every frozen/burned cohort and every burn notice is
+  appended together with the authority's attestation (admission requires it); without it
+  (``--unsigned``) they are recorded as history without standing, which gates and
+  audits never count. Authority-governed ledger records found in the folder
+  (attestations, burn notices, bindings, identities, revocations) are never imported:
+  signing them here would give them standing.
 
 Accepted folders: a repository root (``benchmarks/``, ``examples/``,
 ``verification/fixtures/``), any folder below one of those inside a repository (a
@@ -49,6 +55,9 @@ from ledger.trust.keys import Signer
 
 QUARANTINE = "quarantine"
 Status = Literal["imported", "present", "quarantined", "invalid"]
+_NOT_HISTORY = frozenset(
+    {"attestation", "burn-notice", "cohort-binding", "verifier-identity", "revocation"}
+)
 ROOTS = ("benchmarks", "examples", "verification/fixtures")
 
 
@@ -357,13 +366,21 @@ def import_idkmesh(store: Store, root: Path, authority: Signer | None = None) ->
             pending.append((rel, "imported", "appended", [prepare_blob(data)]))
             continue
         objects, status, reason, _shown = classify(rel, data)
+        if status == "imported" and objects[-1].kind in _NOT_HISTORY:
+            items.append(
+                ImportItem(
+                    rel, "invalid", f"{objects[-1].kind} is not upstream history",
+                    objects[-1].kind, new=False,
+                )
+            )  # fmt: skip
+            continue
         pending.append((rel, status, reason, objects))
     if not pending and not cohorts and not items:
         raise InputError(
             f"nothing to import, got no files under {root}, expected IDKMesh records"
             " (cohort.json, work-units/, evaluators/, evidence/)"
         )
-    items += _append(store, pending)
+    items += _append(store, pending, authority)
     cohort_ids: dict[str, tuple[str | None, str | None]] = {}
     for rel, path in cohorts:
         found, cohort_id, stage = _import_cohort(store, rel, path, authority)
@@ -380,11 +397,39 @@ def import_idkmesh(store: Store, root: Path, authority: Signer | None = None) ->
 Pending = list[tuple[str, Status, str, list[Prepared]]]
 
 
-def _append(store: Store, pending: Pending) -> list[ImportItem]:
+def _attestations(
+    store: Store, objects: list[Prepared], authority: Signer | None
+) -> list[Prepared]:
+    """The authority's attestation over each authority-governed object (none unsigned)."""
+    from cohorts.admission import governed_what
+    from cohorts.store_lookup import stored_value
+    from ledger.store.base import StoredObject
+
+    if authority is None:
+        return []
+    governed = [
+        p
+        for p in objects
+        if p.kind != "blob"
+        and governed_what(
+            p.kind,
+            stored_value(StoredObject(p.digest, 0, p.kind, None, None, None, None, None, p.data)),
+        )
+        is not None
+    ]
+    if governed:
+        check_authority(store, authority)
+    return [attest_prepared(p, authority) for p in governed]
+
+
+def _append(store: Store, pending: Pending, authority: Signer | None) -> list[ImportItem]:
     flat = [p for _, _, _, objects in pending for p in objects]
     if not flat:
         return []
-    results = iter(store.append_many(flat))
+    # The attestations go last, so results line up with ``flat`` first.
+    results = iter(
+        store.append_many(flat + _attestations(store, flat, authority), history=authority is None)
+    )
     out: list[ImportItem] = []
     for rel, status, reason, objects in pending:
         news = [next(results).new for _ in objects]
@@ -410,7 +455,9 @@ def _import_cohort(
         value = None
     cohort = value if isinstance(value, dict) else {}
     try:
-        results = store.append_many(objects)
+        results = store.append_many(
+            objects + _attestations(store, objects, authority), history=authority is None
+        )
     except LedgerError as exc:
         return [ImportItem(rel, "invalid", str(exc), BENCHMARK_COHORT, new=False)], None, None
     out = [_item(rel, status, reason, objects[-1], results[-1].new)]
@@ -457,7 +504,7 @@ def _burn_notice(
         if authority is not None:
             check_authority(store, authority)
             batch.append(attest_prepared(prepared, authority))
-        result = store.append_many(batch)[0]
+        result = store.append_many(batch, history=authority is None)[0]
     except LedgerError as exc:
         return ImportItem(where, "invalid", str(exc), BURN_NOTICE, new=False)
     state = "attested" if authority is not None else "unattested"

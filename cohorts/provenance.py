@@ -28,6 +28,7 @@ from typing import Any, Literal
 
 from cohorts.access import as_list, as_map, as_str, dig, maps, shown
 from cohorts.lookup import BEHAVIORAL_EVIDENCE, StoredDoc, behavioral_confinement
+from cohorts.standing import StandingLookup
 from cohorts.store_lookup import StoreLookup
 from cohorts.validation import schema_validator
 from ledger.encoding.digest import sha256_digest
@@ -280,7 +281,9 @@ def _cohorts(chain: _Chain, result: StoredDoc) -> tuple[Check, str]:
     hits: list[Check] = []
     outcome = "unlisted"
     latest: dict[str, StoredDoc] = {}
-    for doc in chain.lookup.of_kind("benchmark-cohort"):
+    # Only cohorts with standing list an attempt (unattested history counts nothing);
+    # any burn notice, attested or not, still marks a cohort's outcomes excluded.
+    for doc in StandingLookup(chain.reader).of_kind("benchmark-cohort"):
         cid = as_str(doc.value.get("id"))
         if cid:
             latest[cid] = doc

@@ -14,9 +14,15 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from cohorts.access import as_str, shown
+from cohorts.access import as_map, as_str, maps, shown
 from cohorts.audit import CohortAuditReport, audit_cohort
-from cohorts.binding import CalibrationResult, bind_successor
+from cohorts.binding import (
+    CalibrationResult,
+    CarryOver,
+    GateReport,
+    build_binding,
+    successor_gate,
+)
 from cohorts.burn import (
     Reference,
     TaskReason,
@@ -26,9 +32,10 @@ from cohorts.burn import (
 )
 from cohorts.definition import definition_digests
 from cohorts.errors import CohortInputError, GateError, LifecycleError
-from cohorts.findings import CohortFinding, error
-from cohorts.lifecycle import check_update, freeze, require_freezable
-from cohorts.lookup import BENCHMARK_COHORT, BURN_NOTICE, StoredDoc
+from cohorts.findings import CohortFinding, error, info, sort_key
+from cohorts.lifecycle import check_update, freeze, freeze_findings, require_freezable
+from cohorts.lookup import BENCHMARK_COHORT, BURN_NOTICE, EVALUATOR_PLAN, StoredDoc, resolve
+from cohorts.standing import StandingLookup
 from cohorts.store_lookup import StoreLookup
 from cohorts.validation import schema_validator
 from ledger.errors import LedgerError, NotFound, RuleViolation
@@ -68,12 +75,20 @@ def now_rfc3339() -> str:
 
 
 def latest_cohort(reader: LedgerReader, cohort_id: str) -> StoredDoc | None:
-    return StoreLookup(reader).latest_cohort(cohort_id)
+    """The newest stored document of ``cohort_id`` that has standing (``cohorts.standing``)."""
+    return StandingLookup(reader).latest_cohort(cohort_id)
 
 
 def require_cohort(reader: LedgerReader, cohort_id: str) -> StoredDoc:
     doc = latest_cohort(reader, cohort_id)
     if doc is None:
+        history = StoreLookup(reader).latest_cohort(cohort_id)
+        if history is not None:
+            raise NotFound(
+                f"cohort {cohort_id} has no standing, got only unattested history (stage"
+                f" {shown(history.value.get('stage'))}), expected a document attested by the"
+                " authority (provledger cohort freeze FILE)"
+            )
         raise NotFound(
             f"cohort not found, got {cohort_id}, expected a cohort id in the ledger"
             " (`provledger cohort list` shows them; `provledger import idkmesh` records them)"
@@ -82,9 +97,20 @@ def require_cohort(reader: LedgerReader, cohort_id: str) -> StoredDoc:
 
 
 def burn_notices_for(reader: LedgerReader, cohort_id: str) -> list[StoredDoc]:
-    """Stored burn notices naming ``cohort_id``, in log order."""
+    """Authority-attested burn notices naming ``cohort_id``, in log order."""
     return [
-        d for d in StoreLookup(reader).of_kind(BURN_NOTICE) if d.value.get("cohort_id") == cohort_id
+        d
+        for d in StandingLookup(reader).of_kind(BURN_NOTICE)
+        if d.value.get("cohort_id") == cohort_id
+    ]
+
+
+def unattested_burn_notices(reader: LedgerReader, cohort_id: str) -> list[StoredDoc]:
+    """Burn notices of ``cohort_id`` stored without the authority's attestation."""
+    return [
+        d
+        for d in StandingLookup(reader).unattested(BURN_NOTICE)
+        if d.value.get("cohort_id") == cohort_id
     ]
 
 
@@ -114,16 +140,19 @@ def freeze_document(
     return doc, found
 
 
-def freeze_cohort(store: Store, cohort: Mapping[str, Any]) -> Written:
-    """Append the frozen cohort when the freeze gate holds (atomically re-checked)."""
+def freeze_cohort(store: Store, cohort: Mapping[str, Any], signer: Signer) -> Written:
+    """Append the frozen cohort and the authority's attestation over it when the freeze
+    gate holds (atomically re-checked)."""
+    check_authority(store, signer)
     doc, found = freeze_document(cohort, store)
     prepared = prepare_value(doc, BENCHMARK_COHORT)
+    items = [prepared, attest_prepared(prepared, signer)]
 
     def precheck(reader: LedgerReader) -> None:
         freeze_document(doc, reader)
 
-    results = store.append_many([prepared], precheck=precheck)
-    return _written([prepared], results, found)
+    results = store.append_many(items, precheck=precheck)
+    return _written(items, results, found)
 
 
 # --- burn --------------------------------------------------------------------------------
@@ -149,6 +178,7 @@ def check_authority(reader: LedgerReader, signer: Signer) -> None:
     if expected is not None and signer.key_id != expected:
         raise RuleViolation(
             f"authority key, got key id {signer.key_id}, expected the ledger's {expected}"
+            " (--authority-key, default <db>.authority.key)"
         )
 
 
@@ -215,7 +245,7 @@ def burn_cohort(
         store, cohort_id, reason, when, excluded, observed, successors
     )
     items = [prepare_value(burned, BENCHMARK_COHORT), prepare_value(notice, BURN_NOTICE)]
-    items.append(attest_prepared(items[1], signer))
+    items += [attest_prepared(items[0], signer), attest_prepared(items[1], signer)]
 
     def precheck(reader: LedgerReader) -> None:
         _burn_plan(reader, cohort_id, reason, when, excluded, observed, successors)
@@ -227,86 +257,291 @@ def burn_cohort(
 # --- bind --------------------------------------------------------------------------------
 
 
-def calibration_results(reader: LedgerReader) -> list[CalibrationResult]:
-    """Calibration evidence from stored ``calibration-record`` objects.
+@dataclass(frozen=True)
+class PlanChoice:
+    """``cohort bind --plan TASK=PLAN_ID@VERSION``: the plan a carried-over task binds."""
 
-    A record calibrates its plan *semantics version* (``plan_schema_version``): the
-    fixture plan it ran is not the cohort's plan, so ``plan_digest`` is not used to
-    narrow it. Fields are read tolerantly (``candidate_label``, ``verdict`` fallbacks)."""
-    out: list[CalibrationResult] = []
-    for doc in StoreLookup(reader).of_kind(CALIBRATION_RECORD):
-        value = doc.value
-        version = as_str(value.get("plan_schema_version"))
-        label = as_str(value.get("candidate")) or as_str(value.get("candidate_label"))
-        verdict = as_str(value.get("recommendation")) or as_str(value.get("verdict"))
-        if label in ("repair", "correct", "legitimate"):
-            label = "straightforward"
-        if version is None or label not in ("straightforward", "decoy") or verdict is None:
+    task: str
+    plan_id: str
+    version: str
+
+
+def plan_choice(text: str) -> PlanChoice:
+    """Parse ``TASK=PLAN_ID@VERSION`` (``CohortInputError`` otherwise)."""
+    task, sep, rest = text.partition("=")
+    plan_id, at, version = rest.rpartition("@")
+    if not (sep and at and task and plan_id and version):
+        raise CohortInputError(f"--plan, got {text!r}, expected TASK=PLAN_ID@VERSION")
+    return PlanChoice(task, plan_id, version)
+
+
+def calibration_evidence(
+    reader: LedgerReader, digests: Sequence[str]
+) -> tuple[list[CalibrationResult], list[CohortFinding]]:
+    """The calibration records named by digest that count, and one gate item per record.
+
+    A record counts only when it is a stored ``calibration-record`` with a valid
+    attestation by a registered, unrevoked verifier identity whose adapter and adapter
+    versions cover the record's, and when the fixture plan it ran (``plan_digest``) is
+    stored with that semantics version and that adapter version."""
+    from ledger.trust.identity import trust_index
+    from ledger.trust.judgement import check_subject_attestations
+
+    index = trust_index(reader)
+    lookup = StoreLookup(reader)
+    counted: list[CalibrationResult] = []
+    items: list[CohortFinding] = []
+    record_cmd = "provledger calibrate --record --key KEY"
+    for digest in dict.fromkeys(digests):
+        obj = reader.get(digest)
+        if obj is None or obj.kind != CALIBRATION_RECORD:
+            got = "nothing" if obj is None else f"a {obj.kind}"
+            items.append(
+                error(
+                    "gate.calibration.record",
+                    f"calibration record {digest}, got {got}, expected a stored"
+                    f" calibration-record ({record_cmd})",
+                )
+            )
             continue
-        out.append(
-            CalibrationResult(
-                version,
-                label,  # type: ignore[arg-type]
-                verdict,
-                None,
-                as_str(value.get("result_digest"))
-                or as_str(value.get("verification_result_digest")),
+        doc = lookup.doc(obj)
+        value = doc.value if doc is not None else {}
+        adapter, adapter_version = (
+            as_str(value.get("adapter")),
+            as_str(value.get("adapter_version")),
+        )
+        version = as_str(value.get("plan_schema_version"))
+        signers = []
+        for verdict in check_subject_attestations(reader, digest):
+            identity = next(
+                (i for i in index.identities if i.digest == verdict.identity_digest), None
+            )
+            if (
+                verdict.ok
+                and verdict.signer == "verifier"
+                and identity is not None
+                and index.status(identity) == "active"
+                and identity.adapter == adapter
+                and adapter_version in identity.adapter_versions
+            ):
+                signers.append(identity.verifier_id)
+        problem = None
+        if not signers:
+            problem = (
+                f"calibration record {digest}, got no valid attestation by a registered,"
+                f" unrevoked verifier identity holding {adapter} {adapter_version}, expected one"
+                f" (provledger identity register --adapter {adapter} --adapter-version"
+                f" {adapter_version} ..., then {record_cmd})"
+            )
+        else:
+            plan = lookup.by_digest(str(value.get("plan_digest")))
+            plan_version = as_str(plan.value.get("schema_version")) if plan else None
+            verifier = plan.value.get("verifier") if plan else None
+            plan_adapter = (
+                verifier.get("adapter_version") if isinstance(verifier, Mapping) else None
+            )
+            if plan is None or plan_version != version or plan_adapter != adapter_version:
+                problem = (
+                    f"calibration record {digest} ran adapter version {adapter_version} as plan"
+                    f" version {version}, got the plan {value.get('plan_digest')} at version"
+                    f" {shown(plan_version)} adapter version {shown(plan_adapter)}, expected the"
+                    f" adapter version of the plan version it calibrates ({record_cmd})"
+                )
+        if problem is not None:
+            items.append(error("gate.calibration.record", problem))
+            continue
+        label = as_str(value.get("candidate"))
+        items.append(
+            info(
+                "gate.calibration.record",
+                f"calibration record {digest} (v{version} {label}) attested by {signers[0]}",
             )
         )
-    return out
+        counted.append(
+            CalibrationResult(
+                str(version),
+                label,  # type: ignore[arg-type]
+                str(value.get("recommendation")),
+                None,
+                as_str(value.get("result_digest")),
+                (str(adapter), str(adapter_version)),
+            )
+        )
+    return counted, items
+
+
+def _plan_items(
+    reader: LedgerReader,
+    successor: Mapping[str, Any],
+    carried: Sequence[CarryOver],
+    choices: Sequence[PlanChoice],
+) -> tuple[list[CohortFinding], list[dict[str, str]]]:
+    """One item per carried-over task: the plan the binder named is the task's plan."""
+    tasks = {as_str(t.get("id")): t for t in maps(successor.get("tasks"))}
+    by_task = {c.task: c for c in choices}
+    lookup = StoreLookup(reader)
+    items: list[CohortFinding] = []
+    named: list[dict[str, str]] = []
+    carried_ids = sorted({c.task for c in carried})
+    for task_id in carried_ids:
+        evaluator = as_map(tasks[task_id].get("evaluator"))
+        plan_id = as_str(evaluator.get("plan_id")) or "?"
+        plan = resolve(lookup, EVALUATOR_PLAN, plan_id, evaluator.get("plan_digest"))
+        version = as_str(plan.doc.value.get("schema_version")) if plan.doc else None
+        hint = f"--plan {task_id}={plan_id}@{version or 'VERSION'}"
+        choice = by_task.get(task_id)
+        if choice is None:
+            items.append(
+                error(
+                    "gate.plan.named",
+                    f"carried-over task has no plan named, got none, expected {hint}",
+                    task_id,
+                )
+            )
+        elif choice.plan_id != plan_id or choice.version != version:
+            items.append(
+                error(
+                    "gate.plan.named",
+                    f"named plan is not the task's, got {choice.plan_id}@{choice.version},"
+                    f" expected {plan_id}@{version} ({hint})",
+                    task_id,
+                )
+            )
+        else:
+            items.append(info("gate.plan.named", f"bound to {plan_id}@{version}", task_id))
+            assert plan.doc is not None
+            named.append(
+                {
+                    "task": task_id,
+                    "plan_id": plan_id,
+                    "plan_version": str(version),
+                    "plan_digest": plan.doc.jcs_digest,
+                }
+            )
+    for choice in choices:
+        if choice.task not in carried_ids:
+            items.append(
+                error(
+                    "gate.plan.named",
+                    f"--plan names a task that is not carried over, got {choice.task}, expected"
+                    f" one of {carried_ids}",
+                )
+            )
+    return items, named
 
 
 def _bind_plan(
-    reader: LedgerReader, successor: Mapping[str, Any], predecessor_id: str
+    reader: LedgerReader,
+    successor_ref: Mapping[str, Any] | str,
+    predecessor_id: str,
+    choices: Sequence[PlanChoice],
+    calibrations: Sequence[str],
 ) -> dict[str, Any]:
+    """Every gate item, on the ledger's state (not on how it got there); the binding."""
+    standing = StandingLookup(reader)
+    raw = StoreLookup(reader)
     predecessor = require_cohort(reader, predecessor_id)
-    succ_id = as_str(successor.get("id")) or ""
-    stored = latest_cohort(reader, succ_id)
-    if stored is None or definition_digests(stored.value) != definition_digests(successor):
-        raise GateError(
-            "successor",
-            [
-                error(
-                    "gate.successor.stored",
-                    f"successor not in ledger with this definition, got {shown(succ_id)},"
-                    " expected it frozen in the ledger first (provledger cohort freeze)",
-                )
-            ],
+    if isinstance(successor_ref, str):
+        succ_id = successor_ref
+        stored = standing.latest_cohort(succ_id)
+    else:
+        succ_id = as_str(successor_ref.get("id")) or ""
+        stored = standing.latest_cohort(succ_id)
+        if stored is not None and definition_digests(stored.value) != definition_digests(
+            successor_ref
+        ):
+            stored = None
+    pre: list[CohortFinding] = []
+    if stored is None:
+        history = raw.latest_cohort(succ_id)
+        why = "only unattested history" if history is not None else "nothing with this definition"
+        pre.append(
+            error(
+                "gate.successor.stored",
+                f"successor {shown(succ_id)} not frozen in the ledger, got {why}, expected it"
+                " frozen and attested first (provledger cohort freeze FILE)",
+            )
         )
+    else:
+        # The successor's freeze gate, re-run on the stored document: how it got in
+        # (freeze, import, a hand append) does not matter, only what it is.
+        gated = dict(stored.value)
+        if gated.get("stage") == "frozen":
+            pre += [
+                error(
+                    "gate.successor.freeze",
+                    f"stored successor fails the freeze gate, {f.code}: {f.message}"
+                    " (provledger cohort freeze FILE)",
+                    f.task,
+                )
+                for f in freeze_findings(gated, raw, schema_validator)
+                if f.severity == "error"
+            ] or [info("gate.successor.freeze", "stored successor passes the freeze gate")]
     notices = burn_notices_for(reader, predecessor_id)
     if not notices:
-        raise GateError(
-            "successor",
-            [
-                error(
-                    "gate.burn_notice",
-                    f"no burn notice in ledger, got none for {predecessor_id},"
-                    " expected the predecessor burned (provledger cohort burn)",
-                )
-            ],
+        unsigned = unattested_burn_notices(reader, predecessor_id)
+        if unsigned:
+            fix = (
+                f"burn notice {unsigned[-1].jcs_digest} is unattested history, expected the"
+                f" authority's attestation (provledger sign {unsigned[-1].jcs_digest}"
+                " --key <db>.authority.key)"
+            )
+        elif predecessor.value.get("stage") == "burned":
+            fix = (
+                "the predecessor is burned but no burn notice records why, expected one"
+                " (import its upstream burn facts: provledger import idkmesh PATH)"
+            )
+        else:
+            fix = (
+                f"the predecessor is at stage {shown(predecessor.value.get('stage'))},"
+                f" expected it burned (provledger cohort burn {predecessor_id} --reason TEXT)"
+            )
+        pre.append(
+            error(
+                "gate.burn_notice",
+                f"no attested burn notice for {predecessor_id}, got none, {fix}",
+            )
         )
-    return bind_successor(
+    if stored is None or not notices:
+        raise GateError("successor", [f for f in pre if f.severity == "error"])
+    assert stored is not None
+    counted, cal_items = calibration_evidence(reader, calibrations)
+    report = successor_gate(predecessor.value, notices[-1].value, stored.value, raw, counted)
+    plan_items, named = _plan_items(reader, stored.value, report.carried_over, choices)
+    merged = GateReport(
+        tuple(sorted((*report.items, *pre, *cal_items, *plan_items), key=sort_key)),
+        report.carried_over,
+    )
+    return build_binding(
         predecessor.value,
         notices[-1].value,
         stored.value,
-        StoreLookup(reader),
-        calibration_results(reader),
+        merged,
+        evaluator_plans=named,
+        calibrations=list(calibrations),
     )
 
 
 def bind_cohort(
-    store: Store, successor: Mapping[str, Any], predecessor_id: str, signer: Signer | None
+    store: Store,
+    successor: Mapping[str, Any] | str,
+    predecessor_id: str,
+    signer: Signer,
+    *,
+    plans: Sequence[PlanChoice] = (),
+    calibrations: Sequence[str] = (),
 ) -> Written:
-    """Append the cohort-binding (and the authority's attestation) when the gate holds."""
-    if signer is not None:
-        check_authority(store, signer)
-    binding = _bind_plan(store, successor, predecessor_id)
+    """Append the cohort-binding and the authority's attestation when the gate holds.
+
+    ``successor`` is the successor document or its id; either way the gate runs on the
+    stored, attested successor."""
+    check_authority(store, signer)
+    binding = _bind_plan(store, successor, predecessor_id, plans, calibrations)
     items = [prepare_value(binding, "cohort-binding")]
-    if signer is not None:
-        items.append(attest_prepared(items[0], signer))
+    items.append(attest_prepared(items[0], signer))
 
     def precheck(reader: LedgerReader) -> None:
-        if _bind_plan(reader, successor, predecessor_id) != binding:
+        if _bind_plan(reader, successor, predecessor_id, plans, calibrations) != binding:
             raise RuleViolation(
                 "ledger changed during bind, got another gate outcome, expected the same"
             )
@@ -341,18 +576,56 @@ def quarantined_cohort(reader: LedgerReader, cohort_id: str) -> dict[str, Any] |
 
 
 def audit(reader: LedgerReader, cohort_id: str) -> CohortAuditReport:
-    """Audit the newest stored document of ``cohort_id`` against the ledger.
+    """Audit the newest stored document of ``cohort_id`` with standing against the ledger.
 
-    A cohort recorded only quarantined is audited as its stored bytes parse: the audit
-    is total, so its schema violations are reported as findings (never "not found").
-    """
-    doc = latest_cohort(reader, cohort_id)
+    Governed records without the authority's attestation (unattested history) are never
+    counted: the audit sees the ledger through ``StandingLookup`` and lists each such
+    record about this cohort as a warning. A cohort stored only as unattested history is
+    audited as such, with a warning saying it has no standing. A cohort recorded only
+    quarantined is audited as its stored bytes parse: the audit is total, so its schema
+    violations are reported as findings (never "not found")."""
+    import dataclasses
+
+    from cohorts.findings import warning
+    from cohorts.lookup import COHORT_BINDING
+
+    standing = StandingLookup(reader)
+    doc = standing.latest_cohort(cohort_id)
+    extra: list[CohortFinding] = []
     if doc is None:
-        bad = quarantined_cohort(reader, cohort_id)
-        if bad is not None:
-            return audit_cohort(bad, StoreLookup(reader), schema_validator)
-    doc = require_cohort(reader, cohort_id)
-    return audit_cohort(doc.value, StoreLookup(reader), schema_validator)
+        doc = StoreLookup(reader).latest_cohort(cohort_id)
+        if doc is None:
+            bad = quarantined_cohort(reader, cohort_id)
+            if bad is not None:
+                return audit_cohort(bad, standing, schema_validator)
+            require_cohort(reader, cohort_id)  # raises NotFound with the hint
+            raise AssertionError("unreachable")
+        extra.append(
+            warning(
+                "cohort.unattested",
+                f"cohort {doc.jcs_digest} is unattested history, got no authority attestation,"
+                " expected one before it counts (provledger cohort freeze FILE)",
+            )
+        )
+    for kind, members in (
+        (BURN_NOTICE, ("cohort_id",)),
+        (COHORT_BINDING, ("successor_id", "predecessor_id")),
+    ):
+        for other in standing.unattested(kind):
+            if any(other.value.get(m) == cohort_id for m in members):
+                extra.append(
+                    warning(
+                        "relation.unattested",
+                        f"{kind} {other.jcs_digest} is unattested history, got no authority"
+                        " attestation, expected one before it counts (not counted)",
+                    )
+                )
+    report = audit_cohort(doc.value, standing, schema_validator)
+    if not extra:
+        return report
+    return dataclasses.replace(
+        report, findings=tuple(sorted((*report.findings, *extra), key=sort_key))
+    )
 
 
 def attestation_state(reader: LedgerReader, digest: str) -> str:

@@ -21,8 +21,6 @@ from typing import Any
 from typer.testing import CliRunner
 
 from ledger.cli import app
-from ledger.store.prepared import prepare_value
-from ledger.store.sqlite import open_store
 
 ROOT = Path(__file__).resolve().parents[1]
 CAL = ROOT / "verifiers" / "fixtures" / "calibration"
@@ -51,28 +49,6 @@ def _index(runner: CliRunner, db: Path, browse: Path) -> dict[str, Any]:
     out = run(runner, ["index", "--db", str(db), "--out", str(browse), "--json"]).stdout
     report: dict[str, Any] = json.loads(out)
     return report
-
-
-def _calibration(version: str, candidate: str, passed: bool) -> dict[str, Any]:
-    return {
-        "provledger_kind": "calibration-record",
-        "schema_version": "0.1",
-        "fixture_id": "toy",
-        "plan_id": f"toy/plan-{version}",
-        "plan_digest": "sha256:" + "4" * 64,
-        "plan_schema_version": version,
-        "adapter": "a",
-        "adapter_version": "1",
-        "candidate": candidate,
-        "candidate_name": candidate,
-        "candidate_digest": None,
-        "expected_status": None,
-        "status": "passed" if passed else "failed",
-        "recommendation": "accept_candidate" if passed else "reject_candidate",
-        "verdict": "true_accept" if passed else "true_reject",
-        "result_digest": "sha256:" + "5" * 64,
-        "recorded_at": "2026-01-01T00:00:00Z",
-    }
 
 
 def _run_verifier(runner: CliRunner, db: str, key: Path, candidate: str, code: int) -> str:
@@ -140,15 +116,28 @@ def build(tmp: Path, corpus: Path) -> BuiltLedger:
     )  # fmt: skip
     v2 = str(TOY / "cohort-v2.json")
     run(runner, ["cohort", "freeze", v2, "--db", d])
-    with open_store(db) as store:
-        store.append_many(
-            [
-                prepare_value(_calibration(v, c, c == "straightforward"))
-                for v in ("0.3", "0.4")
-                for c in ("straightforward", "decoy")
-            ]
-        )
-    run(runner, ["cohort", "bind", v2, "--predecessor", TOY_V1, "--db", d])
+    # Calibration evidence counts only signed by a registered verifier (calibrate --record).
+    cal_key = tmp / "calibration.key"
+    run(runner, ["key", "generate", str(cal_key)])
+    run(
+        runner,
+        [
+            "identity", "register", "--db", d, "--verifier-id", "idkmesh-local-verifier",
+            "--adapter", "deterministic-patch-verifier", "--adapter-version", "0.1.1",
+            "--adapter-version", "0.2.0", "--adapter-version", "0.3.0",
+            "--public-key", f"{cal_key}.pub",
+        ],
+    )  # fmt: skip
+    cal = json.loads(
+        run(runner, ["calibrate", "--record", "--key", str(cal_key), "--db", d, "--json"]).stdout
+    )
+    bind = ["cohort", "bind", v2, "--predecessor", TOY_V1, "--db", d]
+    for slug in ("002-division-test", "003-modulo-command", "004-token-refactor", "005-usage-doc"):
+        bind += ["--plan", f"example/toy/{slug}=example/toy-v2/{slug}/evaluator@0.4"]
+    for row in cal["calibration_records"]:
+        if row["plan_schema_version"] == "0.4":
+            bind += ["--calibration", row["digest"]]
+    run(runner, bind)
     run(
         runner,
         ["identity", "revoke", key_id, "--reason", "retired", "--note", "host decommissioned",

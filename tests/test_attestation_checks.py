@@ -10,11 +10,13 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from ledger_state import append_unchecked
 
 from ledger.encoding.digest import sha256_digest
 from ledger.errors import AttestationError, IdentityError, NotFound
 from ledger.store.prepared import Prepared, prepare_blob, prepare_json, prepare_value
 from ledger.store.sqlite import SQLiteStore, open_store
+from ledger.trust.admission import AdmissionRefused
 from ledger.trust.attestation import (
     attest,
     attest_prepared,
@@ -119,8 +121,12 @@ def test_authority_signs_non_verifier_kinds(
     _register(store, authority, signer)
     store.append_many([attest(store, work_unit.digest, signer)])
     assert [v.ok for v in check_subject_attestations(store, work_unit.digest)] == [True, True]
-    # ... an unregistered one may not.
-    store.append_many([attest(store, work_unit.digest, _signer(3))])
+    # ... an unregistered one may not: admission refuses it, and one stored past
+    # admission (an older ledger) is judged invalid.
+    stranger = attest(store, work_unit.digest, _signer(3))
+    with pytest.raises(AdmissionRefused, match="unregistered-key"):
+        store.append_many([stranger])
+    append_unchecked(store.path, [stranger])
     verdicts = check_subject_attestations(store, work_unit.digest)
     assert [v.codes for v in verdicts] == [(), (), ("unregistered-key",)]
     assert subject_verdict(verdicts)[0] is False
@@ -133,8 +139,12 @@ def test_identity_is_in_force_from_its_authority_attestation(
     vid, adapter, version = VERIFIER
     identity = prepare_value(identity_value(vid, adapter, [version], signer.public_key))
     vr = _vr(corpus)
-    # Identity alone, then a signature, then (too late) the authority attestation.
-    store.append_many([identity, vr, attest_prepared(vr, signer)])
+    # Identity alone, then a signature, then (too late) the authority attestation. Admission
+    # refuses the first batch; a ledger written before admission may hold it.
+    first = [identity, vr, attest_prepared(vr, signer)]
+    with pytest.raises(AdmissionRefused, match=r"identity-not-authorized.*and 1 more"):
+        store.append_many(first)
+    append_unchecked(store.path, first)
     store.append_many([attest_prepared(identity, authority)])
     [early] = check_subject_attestations(store, vr.digest)
     assert early.codes == ("identity-not-authorized",)
@@ -150,7 +160,10 @@ def test_retirement_is_in_force_from_its_authority_attestation(
     _register(store, authority, signer)
     revocation = prepare_value(revocation_value(signer.key_id, "retired"))
     vr = _vr(corpus)
-    store.append_many([revocation, vr, attest_prepared(vr, signer)])
+    first = [revocation, vr, attest_prepared(vr, signer)]
+    with pytest.raises(AdmissionRefused, match="authority-governed"):
+        store.append_many(first)
+    append_unchecked(store.path, first)  # as a ledger written before admission may hold it
     assert check_subject_attestations(store, vr.digest)[0].ok  # revocation not yet attested
     store.append_many([attest_prepared(revocation, authority)])
     assert check_subject_attestations(store, vr.digest)[0].ok  # retired after the signature

@@ -19,15 +19,19 @@ from typing import Any
 
 import pytest
 import rfc8785
+from ledger_state import append_unchecked, state
 from securesystemslib.dsse import Envelope as SslibEnvelope
 from securesystemslib.exceptions import VerificationError
 from securesystemslib.signer import SSlibKey  # type: ignore[attr-defined]
 from typer.testing import CliRunner, Result
 
 from ledger.cli import app
+from ledger.store.prepared import prepare_value
+from ledger.store.sqlite import open_store
+from ledger.trust.attestation import attest
 from ledger.trust.dsse import parse_envelope, payload_type_for, verify_envelope
 from ledger.trust.intoto import INTOTO_PAYLOAD_TYPE, PREDICATE_TYPE, STATEMENT_TYPE
-from ledger.trust.keys import load_public_key
+from ledger.trust.keys import Ed25519Signer, load_public_key
 
 SMOKE_VR = "examples/results/phase0-smoke.verification-result.json"
 SMOKE_RM = "examples/results/phase0-smoke.result-manifest.json"
@@ -86,6 +90,23 @@ class Ledger:
 
     def sign(self, digest: str, key: Path) -> Any:
         return self.json("sign", digest, "--key", str(key))
+
+    def refused(self, *args: str, reason: str) -> None:
+        """Refused by admission: exit 4, one line naming ``reason``, nothing written."""
+        before = state(self.db)
+        result = self.run(*args, code=4)
+        assert result.stderr.startswith("error: ") and result.stderr.count("\n") == 1
+        assert reason in result.stderr, result.stderr
+        assert state(self.db) == before
+
+    def sign_invalid(self, digest: str, key: Path, reason: str) -> None:
+        """``sign`` refuses an attestation that would not verify. It is then stored past
+        admission, as a ledger written before admission existed may hold it, so the
+        judgement of stored attestations (``attestation check``, ``verify``) is tested."""
+        self.refused("sign", digest, "--key", str(key), reason=reason)
+        with open_store(self.db, readonly=True) as store:
+            prepared = attest(store, digest, Ed25519Signer.from_file(key))
+        append_unchecked(self.db, [prepared])
 
     def check(self, digest: str, code: int) -> Any:
         return self.json("attestation", "check", digest, code=code)
@@ -171,15 +192,14 @@ def test_unknown_subject_is_not_found(led: Ledger) -> None:
 def test_unregistered_key(led: Ledger, corpus: Path) -> None:
     subject = _smoke(led, corpus)
     key, kid = led.new_key()
-    result = led.run("sign", subject, "--key", str(key))
-    assert result.stderr.startswith("warning: unregistered-key:") and kid in result.stderr
+    led.sign_invalid(subject, key, f"unregistered-key: no verifier identity with key {kid}")
     _assert_fails(led, subject, "unregistered-key")
 
 
 def test_registration_after_signing_does_not_count(led: Ledger, corpus: Path) -> None:
     subject = _smoke(led, corpus)
     key, _ = led.new_key()
-    led.sign(subject, key)
+    led.sign_invalid(subject, key, "unregistered-key")
     led.register(key, SMOKE_VERIFIER)
     _assert_fails(led, subject, "unregistered-key")
 
@@ -188,8 +208,7 @@ def test_key_of_another_verifier_id(led: Ledger, corpus: Path) -> None:
     subject = _smoke(led, corpus)
     key, _ = led.new_key()
     led.register(key, ("someone-else", SMOKE_VERIFIER[1], SMOKE_VERIFIER[2]))
-    result = led.run("sign", subject, "--key", str(key))
-    assert "warning: wrong-verifier-id" in result.stderr
+    led.sign_invalid(subject, key, "wrong-verifier-id")
     _assert_fails(led, subject, "wrong-verifier-id")
     assert _codes(led.check(subject, code=1)) == {"wrong-verifier-id"}
 
@@ -208,7 +227,7 @@ def test_key_for_another_adapter_version(
     subject = _smoke(led, corpus)
     key, _ = led.new_key()
     led.register(key, registered)
-    led.sign(subject, key)
+    led.sign_invalid(subject, key, "wrong-adapter-version")
     _assert_fails(led, subject, "wrong-adapter-version")
     assert _codes(led.check(subject, code=1)) == {"wrong-adapter-version"}
 
@@ -234,8 +253,7 @@ def test_retired_key_invalid_after_revocation_only(led: Ledger, corpus: Path) ->
     # A new identity with the same key for the b2 verifier is refused (revoked key) ...
     led.register(key, B2_VERIFIER, code=4)
     # ... and a signature appended after the retirement is invalid.
-    result = led.run("sign", after, "--key", str(key))
-    assert "warning: revoked-retired" in result.stderr
+    led.sign_invalid(after, key, "revoked-retired")
     report = led.check(after, code=1)
     assert "revoked-retired" in _codes(report)
     assert "revoked-retired" in led.verify_codes(code=1)
@@ -285,7 +303,7 @@ def test_self_verification(led: Ledger, corpus: Path) -> None:
     subject = led.append_value(result, "self.json")
     key, _ = led.new_key()
     led.register(key, (worker, SMOKE_VERIFIER[1], SMOKE_VERIFIER[2]))
-    led.sign(subject, key)
+    led.sign_invalid(subject, key, "self-verification")
     _assert_fails(led, subject, "self-verification")
     report = led.check(subject, code=1)
     assert _codes(report) == {"self-verification"}
@@ -303,7 +321,7 @@ def test_self_verification_by_manifest_id(led: Ledger, corpus: Path) -> None:
     subject = led.append_value(result, "self.json")
     key, _ = led.new_key()
     led.register(key, (worker, B2_VERIFIER[1], B2_VERIFIER[2]))
-    led.sign(subject, key)
+    led.sign_invalid(subject, key, "self-verification")
     assert _codes(led.check(subject, code=1)) == {"self-verification"}
 
 
@@ -315,14 +333,14 @@ def test_evaluator_plan_subject(led: Ledger, corpus: Path) -> None:
     led.check(plan, code=0)
     older, _ = led.new_key()
     led.register(older, (B2_VERIFIER[0], B2_VERIFIER[1], "0.2.0"))
-    led.sign(plan, older)
+    led.sign_invalid(plan, older, "wrong-adapter-version")
     assert _codes(led.check(plan, code=1)) == {"wrong-adapter-version"}
 
 
 def test_authority_key_cannot_sign_a_verification_result(led: Ledger, corpus: Path) -> None:
     subject = _smoke(led, corpus)
     authority = led.db.with_name(led.db.name + ".authority.key")
-    led.sign(subject, authority)
+    led.sign_invalid(subject, authority, "unregistered-key")
     report = led.check(subject, code=1)
     assert _codes(report) == {"unregistered-key"}
     assert "authority" in report["attestations"][0]["failures"][0]["message"]
@@ -333,7 +351,7 @@ def test_identity_attestations_are_checked(led: Ledger, corpus: Path) -> None:
     reg = led.register(key, SMOKE_VERIFIER)
     report = led.check(reg["identity"], code=0)
     assert report["attestations"][0]["signer"] == "authority"
-    led.sign(reg["identity"], key)  # a verifier cannot attest its own identity
+    led.sign_invalid(reg["identity"], key, "not-authority-key")  # not its own identity
     assert _codes(led.check(reg["identity"], code=1)) == {"not-authority-key"}
 
 
@@ -439,7 +457,10 @@ def test_tampered_stored_attestation(
         forged["subject"]["digest"] = target = "sha256:" + "0" * 64
     else:
         forged["subject"]["kind"] = "result-manifest"
-    led.append_value(forged, "forged.json")
+    # Admission refuses the forged attestation on every write path ...
+    led.refused("append", _write(led, forged, "forged.json"), reason="attestation")
+    # ... and one already stored (written past admission) is judged invalid.
+    append_unchecked(led.db, [prepare_value(forged, "attestation")])
     report = led.check(target, code=1)
     bad = [a for a in report["attestations"] if not a["ok"]]
     assert len(bad) == 1 and {f["code"] for f in bad[0]["failures"]} == codes
@@ -452,9 +473,8 @@ def test_import_stores_an_external_envelope(led: Ledger, corpus: Path) -> None:
     rows = led.json("attestation", "import", _write(led, envelope, "env.json"))
     assert rows[0]["attestation"] == att and rows[0]["status"] == "present"
     envelope["signatures"][0]["sig"] = _flip_sig(envelope["signatures"][0]["sig"])
-    result = led.run("attestation", "import", _write(led, envelope, "bad.json"))
-    assert "warning: bad-signature" in result.stderr
-    assert "bad-signature" in _codes(led.check(subject, code=1))
+    led.refused("attestation", "import", _write(led, envelope, "bad.json"), reason="bad-signature")
+    led.check(subject, code=0)  # the subject is not poisoned
     envelope["payload"] = base64.b64encode(b"{}").decode()
     led.run("attestation", "import", _write(led, envelope, "nowhere.json"), code=3)
 

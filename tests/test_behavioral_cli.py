@@ -152,6 +152,14 @@ def repair_result(tmp_path: Path, runner: CliRunner, ledger_path: Path) -> str:
     """A recorded v0.4 VerificationResult for the repair."""
     key = tmp_path / "v.key"
     runner.invoke(app, ["key", "generate", str(key)])
+    # Only a registered verifier may sign a VerificationResult (admission).
+    invoke(
+        runner,
+        ledger_path,
+        "identity", "register", "--verifier-id", "idkmesh-local-verifier",
+        "--adapter", "deterministic-patch-verifier", "--adapter-version", "0.3.0",
+        "--public-key", f"{key}.pub",
+    )  # fmt: skip
     out = invoke(
         runner,
         ledger_path,

@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from test_run_verifier_cli import ADAPTER, ADAPTER_VERSIONS, VERIFIER_ID
 
 from ledger.bounded import DOCUMENT_LIMIT, read_bounded
 from ledger.errors import DocumentTooLargeError, InputError, NotFound
@@ -66,6 +67,12 @@ def cli(tmp: Path, *args: str) -> tuple[subprocess.CompletedProcess[bytes], int]
 def setup(tmp_path: Path, ledger_path: Path) -> dict[str, Path]:
     key = tmp_path / "v.key"
     subprocess.run([str(EXE), "key", "generate", str(key)], check=True, capture_output=True)
+    # Admission refuses a run signed by an unregistered key: register it first.
+    register = [str(EXE), "identity", "register", "--db", str(ledger_path)]
+    register += ["--verifier-id", VERIFIER_ID, "--adapter", ADAPTER, "--public-key", f"{key}.pub"]
+    for version in ADAPTER_VERSIONS:
+        register += ["--adapter-version", version]
+    subprocess.run(register, check=True, capture_output=True)
     pub = ledger_path.parent / (ledger_path.name + ".authority.key.pub")
     return {"db": ledger_path, "key": key, "big": sparse(tmp_path / "big" / "big.json"), "pub": pub}
 

@@ -129,11 +129,11 @@ def test_every_result_signer_and_revocation(built: BuiltLedger, conn: sqlite3.Co
         assert row["status"] == value["status"]
         assert row["verifier_id"] == value["verifier"]["id"]
         assert row["recommendation"] == value["decision_support"]["recommendation"]
-    signed = {
-        r["result_digest"]: r
-        for r in conn.execute("SELECT * FROM result_signatures WHERE signer IS NOT NULL")
-    }
+    every = list(conn.execute("SELECT * FROM result_signatures WHERE signer IS NOT NULL"))
+    signed = {r["result_digest"]: r for r in every if r["key_id"] == built.verifier_key_id}
     assert set(signed) == {built.repair_digest, built.decoy_digest}
+    # The others are the six calibration runs (calibrate --record, its own verifier key).
+    assert len([r for r in every if r["key_id"] != built.verifier_key_id]) == 6
     for sig in signed.values():
         assert sig["signer"] == "idkmesh-local-verifier"
         assert sig["key_id"] == built.verifier_key_id
@@ -297,8 +297,12 @@ def test_canned_queries_answer_the_auditors(built: BuiltLedger, conn: sqlite3.Co
     signed = conn.execute(
         CANNED_QUERIES["results_signed_by"]["sql"], {"verifier": "idkmesh-local-verifier"}
     ).fetchall()
-    assert {r["result_digest"] for r in signed} == {built.repair_digest, built.decoy_digest}
-    assert all(r["revoked_after_signing"] == 1 for r in signed)
+    # The demo key signed the repair and the decoy and was retired after; the six
+    # calibration runs are signed by the calibration key (same verifier id, not retired).
+    demo = [r for r in signed if r["result_digest"] in {built.repair_digest, built.decoy_digest}]
+    assert len(demo) == 2 and len(signed) == 8
+    assert all(r["revoked_after_signing"] == 1 for r in demo)
+    assert not any(r["revoked_after_signing"] == 1 for r in signed if r not in demo)
     chain = conn.execute(
         CANNED_QUERIES["result_provenance"]["sql"], {"result": built.repair_digest}
     ).fetchall()

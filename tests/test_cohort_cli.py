@@ -139,13 +139,14 @@ def test_burn_once_and_audit(toy: Path, runner: CliRunner, tmp_path: Path) -> No
         ).stdout
     )  # fmt: skip
     kinds = [o["kind"] for o in out["objects"]]
-    assert kinds == ["benchmark-cohort", "burn-notice", "attestation"]
+    assert kinds == ["benchmark-cohort", "burn-notice", "attestation", "attestation"]
     size = _size(toy)
     _run(runner, ["cohort", "burn", V1, "--db", db, "--reason", "again"], 4)
     assert _size(toy) == size
-    # The notice is authority-attested and valid.
-    check = runner.invoke(app, ["attestation", "check", out["objects"][1]["digest"], "--db", db])
-    assert check.exit_code == 0, check.output
+    # The burned cohort and the notice are authority-attested and valid.
+    for obj in out["objects"][:2]:
+        check = runner.invoke(app, ["attestation", "check", obj["digest"], "--db", db])
+        assert check.exit_code == 0, check.output
     audit = json.loads(_run(runner, ["cohort", "audit", V1, "--db", db, "--json"]).stdout)
     assert audit["stage"] == "burned" and audit["ok"] is True
     assert audit["relations"]["burn_notices"]
@@ -178,8 +179,8 @@ def _calibration(version: str, candidate: str, passed: bool) -> dict[str, Any]:
         "plan_id": f"toy/plan-{version}",
         "plan_digest": "sha256:" + "4" * 64,
         "plan_schema_version": version,
-        "adapter": "a",
-        "adapter_version": "1",
+        "adapter": "deterministic-patch-verifier",
+        "adapter_version": "0.3.0",
         "candidate": candidate,
         "candidate_name": candidate,
         "candidate_digest": None,
@@ -197,34 +198,59 @@ def _calibration(version: str, candidate: str, passed: bool) -> dict[str, Any]:
     }
 
 
+CARRIED = ("002-division-test", "003-modulo-command", "004-token-refactor", "005-usage-doc")
+PLANS = [
+    arg
+    for slug in CARRIED
+    for arg in ("--plan", f"example/toy/{slug}=example/toy-v2/{slug}/evaluator@0.4")
+]
+
+
 def test_bind_gate_refuses_then_binds(toy: Path, runner: CliRunner, tmp_path: Path) -> None:
     db = str(toy)
     v2 = str(TOY / "cohort-v2.json")
     _run(runner, ["cohort", "freeze", _write(tmp_path, "v1.json", _v1()), "--db", db])
-    # Predecessor not burned yet: refused, nothing written.
+    # Predecessor not burned yet: refused with the command that burns it, nothing written.
     _run(runner, ["cohort", "freeze", v2, "--db", db])
     before = _size(toy)
-    _run(runner, ["cohort", "bind", v2, "--predecessor", V1, "--db", db], 4)
+    result = _run(runner, ["cohort", "bind", v2, "--predecessor", V1, "--db", db], 4)
+    assert f"provledger cohort burn {V1}" in result.output
     assert _size(toy) == before
     task = _v1()["tasks"][0]["id"]
     _run(runner, ["cohort", "burn", V1, "--db", db, "--reason", "seen", "--observed-task", task])
-    # No calibration evidence: every carried-over task is refused, all listed.
+    # No calibration evidence and no plans named: every unmet item listed, each with the
+    # command that meets it.
     before = _size(toy)
     result = _run(runner, ["cohort", "bind", v2, "--predecessor", V1, "--db", db, "--json"], 4)
     failures = json.loads(result.stdout)["failures"]
-    assert {f["code"] for f in failures} == {"gate.carry_over.calibration"}
-    assert len(failures) == 4
+    assert {f["code"] for f in failures} == {"gate.carry_over.calibration", "gate.plan.named"}
+    assert len(failures) == 8
+    assert all("provledger calibrate --record" in f["message"] for f in failures[::2])
+    assert all("--plan example/toy/" in f["message"] for f in failures[1::2])
     assert _size(toy) == before
+    # Hand-written calibration records (no verifier attestation) never count.
     with open_store(toy) as store:
-        store.append_many(
-            [
-                prepare_value(_calibration(v, c, c == "straightforward"))
-                for v in ("0.3", "0.4")
-                for c in ("straightforward", "decoy")
-            ]
-        )
+        fake = [
+            prepare_value(_calibration("0.4", c, c == "straightforward"))
+            for c in ("straightforward", "decoy")
+        ]
+        store.append_many(fake)
+    cal = [arg for p in fake for arg in ("--calibration", p.digest)]
+    result = _run(
+        runner, ["cohort", "bind", v2, "--predecessor", V1, "--db", db, *PLANS, *cal, "--json"], 4
+    )
+    failures = json.loads(result.stdout)["failures"]
+    assert {f["code"] for f in failures} == {
+        "gate.calibration.record",
+        "gate.carry_over.calibration",
+    }
+    assert "no valid attestation by a registered" in failures[0]["message"]
+    # Calibrated by a registered verifier through the CLI: the binding is appended.
+    cal = calibrate(runner, toy, tmp_path)
     out = json.loads(
-        _run(runner, ["cohort", "bind", v2, "--predecessor", V1, "--db", db, "--json"]).stdout
+        _run(
+            runner, ["cohort", "bind", v2, "--predecessor", V1, "--db", db, *PLANS, *cal, "--json"]
+        ).stdout
     )
     assert [o["kind"] for o in out["objects"]] == ["cohort-binding", "attestation"]
     audit = json.loads(
@@ -232,3 +258,25 @@ def test_bind_gate_refuses_then_binds(toy: Path, runner: CliRunner, tmp_path: Pa
     )
     assert audit["relations"]["bindings"]
     assert "relation.unbound" not in {f["code"] for f in audit["findings"]}
+
+
+def calibrate(runner: CliRunner, db: Path, tmp_path: Path) -> list[str]:
+    """Register a verifier for the fixture's adapter versions, run ``calibrate --record``;
+    ``--calibration DIGEST`` arguments for the v0.4 records (the calibrated version)."""
+    key = tmp_path / "verifier.key"
+    _run(runner, ["key", "generate", str(key)])
+    args = ["identity", "register", "--db", str(db), "--verifier-id", "idkmesh-local-verifier"]
+    args += ["--adapter", "deterministic-patch-verifier", "--public-key", f"{key}.pub"]
+    for version in ("0.1.1", "0.2.0", "0.3.0"):
+        args += ["--adapter-version", version]
+    _run(runner, args)
+    out = json.loads(
+        _run(runner, ["calibrate", "--record", "--key", str(key), "--db", str(db), "--json"]).stdout
+    )
+    assert out["attestations_ok"] is True
+    return [
+        arg
+        for row in out["calibration_records"]
+        if row["plan_schema_version"] == "0.4"
+        for arg in ("--calibration", row["digest"])
+    ]

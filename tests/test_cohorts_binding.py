@@ -42,7 +42,7 @@ class Toy:
         self.v1 = cohorts["cohort-v1"]
         self.v2 = cohorts["cohort-v2"]
         self.notice: dict[str, Any] = load(TOY / "burn-notice.json")
-        self.calibrations = [CalibrationResult(**c) for c in load(TOY / "calibrations.json")]
+        self.calibrations = list(CALIBRATED)
 
     def gate(self, **changes: Any) -> Any:
         args = {
@@ -223,14 +223,19 @@ def test_calibration_can_be_narrowed_to_one_plan() -> None:
         CalibrationResult("0.4", "straightforward", "accept_candidate", plan.jcs_digest),
         CalibrationResult("0.4", "decoy", "reject_candidate", plan.legacy_digest),
     ]
-    assert world.gate(calibrations=only_004).passed
+    carried = {f"example/toy/{s}" for s in ("002-division-test", "003-modulo-command")}
+    carried |= {"example/toy/005-usage-doc"}
+    assert failed_keys(world.gate(calibrations=only_004)) == {
+        ("gate.carry_over.calibration", task) for task in carried
+    }
     other = [
         *(c for c in CALIBRATED if c.plan_schema_version == "0.3"),
         CalibrationResult("0.4", "straightforward", "accept_candidate", "sha256:" + "3" * 64),
         CalibrationResult("0.4", "decoy", "reject_candidate", "sha256:" + "3" * 64),
     ]
     assert failed_keys(world.gate(calibrations=other)) == {
-        ("gate.carry_over.calibration", "example/toy/004-token-refactor")
+        ("gate.carry_over.calibration", task)
+        for task in (*carried, "example/toy/004-token-refactor")
     }
 
 

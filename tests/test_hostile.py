@@ -622,6 +622,12 @@ def verifier_setup(ledger: Path, tmp_path: Path) -> Path:
 
     key = tmp_path / "verifier.key"
     generate_key_file(key)
+    # Only a registered verifier may sign the results (admission refuses other keys).
+    plan = json.loads(PATCH_PLAN.read_text())["verifier"]
+    args = ["identity", "register", "--verifier-id", plan["id"], "--adapter", plan["adapter"]]
+    args += ["--adapter-version", plan["adapter_version"], "--public-key", f"{key}.pub"]
+    result = CliRunner().invoke(app, [*args, "--db", str(ledger)])
+    assert result.exit_code == 0, result.output
     return key
 
 

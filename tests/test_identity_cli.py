@@ -11,10 +11,20 @@ from typing import Any
 
 import pytest
 from cryptography.hazmat.primitives import serialization
+from ledger_state import append_unchecked, state
 from typer.testing import CliRunner, Result
 
 from ledger.cli import app
-from ledger.trust.keys import key_id, load_private_key, load_public_key, public_key_raw
+from ledger.store.prepared import prepare_value
+from ledger.store.sqlite import open_store
+from ledger.trust.attestation import attest
+from ledger.trust.keys import (
+    Ed25519Signer,
+    key_id,
+    load_private_key,
+    load_public_key,
+    public_key_raw,
+)
 
 VERIFIER = ("phase0-independent-verifier", "phase0-schema-verifier", "0.1")
 
@@ -300,12 +310,26 @@ def _append_doc(runner: CliRunner, db: Path, doc: Any, name: str, code: int = 0)
     return str(json.loads(result.stdout)[0]["digest"]) if code == 0 else ""
 
 
+def _append_unattested(runner: CliRunner, db: Path, doc: Any, name: str) -> str:
+    """``append`` refuses a governed record without the authority's attestation (exit 4,
+    ledger unchanged); it is then stored past admission, as a ledger written before
+    admission existed may hold it, to check that it never counts."""
+    before = state(db)
+    path = db.parent / name
+    path.write_text(json.dumps(doc))
+    refused = _run(runner, "append", "--db", str(db), str(path), code=4)
+    assert refused.stderr.startswith("error: ") and refused.stderr.count("\n") == 1
+    assert "authority-governed" in refused.stderr
+    assert state(db) == before
+    return append_unchecked(db, [prepare_value(doc)])[0]
+
+
 def test_identity_without_authority_attestation(
     ledger_path: Path, runner: CliRunner, tmp_path: Path, corpus: Path
 ) -> None:
     db = str(ledger_path)
     _key(runner, tmp_path / "v.key")
-    _append_doc(runner, ledger_path, _identity_doc(tmp_path / "v.key.pub"), "id.json")
+    _append_unattested(runner, ledger_path, _identity_doc(tmp_path / "v.key.pub"), "id.json")
     [row] = _json(runner, "identity", "list", "--db", db)
     assert row["status"] == "unauthorized" and row["authorized_at"] is None
     report = json.loads(_run(runner, "verify", "--db", db, "--json", code=1).stdout)
@@ -315,8 +339,11 @@ def test_identity_without_authority_attestation(
         json.loads((corpus / "examples/results/phase0-smoke.verification-result.json").read_text()),
         "vr.json",
     )  # fmt: skip
-    signed = _run(runner, "sign", subject, "--key", str(tmp_path / "v.key"), "--db", db)
-    assert "warning: identity-not-authorized" in signed.stderr
+    refused = _run(runner, "sign", subject, "--key", str(tmp_path / "v.key"), "--db", db, code=4)
+    assert "identity-not-authorized" in refused.stderr
+    with open_store(ledger_path, readonly=True) as store:
+        signed = attest(store, subject, Ed25519Signer.from_file(tmp_path / "v.key"))
+    append_unchecked(ledger_path, [signed])
     check = json.loads(
         _run(runner, "attestation", "check", subject, "--db", db, "--json", code=1).stdout
     )
@@ -329,7 +356,7 @@ def test_identity_with_wrong_declared_key_id(
     _key(runner, tmp_path / "v.key")
     doc = _identity_doc(tmp_path / "v.key.pub")
     doc["public_key"]["key_id"] = "f" * 64
-    _append_doc(runner, ledger_path, doc, "id.json")
+    _append_unattested(runner, ledger_path, doc, "id.json")
     [row] = _json(runner, "identity", "list", "--db", str(ledger_path))
     assert row["status"] == "invalid-key"
     report = json.loads(_run(runner, "verify", "--db", str(ledger_path), "--json", code=1).stdout)
@@ -347,7 +374,7 @@ def test_revocation_without_authority_is_not_in_force(
     _register(runner, ledger_path, tmp_path / "v.key")
     doc = {"provledger_kind": "revocation", "schema_version": "0.1", "key_id": kid}
     _append_doc(runner, ledger_path, {**doc, "reason": "lost"}, "bad.json", code=3)  # schema
-    _append_doc(runner, ledger_path, {**doc, "reason": "compromised"}, "rev.json")
+    _append_unattested(runner, ledger_path, {**doc, "reason": "compromised"}, "rev.json")
     [row] = _json(runner, "identity", "list", "--db", db)
     assert row["status"] == "active"
     report = json.loads(_run(runner, "verify", "--db", db, "--json", code=1).stdout)

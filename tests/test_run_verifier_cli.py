@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 import rfc8785
+from ledger_state import state
 from typer.testing import CliRunner, Result
 
 from ledger.cli import app
@@ -279,17 +280,18 @@ def test_json_shape(env: Env) -> None:
     assert fresh == ["verification-result", "attestation"]
 
 
-def test_unregistered_key_is_recorded_with_a_warning_and_verify_fails(env: Env) -> None:
+def test_unregistered_key_is_refused_and_nothing_is_recorded(env: Env) -> None:
     other = env.tmp / "other.key"
     env.run("key", "generate", str(other), db=False)
     args = run_args(env)
     args[args.index("--key") + 1] = str(other)
-    result = env.run(*args, "--json")
-    info = json.loads(result.stdout)
-    assert info["attestation"]["ok"] is False
-    assert [f["code"] for f in info["attestation"]["failures"]] == ["unregistered-key"]
-    assert result.stderr.startswith("warning: unregistered-key:")
-    assert env.run("verify", code=1).stdout.count("unregistered-key") == 1
+    before = state(env.db)
+    result = env.run(*args, "--json", code=4)
+    assert result.stdout == ""
+    assert result.stderr.startswith("error: attestation ") and result.stderr.count("\n") == 1
+    assert "unregistered-key" in result.stderr and "provledger identity register" in result.stderr
+    assert state(env.db) == before
+    env.run("verify")
 
 
 def test_oversized_log_is_not_read_past_the_limit(env: Env) -> None:

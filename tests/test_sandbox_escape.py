@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from test_run_verifier_cli import ADAPTER, ADAPTER_VERSIONS, VERIFIER_ID
 from typer.testing import CliRunner
 
 from ledger.cli import app
@@ -312,6 +313,12 @@ def test_missing_sandbox_refuses_exit_4_and_writes_nothing(
 
 def _run_verifier(runner: CliRunner, db: Path, key: Path) -> str:
     runner.invoke(app, ["key", "generate", str(key)])
+    # Admission refuses a run signed by an unregistered key: register it first.
+    register = ["identity", "register", "--db", str(db), "--verifier-id", VERIFIER_ID]
+    register += ["--adapter", ADAPTER, "--public-key", f"{key}.pub"]
+    for version in ADAPTER_VERSIONS:
+        register += ["--adapter-version", version]
+    assert runner.invoke(app, register).exit_code == 0
     result = runner.invoke(
         app,
         [

@@ -53,6 +53,12 @@ def test_corpus_append_digest_and_raw(corpus: Path, ledger_path: Path, runner: C
             assert result.exit_code == 3, (path, result.output)
             assert result.stderr.startswith("error: ") and result.stderr.count("\n") == 1
             continue
+        if json.loads(path.read_bytes()).get("stage") in ("frozen", "burned"):
+            # A frozen or burned cohort is authority-governed: `cohort freeze`/`burn` or
+            # `import idkmesh` sign it; a bare append is refused (exit 4).
+            assert result.exit_code == 4, (path, result.output)
+            assert "authority-governed" in result.stderr and result.stderr.count("\n") == 1
+            continue
         assert result.exit_code == 0, (path, result.output)
         row = json.loads(result.stdout)[0]
         expected = rfc8785.dumps(json.loads(path.read_bytes()))

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from ledger.cli.common import DbOption, JsonOption, emit_json, new_app
+from ledger.cli.common import DbOption, DryRunOption, JsonOption, dry_run_note, emit_json, new_app
 from ledger.errors import ProblemsReported
 
 if TYPE_CHECKING:
@@ -150,6 +150,7 @@ def run_verifier(
         typer.Option("--output", help="Also write the result's exact bytes to FILE."),
     ] = None,
     db: DbOption = Path("ledger.db"),
+    dry_run: DryRunOption = False,
     json_out: JsonOption = False,
 ) -> None:
     """Judge a candidate under an EvaluatorPlan and record the run (exit 0 passed, 1 failed).
@@ -177,7 +178,7 @@ def run_verifier(
     wu_value = _parse(raw["work_unit"], work_unit)
     plan_value = _parse(raw["plan"], plan)
     manifest_value = _parse(raw["manifest"], manifest)
-    with open_store(db) as store:
+    with open_store(db, dry_run=dry_run) as store:
         outcome = evaluate(
             wu_value,
             plan_value,
@@ -196,7 +197,8 @@ def run_verifier(
             outcome=outcome,
             signer=signer,
         )
-        rows = _append(store, record, None if output is None else (output, outcome.result_bytes))
+        written = None if output is None or dry_run else (output, outcome.result_bytes)
+        rows = _append(store, record, written)
         attestation = record.only("attestation").digest
         (verdict,) = _check_attestations(store, [attestation])
     result = outcome.result
@@ -225,6 +227,7 @@ def run_verifier(
         emit_json(info)
     else:
         _print_run(info)
+    dry_run_note(dry_run)
     if not outcome.passed:
         raise ProblemsReported(f"candidate {outcome.status}")
 
@@ -272,6 +275,7 @@ def calibrate(
     ] = None,
     passphrase_env: PassphraseEnv = None,
     db: DbOption = Path("ledger.db"),
+    dry_run: DryRunOption = False,
     json_out: JsonOption = False,
 ) -> None:
     """Judge every fixture candidate under every fixture plan and print the table.
@@ -279,7 +283,9 @@ def calibrate(
     Exit 1 when a row contradicts the plan's declared expected status. With --record
     (and --key) the runs and one signed calibration-record per row are appended in one
     transaction, timed by the wall clock; without it the clock is fixed and the output
-    is reproducible byte for byte.
+    is reproducible byte for byte. Before anything is appended, --record checks that a
+    registered identity of --key covers every adapter version it signs for, and otherwise
+    prints the exact `provledger identity register ...` command to run (exit 4).
     """
     from ledger.errors import CheckFailed, InputError
     from ledger.schema.validation import validate
@@ -297,7 +303,7 @@ def calibrate(
         "rows": table.as_json(),
     }
     if signer is not None:
-        info.update(_record_calibration(db, fx, table, signer))
+        info.update(_record_calibration(db, fx, table, signer, dry_run))
     if json_out:
         emit_json(info)
     else:
@@ -310,6 +316,7 @@ def calibrate(
         if "recorded" in info:
             new = sum(1 for r in info["recorded"] if r["status"] == "new")
             _out(f"recorded {len(info['recorded'])} objects ({new} new) in one transaction")
+    dry_run_note(dry_run and record)
     broken = [r for r in table.rows if r.matches_expectation is False]
     if broken:
         first = broken[0]
@@ -319,8 +326,43 @@ def calibrate(
         )
 
 
+def _require_identity(store: Store, table: CalibrationTable, signer: Ed25519Signer) -> None:
+    """Refuse (exit 4) unless an active identity of the signing key holds every
+    (verifier id, adapter, adapter version) the table's results name."""
+    from ledger.errors import IdentityError
+    from ledger.trust.identity import trust_index
+
+    index = trust_index(store)
+    held = {
+        (rec.verifier_id, rec.adapter, version)
+        for rec in index.identities_for(signer.key_id)
+        if index.status(rec) == "active"
+        for version in rec.adapter_versions
+    }
+    needed: dict[tuple[str, str], set[str]] = {}
+    for outcome in table.outcomes:
+        verifier = outcome.result.get("verifier") or {}
+        want = (
+            str(verifier.get("id")),
+            str(verifier.get("adapter")),
+            str(verifier.get("adapter_version")),
+        )
+        if want not in held:
+            needed.setdefault(want[:2], set()).add(want[2])
+    if not needed:
+        return
+    (verifier_id, adapter), versions = sorted(needed.items())[0]
+    flags = " ".join(f"--adapter-version {v}" for v in sorted(versions))
+    raise IdentityError(
+        f"calibrate --record, got key {signer.key_id} without a registered identity for"
+        f" {verifier_id} {adapter} {', '.join(sorted(versions))}, expected one covering every"
+        f" adapter version it signs for; run: provledger identity register --verifier-id"
+        f" {verifier_id} --adapter {adapter} {flags} --public-key KEY.pub"
+    )
+
+
 def _record_calibration(
-    db: Path, fx: Fixture, table: CalibrationTable, signer: Ed25519Signer
+    db: Path, fx: Fixture, table: CalibrationTable, signer: Ed25519Signer, dry_run: bool = False
 ) -> dict[str, Any]:
     from ledger.store.sqlite import open_store
     from verifiers.record import CalibrationInputs, calibration_record
@@ -332,7 +374,8 @@ def _record_calibration(
         [_read(p, "calibration plan") for p in fx.plan_paths],
         [_read(fx.root / c["manifest"], "calibration ResultManifest") for c in fx.candidates],
     )
-    with open_store(db) as store:
+    with open_store(db, dry_run=dry_run) as store:
+        _require_identity(store, table, signer)
         rec = calibration_record(table, inputs, signer, recorded_at=rfc3339(_now()))
         rows = _append(store, rec)
         verdicts = _check_attestations(
@@ -395,6 +438,7 @@ def behavioral_run(
         ),
     ] = False,
     db: DbOption = Path("ledger.db"),
+    dry_run: DryRunOption = False,
     json_out: JsonOption = False,
 ) -> None:
     """Apply the patch to a temporary copy of the tree, run the probes, record the evidence.
@@ -420,7 +464,7 @@ def behavioral_run(
     plan = load_probe_plan(plan_value)
     if not unsandboxed:
         find_sandbox()  # refuse (exit 4) before the ledger is opened
-    with open_store(db) as store:
+    with open_store(db, dry_run=dry_run) as store:
         result_digest = (
             None
             if verification_result is None
@@ -473,6 +517,7 @@ def behavioral_run(
         )
         seq = next(r["seq"] for r in rows if r["role"] == "behavioral-evidence")
         _out(f"evidence        {info['evidence_digest']} seq={seq}")
+    dry_run_note(dry_run)
     if not summary["all_expectations_met"]:
         raise ProblemsReported("behavioural expectations not met")
 

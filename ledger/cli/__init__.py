@@ -46,7 +46,7 @@ COMMANDS: Mapping[str, Lazy | LazySubgroup] = {
     ),
     "sign": Lazy(
         "ledger.cli.attestationcmds:sign",
-        "Append a DSSE attestation by KEY over a stored object; warn if it would not verify.",
+        "Append a DSSE attestation by KEY over a stored object.",
     ),
     "provenance": Lazy(
         "cohorts.cli:provenance_cmd",
@@ -119,14 +119,18 @@ COMMANDS: Mapping[str, Lazy | LazySubgroup] = {
 
 def install_idkmesh() -> None:
     """Plug IDKMesh's rules and additions into the generic core before any command runs."""
+    from cohorts.admission import policy_parts
     from cohorts.browse.cli import browse_findings
     from cohorts.cli import verification_notes
     from ledger.cli.common import SHOW_NOTES
     from ledger.cli.logcmds import set_browse_check
-    from ledger.trust import policy
+    from ledger.trust import admission, policy
     from verifiers.attestation_policy import IDKMeshAttestationPolicy
 
     policy.install(IDKMeshAttestationPolicy())
+    # IDKMesh's admission rules join the core's; every store the CLI opens runs them
+    # (``install`` keeps one entry per factory, so repeated calls change nothing).
+    admission.install(policy_parts)
     if verification_notes not in SHOW_NOTES:
         SHOW_NOTES.append(verification_notes)  # `show` explains a VerificationResult
     set_browse_check(browse_findings)  # `verify --browse FILE`

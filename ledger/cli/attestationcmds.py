@@ -1,7 +1,8 @@
 """Attestations: ``sign`` appends one; ``attestation check|export|verify-envelope|import``.
 
-An appended attestation is judged at its own log position right after the append and
-any failure is printed as a warning on stderr (the ledger still records it).
+The store's admission policy judges every new attestation at its own log position
+inside the append transaction: one that would not verify is refused (exit 4) and
+nothing is written.
 """
 
 from __future__ import annotations
@@ -12,7 +13,15 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from ledger.cli.common import DbOption, JsonOption, console, emit_json, new_app
+from ledger.cli.common import (
+    DbOption,
+    DryRunOption,
+    JsonOption,
+    console,
+    dry_run_note,
+    emit_json,
+    new_app,
+)
 from ledger.cli.exportcmds import OutOption, write_out
 from ledger.cli.keycmds import KeyOption, PassphraseEnv, signer_from_file
 
@@ -63,25 +72,31 @@ def sign(
     key: KeyOption,
     db: DbOption = Path("ledger.db"),
     passphrase_env: PassphraseEnv = None,
+    dry_run: DryRunOption = False,
     json_out: JsonOption = False,
 ) -> None:
-    """Append a DSSE attestation by KEY over a stored object; warn if it would not verify."""
+    """Append a DSSE attestation by KEY over a stored object.
+
+    Refused (exit 4, nothing written) when the attestation would not verify: KEY must be
+    the authority key or a registered, unrevoked verifier key allowed to sign the subject.
+    """
     from ledger.store.sqlite import open_store
     from ledger.trust.attestation import attest
 
     signer = signer_from_file(key, passphrase_env)
-    with open_store(db) as store:
+    with open_store(db, dry_run=dry_run) as store:
         prepared = attest(store, subject_digest(store, subject), signer)
         rows = append_attestations(store, [prepared])
     if json_out:
         emit_json(rows[0])
-        return
-    row = rows[0]
-    state = "new" if row["status"] == "new" else "already present"
-    sys.stdout.write(
-        f"{row['attestation']} seq={row['seq']} attestation of {row['subject']}"
-        f" by {row['key_id']} {state}\n"
-    )
+    else:
+        row = rows[0]
+        state = "new" if row["status"] == "new" else "already present"
+        sys.stdout.write(
+            f"{row['attestation']} seq={row['seq']} attestation of {row['subject']}"
+            f" by {row['key_id']} {state}\n"
+        )
+    dry_run_note(dry_run)
 
 
 def _print_verdicts(verdicts: list[AttestationVerdict]) -> None:
@@ -186,20 +201,27 @@ def attestation_verify_envelope(
 def attestation_import(
     file: Annotated[str, typer.Argument(help="A full DSSE envelope (JSON file; - is stdin).")],
     db: DbOption = Path("ledger.db"),
+    dry_run: DryRunOption = False,
     json_out: JsonOption = False,
 ) -> None:
-    """Store a full envelope over a stored object as detached attestation(s); warn on failures."""
+    """Store a full envelope over a stored object as detached attestation(s).
+
+    Refused (exit 4, nothing written) unless every signature verifies over the stored
+    subject, the payloadType is the one the ledger defines for the subject's kind, and
+    the key is the authority key or a registered, unrevoked verifier key.
+    """
     from ledger.store.sqlite import open_store
     from ledger.trust.attestation import detach_envelope
 
     envelope = _read_envelope(file)
-    with open_store(db) as store:
+    with open_store(db, dry_run=dry_run) as store:
         rows = append_attestations(store, detach_envelope(store, envelope))
     if json_out:
         emit_json(rows)
-        return
-    for row in rows:
-        sys.stdout.write(
-            f"{row['attestation']} seq={row['seq']} attestation of {row['subject']}"
-            f" by {row['key_id']} {row['status']}\n"
-        )
+    else:
+        for row in rows:
+            sys.stdout.write(
+                f"{row['attestation']} seq={row['seq']} attestation of {row['subject']}"
+                f" by {row['key_id']} {row['status']}\n"
+            )
+    dry_run_note(dry_run)

@@ -234,6 +234,19 @@ DbOption = Annotated[
     ),
 ]
 JsonOption = Annotated[bool, typer.Option("--json", help="Machine-readable JSON on stdout.")]
+DryRunOption = Annotated[
+    bool,
+    typer.Option(
+        "--dry-run",
+        help="Run every check and print what would be written; write nothing (same exit code).",
+    ),
+]
+
+
+def dry_run_note(dry_run: bool) -> None:
+    """On a dry run, say on stderr that nothing was written (stdout stays parseable)."""
+    if dry_run:
+        typer.echo("dry run: nothing written", err=True)
 
 
 def emit_json(value: Any) -> None:

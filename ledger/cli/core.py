@@ -12,8 +12,10 @@ import typer
 from ledger.cli.common import (
     SHOW_NOTES,
     DbOption,
+    DryRunOption,
     JsonOption,
     console,
+    dry_run_note,
     emit_json,
     progress,
     read_input,
@@ -68,16 +70,22 @@ def append(
         str | None,
         typer.Option(help="Kind of every input (else inferred); 'blob' stores raw bytes."),
     ] = None,
+    dry_run: DryRunOption = False,
     json_out: JsonOption = False,
 ) -> None:
-    """Validate every input fully, then append all of them in one transaction."""
+    """Validate every input fully, then append all of them in one transaction.
+
+    Every input passes the ledger's admission rules: an authority-governed record (a
+    frozen or burned cohort, burn notice, binding, identity, revocation) needs the
+    authority's attestation among the same inputs, else nothing is written (exit 4).
+    """
     from ledger.errors import LedgerError
     from ledger.store.prepared import prepare_json
     from ledger.store.sqlite import open_store
 
     # Open first so a missing ledger is reported before any work; nothing is written
     # until every input has been read (blobs too obey the 16 MiB limit) and validated.
-    with open_store(db) as store:
+    with open_store(db, dry_run=dry_run) as store:
         prepared = []
         with progress(len(files), "validating", enabled=not json_out and len(files) > 1) as advance:
             for name in files:
@@ -99,10 +107,13 @@ def append(
     ]
     if json_out:
         emit_json(rows)
-        return
-    for row in rows:
-        status = "new" if row["status"] == "new" else "already present"
-        sys.stdout.write(f"{row['digest']} seq={row['seq']} {row['kind']} {status} {row['file']}\n")
+    else:
+        for row in rows:
+            status = "new" if row["status"] == "new" else "already present"
+            sys.stdout.write(
+                f"{row['digest']} seq={row['seq']} {row['kind']} {status} {row['file']}\n"
+            )
+    dry_run_note(dry_run)
 
 
 def show(

@@ -58,7 +58,10 @@ EXAMPLES: dict[str, str] = {
     "cohort burn": (
         "provledger cohort burn benchmark/toy --reason 'evaluator defect seen after outcomes'"
     ),
-    "cohort bind": "provledger cohort bind successor.json --predecessor benchmark/toy",
+    "cohort bind": (
+        "provledger cohort bind toy-v2 --predecessor toy-v1 --plan TASK=PLAN_ID@0.4"
+        " --calibration sha256:6a013660"
+    ),
     "cohort audit": "provledger cohort audit benchmark/phase-b2-first-five",
     "cohort list": "provledger cohort list --json",
     "index": "provledger index --out ledger.browse.db",

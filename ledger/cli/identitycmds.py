@@ -9,7 +9,15 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from ledger.cli.common import DbOption, JsonOption, console, emit_json, new_app
+from ledger.cli.common import (
+    DbOption,
+    DryRunOption,
+    JsonOption,
+    console,
+    dry_run_note,
+    emit_json,
+    new_app,
+)
 from ledger.cli.keycmds import AuthorityKeyOption, PassphraseEnv, authority_signer
 
 if TYPE_CHECKING:
@@ -30,22 +38,33 @@ def identity_register(
     verifier_id: Annotated[str, typer.Option("--verifier-id", help="The verifier.id it signs as.")],
     adapter: Annotated[str, typer.Option("--adapter", help="The verifier adapter name.")],
     adapter_version: Annotated[
-        list[str], typer.Option("--adapter-version", help="An adapter version (repeatable).")
+        list[str],
+        typer.Option(
+            "--adapter-version",
+            help="An adapter version the key may sign for; repeat it to cover several"
+            " (e.g. --adapter-version 0.2.0 --adapter-version 0.3.0) in one identity.",
+        ),
     ],
     public_key: Annotated[Path, typer.Option("--public-key", help="The verifier's PATH.pub.")],
     db: DbOption = Path("ledger.db"),
     authority_key: AuthorityKeyOption = None,
     passphrase_env: PassphraseEnv = None,
+    dry_run: DryRunOption = False,
     json_out: JsonOption = False,
 ) -> None:
-    """Append a verifier identity and its authority attestation in one transaction."""
+    """Append a verifier identity and its authority attestation in one transaction.
+
+    One identity binds one key to one verifier id, one adapter and every adapter version
+    given with --adapter-version (repeatable). A verifier's results, plans and
+    calibration records are accepted only for the versions its identity holds.
+    """
     from ledger.store.sqlite import open_store
     from ledger.trust.identity import register_identity
     from ledger.trust.keys import load_public_key
 
     key = load_public_key(public_key)
     authority = authority_signer(db, authority_key, passphrase_env)
-    with open_store(db) as store:
+    with open_store(db, dry_run=dry_run) as store:
         done = register_identity(
             store,
             verifier_id=verifier_id,
@@ -64,11 +83,13 @@ def identity_register(
     }
     if json_out:
         emit_json(info)
-        return
-    state = "registered" if done.subject.new else "already registered"
-    sys.stdout.write(
-        f"{info['identity']} seq={info['identity_seq']} {state} {verifier_id} key {done.key_id}\n"
-    )
+    else:
+        state = "registered" if done.subject.new else "already registered"
+        sys.stdout.write(
+            f"{info['identity']} seq={info['identity_seq']} {state} {verifier_id}"
+            f" key {done.key_id}\n"
+        )
+    dry_run_note(dry_run)
 
 
 @identity_app.command("list")
@@ -158,6 +179,7 @@ def identity_revoke(
     db: DbOption = Path("ledger.db"),
     authority_key: AuthorityKeyOption = None,
     passphrase_env: PassphraseEnv = None,
+    dry_run: DryRunOption = False,
     json_out: JsonOption = False,
 ) -> None:
     """Append an authority-attested revocation of a key (nothing is deleted)."""
@@ -165,7 +187,7 @@ def identity_revoke(
     from ledger.trust.identity import revoke_key
 
     authority = authority_signer(db, authority_key, passphrase_env)
-    with open_store(db) as store:
+    with open_store(db, dry_run=dry_run) as store:
         done = revoke_key(store, key_id, reason.value, authority=authority, note=note)
     info = {
         "key_id": key_id,
@@ -176,5 +198,8 @@ def identity_revoke(
     }
     if json_out:
         emit_json(info)
-        return
-    sys.stdout.write(f"{info['revocation']} seq={info['seq']} revoked {key_id} ({reason.value})\n")
+    else:
+        sys.stdout.write(
+            f"{info['revocation']} seq={info['seq']} revoked {key_id} ({reason.value})\n"
+        )
+    dry_run_note(dry_run)

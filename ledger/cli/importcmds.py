@@ -8,7 +8,14 @@ from typing import Annotated
 
 import typer
 
-from ledger.cli.common import DbOption, JsonOption, emit_json, progress
+from ledger.cli.common import (
+    DbOption,
+    DryRunOption,
+    JsonOption,
+    dry_run_note,
+    emit_json,
+    progress,
+)
 from ledger.errors import RejectionsReported
 
 # Kept equal to ledger.store.bulk.DEFAULT_BATCH; not imported so `--help` stays light.
@@ -35,12 +42,15 @@ def jsonl(
             show_default=False,
         ),
     ] = None,
+    dry_run: DryRunOption = False,
     json_out: JsonOption = False,
 ) -> None:
     """Validate every line like `append`; append the valid ones in ordered batches.
 
     Rejected lines (with line numbers and reasons) are never written; the others are.
-    Exit 0 when no line was rejected, 3 when any was.
+    Exit 0 when no line was rejected, 3 when any was. A batch that breaks the ledger's
+    admission rules (e.g. a governed record without the authority's attestation in the
+    same batch) stops the import with exit 4; earlier batches stay.
     """
     from ledger.errors import NotFound
     from ledger.store.bulk import default_workers, import_jsonl
@@ -57,7 +67,7 @@ def jsonl(
         total = path.stat().st_size
     try:
         with (
-            open_store(db) as store,
+            open_store(db, dry_run=dry_run) as store,
             progress(total, "importing", enabled=not json_out, unit="bytes") as advance,
         ):
             summary = import_jsonl(
@@ -81,5 +91,6 @@ def jsonl(
             f" present, {len(summary.rejected)} rejected, {summary.blank} blank;"
             f" ledger size {summary.size}\n"
         )
+    dry_run_note(dry_run)
     if not summary.ok:
         raise RejectionsReported(f"{len(summary.rejected)} line(s) rejected")

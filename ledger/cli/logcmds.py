@@ -11,8 +11,10 @@ import typer
 
 from ledger.cli.common import (
     DbOption,
+    DryRunOption,
     JsonOption,
     console,
+    dry_run_note,
     emit_json,
     new_app,
     read_verifier_key,
@@ -54,9 +56,12 @@ def checkpoint(
             help="Verifier key of a URL witness (repeatable); its answer must verify under it.",
         ),
     ] = None,
+    dry_run: DryRunOption = False,
     json_out: JsonOption = False,
 ) -> None:
-    """Sign the current tree head as a C2SP checkpoint and store it; collect cosignatures."""
+    """Sign the current tree head as a C2SP checkpoint and store it; collect cosignatures.
+
+    With --dry-run nothing is stored and no witness is asked."""
     from ledger.cli.common import fail_line
     from ledger.cli.core import log_key_path
     from ledger.log.checkpoints import make_checkpoint
@@ -67,11 +72,11 @@ def checkpoint(
     trusted = witness_keys(witness_key)
     outcomes = []
     # The ledger first: a path that is no ledger is reported as such, not as a key.
-    with open_store(db) as store:
+    with open_store(db, dry_run=dry_run) as store:
         key = load_private_key(log_key_path(db, log_key))
         row = make_checkpoint(store, key)
         origin = store.get_meta("origin")
-        if witness:
+        if witness and not dry_run:
             outcomes = collect(store, row, witness, trusted)
         note = cosigned_note(store, row)
     failed = [(o.witness, o.error) for o in outcomes if o.error is not None]
@@ -88,6 +93,7 @@ def checkpoint(
         )
     else:
         sys.stdout.write(note.decode("utf-8"))
+    dry_run_note(dry_run)
     for name, error in failed:
         typer.echo(fail_line(f"witness {name}: {error}"), err=True)
     if failed:

@@ -5,6 +5,8 @@ Invariants every backend keeps:
 - An object is stored once, under the digest of its stored bytes; appending it again
   returns the existing entry with ``new=False``.
 - Nothing is updated or deleted. ``append_many`` is one transaction: all or nothing.
+- Every batch passes the store's ``Admission`` inside that transaction; a store opened
+  with ``dry_run`` runs everything, then rolls back (results say what would be written).
 - The tree holds the hash of every complete subtree (``node(level, index)``).
 """
 
@@ -167,16 +169,30 @@ BeforeCommit = Callable[[list[AppendResult]], None]
 SignHead = Callable[[LedgerReader, int], CheckpointRow]
 
 
+class Admission(Protocol):
+    """The rule set a store runs on every batch inside its transaction, after writing the
+    batch's rows and before committing (``ledger.trust.admission.AdmissionPolicy``).
+    Raising rolls the batch back. ``history``: upstream records kept without standing."""
+
+    def admit(
+        self, reader: LedgerReader, new: Sequence[StoredObject], *, history: bool
+    ) -> None: ...
+
+
 class Store(LedgerReader, Protocol):
     """Read and append. Implementations must keep the module invariants."""
 
     path: Path
+
+    dry_run: bool
 
     def append_many(
         self,
         items: Sequence[Prepared],
         precheck: Precheck | None = None,
         before_commit: BeforeCommit | None = None,
+        *,
+        history: bool = False,
     ) -> list[AppendResult]: ...
     def add_checkpoint(self, sign: SignHead) -> CheckpointRow: ...
     def add_cosignatures(self, size: int, lines: Sequence[str]) -> int: ...

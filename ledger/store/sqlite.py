@@ -24,6 +24,7 @@ from ledger.log.leaf import entry_record, utc_now
 from ledger.log.merkle import PendingNodes, leaf_hash
 from ledger.store.base import (
     OBJECT_COLUMNS,
+    Admission,
     AppendResult,
     BeforeCommit,
     CheckpointRow,
@@ -217,12 +218,31 @@ def _surrogate_text(data: bytes) -> str:
 class SQLiteStore:
     """A ledger in one SQLite file. Use ``open_store`` or ``create_store``."""
 
-    def __init__(self, path: Path, conn: sqlite3.Connection) -> None:
+    def __init__(
+        self,
+        path: Path,
+        conn: sqlite3.Connection,
+        admission: Admission | None = None,
+        dry_run: bool = False,
+    ) -> None:
         self.path = path
         self._conn = conn
+        self._admission = admission
+        self.dry_run = dry_run
+
+    @property
+    def admission(self) -> Admission:
+        """The rule set every append passes (default: the installed policy)."""
+        if self._admission is None:
+            from ledger.trust.admission import current_policy
+
+            self._admission = current_policy()
+        return self._admission
 
     # -- lifecycle -------------------------------------------------------------------
     def close(self) -> None:
+        if self.dry_run and self._conn.in_transaction:
+            self._conn.execute("ROLLBACK")
         self._conn.close()
 
     def __enter__(self) -> SQLiteStore:
@@ -259,23 +279,55 @@ class SQLiteStore:
         items: Sequence[Prepared],
         precheck: Precheck | None = None,
         before_commit: BeforeCommit | None = None,
+        *,
+        history: bool = False,
     ) -> list[AppendResult]:
-        """Append all items in one transaction; ``precheck`` runs inside the lock.
+        """Append all items in one transaction; ``precheck`` runs inside the lock, the
+        admission policy after the rows are written and before they are committed.
 
-        ``before_commit(results)`` runs after the rows are written and before COMMIT
-        (e.g. to write a command's output file): if it raises, nothing is recorded.
+        ``before_commit(results)`` runs last, after admission and before COMMIT (e.g. to
+        write a command's output file): if it raises, nothing is recorded.
         """
+        admission = self.admission
         try:
-            self._begin_immediate()
+            # A dry run holds one outer transaction for the store's whole life (so later
+            # batches see earlier ones) and wraps each batch in a savepoint; close() rolls
+            # the outer transaction back.
+            if self.dry_run:
+                if not self._conn.in_transaction:
+                    self._begin_immediate()
+                self._conn.execute("SAVEPOINT batch")
+            else:
+                self._begin_immediate()
             try:
                 if precheck is not None:
                     precheck(self)
                 results = self._append_batch(items)
+                new = [
+                    StoredObject(
+                        r.entry.digest,
+                        r.entry.seq,
+                        p.kind,
+                        p.schema_version,
+                        p.object_id,
+                        p.object_version,
+                        p.legacy_digest,
+                        p.legacy_hints,
+                        p.data,
+                    )
+                    for p, r in zip(items, results, strict=True)
+                    if r.new
+                ]
+                if new:
+                    admission.admit(self, new, history=history)
                 if before_commit is not None:
                     before_commit(results)
-                self._conn.execute("COMMIT")
+                self._conn.execute("RELEASE batch" if self.dry_run else "COMMIT")
             except BaseException:
-                if self._conn.in_transaction:
+                if self.dry_run:
+                    self._conn.execute("ROLLBACK TO batch")
+                    self._conn.execute("RELEASE batch")
+                elif self._conn.in_transaction:
                     self._conn.execute("ROLLBACK")
                 raise
         except sqlite3.Error as exc:
@@ -385,6 +437,19 @@ class SQLiteStore:
         the entry at ``seq == size`` (``ledger.log.checkpoint_record``). A checkpoint
         already stored for the current size is returned instead (idempotent).
         """
+        if self.dry_run:
+            # Sign the head as it is, write nothing (the dry run's transaction is rolled
+            # back when the store closes).
+            size = self.size()
+            existing = self.checkpoint_at(size)
+            if existing is not None:
+                return existing
+            signed = sign(self, size)
+            if signed.size != size:
+                raise AppendOnlyError(
+                    f"checkpoint, got size {signed.size}, expected the log size {size}"
+                )
+            return signed
         try:
             self._begin_immediate()
             try:
@@ -835,12 +900,18 @@ def create_store(path: Path) -> SQLiteStore:
 
 
 def open_store(
-    path: Path, *, readonly: bool = False, max_page_count: int | None = None
+    path: Path,
+    *,
+    readonly: bool = False,
+    max_page_count: int | None = None,
+    admission: Admission | None = None,
+    dry_run: bool = False,
 ) -> SQLiteStore:
     """Open an existing ledger; a missing file or a non-ledger file is an error.
 
     ``max_page_count`` caps the file's size for writes (``PRAGMA max_page_count``): a
-    write past it fails as a full disk would.
+    write past it fails as a full disk would. ``admission`` defaults to the installed
+    policy; ``dry_run`` rolls every append back.
     """
     if not path.exists():
         raise NotFound(
@@ -855,7 +926,7 @@ def open_store(
         else:
             conn = _connect(path, max_page_count)
             conn.execute("PRAGMA synchronous = FULL")
-        store = SQLiteStore(path, conn)
+        store = SQLiteStore(path, conn, admission, dry_run)
         if store.get_meta("format") is None:
             raise StorageError(
                 f"not a provledger ledger, got no format record in {path},"

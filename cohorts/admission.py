@@ -1,0 +1,100 @@
+"""IDKMesh admission rules, plugged into the generic ``ledger.trust.admission`` seam.
+
+Authority-governed (a valid attestation by the ledger's authority key must arrive in
+the same transaction, except in history imports, which are recorded without standing):
+
+* a ``benchmark-cohort`` document at stage ``frozen`` or ``burned``: it fixes or burns a
+  definition (``provledger cohort freeze`` / ``provledger cohort burn`` sign it);
+* a ``burn-notice`` (``provledger cohort burn``);
+* a ``cohort-binding`` (``provledger cohort bind``).
+
+Lifecycle, for every new ``benchmark-cohort`` whose id is already stored, whatever the
+command and whatever the standing of the stored documents: the new document must be a
+legal successor of the newest stored one (same stage or one step forward; a frozen or
+burned definition never changes; ``cohorts.lifecycle.check_update``). Judging against
+every stored document, attested or not, keeps the stored lifecycle of each id a legal
+path.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from cohorts.errors import CohortError
+from cohorts.lifecycle import check_update
+from cohorts.lookup import BENCHMARK_COHORT, BURN_NOTICE, COHORT_BINDING
+from cohorts.store_lookup import stored_value
+from ledger.store.base import LedgerReader, StoredObject
+from ledger.trust.admission import Governed, PolicyParts, Refusal
+
+FIXED = ("frozen", "burned")
+FREEZE = "provledger cohort freeze FILE"
+BURN = "provledger cohort burn ID --reason TEXT"
+BIND = (
+    "provledger cohort bind FILE --predecessor ID --plan TASK=PLAN_ID@VERSION --calibration DIGEST"
+)
+
+
+def _value(obj: StoredObject) -> dict[str, Any] | None:
+    try:
+        value = json.loads(obj.data)
+    except (ValueError, UnicodeDecodeError):
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def governed_what(kind: str, value: dict[str, Any] | None) -> Governed | None:
+    """Why a document of ``kind`` needs the authority's signature (None: it does not)."""
+    value = value or {}
+    if kind == BENCHMARK_COHORT and value.get("stage") in FIXED:
+        stage = value.get("stage")
+        return Governed(
+            f"cohort {value.get('id')!r} at stage {stage}", FREEZE if stage == "frozen" else BURN
+        )
+    if kind == BURN_NOTICE:
+        return Governed(f"burn notice of {value.get('cohort_id')!r}", BURN)
+    if kind == COHORT_BINDING:
+        return Governed(
+            f"binding of {value.get('successor_id')!r} to {value.get('predecessor_id')!r}", BIND
+        )
+    return None
+
+
+class CohortGovernance:
+    """``Governance``: cohort stage changes, burn notices and bindings."""
+
+    def governed(self, obj: StoredObject, reader: LedgerReader) -> Governed | None:
+        if obj.kind not in (BENCHMARK_COHORT, BURN_NOTICE, COHORT_BINDING):
+            return None
+        return governed_what(obj.kind, _value(obj))
+
+
+class CohortLifecycle:
+    """``StateRule``: a new cohort document is a legal successor of the stored one."""
+
+    def check(self, obj: StoredObject, reader: LedgerReader) -> Refusal | None:
+        if obj.kind != BENCHMARK_COHORT or obj.object_id is None:
+            return None
+        previous = [
+            o for o in reader.by_id(obj.object_id, kind=BENCHMARK_COHORT) if o.seq < obj.seq
+        ]
+        if not previous:
+            return None
+        before, after = stored_value(previous[-1]), stored_value(obj)
+        try:
+            check_update(before, after)
+        except CohortError as exc:
+            return Refusal(
+                obj.digest,
+                obj.kind,
+                f"not a legal successor of stored {previous[-1].digest}: {exc}",
+                "a new cohort id, or the same definition at the same or the next stage"
+                f" ({FREEZE}, {BURN})",
+            )
+        return None
+
+
+def policy_parts() -> PolicyParts:
+    """What the CLI composition root installs into the ledger's admission policy."""
+    return PolicyParts(governance=(CohortGovernance(),), state_rules=(CohortLifecycle(),))

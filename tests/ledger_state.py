@@ -1,0 +1,39 @@
+"""Test helpers: a ledger's observable state, and writing past admission.
+
+``state`` is what "the ledger is unchanged" means in the refusal tests: the entry count
+and the root of the Merkle tree over every entry (the latest root).
+
+``append_unchecked`` writes objects with an admission that admits everything: the bytes
+a ledger written before admission existed (or by another tool) may hold. Tests use it
+to show that what admission refuses is also never counted when it is already stored.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from ledger.log.merkle import root
+from ledger.store.base import LedgerReader, StoredObject
+from ledger.store.prepared import Prepared
+from ledger.store.sqlite import open_store
+
+
+class AdmitAll:
+    """An ``Admission`` that admits every batch."""
+
+    def admit(self, reader: LedgerReader, new: Sequence[StoredObject], *, history: bool) -> None:
+        return None
+
+
+def state(db: Path) -> tuple[int, str]:
+    """(entry count, hex root of the tree over all entries)."""
+    with open_store(db, readonly=True) as store:
+        size = store.size()
+        return size, root(size, store).hex() if size else ""
+
+
+def append_unchecked(db: Path, items: Sequence[Prepared]) -> list[str]:
+    """Append ``items`` in one transaction with no admission rule; their digests."""
+    with open_store(db, admission=AdmitAll()) as store:
+        return [r.entry.digest for r in store.append_many(items)]
