@@ -10,14 +10,16 @@ database records both public keys in ``meta``.
 from __future__ import annotations
 
 import base64
+import os
 import secrets
 from pathlib import Path
 from typing import Any
 
-from ledger.errors import RuleViolation
+from ledger.errors import KeyFileError, RuleViolation
+from ledger.files import require_regular, shown
 from ledger.log.note import verifier_key
 from ledger.store.sqlite import create_store
-from ledger.trust.keys import generate_key_file, key_id, public_key_raw
+from ledger.trust.keys import generate_key_file, key_id, public_key_path, public_key_raw
 
 
 def default_origin() -> str:
@@ -27,6 +29,8 @@ def default_origin() -> str:
 
 def initialise(db: Path, origin: str | None, log_key: Path, authority_key: Path) -> dict[str, Any]:
     """Create the ledger and both key pairs; refuse to touch an existing ledger."""
+    # Before anything is written: a FIFO, device or directory is no place for a ledger.
+    require_regular(db, "ledger")
     if db.exists() and db.stat().st_size > 0:
         raise RuleViolation(f"ledger already exists, got {db}, expected a new path")
     origin = origin or default_origin()
@@ -34,6 +38,19 @@ def initialise(db: Path, origin: str | None, log_key: Path, authority_key: Path)
         raise RuleViolation(
             f"log origin, got {origin!r}, expected a non-empty name without spaces or '+'"
         )
+    # Every path is checked before anything is written: a refused init leaves nothing.
+    targets = [log_key, public_key_path(log_key), authority_key, public_key_path(authority_key)]
+    if len({os.path.abspath(t) for t in targets}) != len(targets):
+        raise KeyFileError(
+            f"key files, got {shown(log_key)} and {shown(authority_key)},"
+            " expected two different paths"
+        )
+    for target in targets:
+        if os.path.lexists(target):
+            raise KeyFileError(
+                f"key file {shown(target)} already exists, got an existing file,"
+                " expected a new path"
+            )
     log_private, log_id = generate_key_file(log_key)
     auth_private, auth_id = generate_key_file(authority_key)
     vkey = verifier_key(origin, log_private.public_key())
@@ -47,11 +64,11 @@ def initialise(db: Path, origin: str | None, log_key: Path, authority_key: Path)
         )
         store.set_meta("authority_key_id", key_id(auth_private.public_key()))
     return {
-        "db": str(db),
+        "db": shown(db),
         "origin": origin,
-        "log_key_file": str(log_key),
+        "log_key_file": shown(log_key),
         "log_key_id": log_id,
         "log_verifier_key": vkey,
-        "authority_key_file": str(authority_key),
+        "authority_key_file": shown(authority_key),
         "authority_key_id": auth_id,
     }

@@ -131,6 +131,10 @@ class CheckFailed(LedgerError):
     finding_code = "check-failed"
 
 
+class IntegrityError(CheckFailed):
+    """A stored row disagrees with the bytes it indexes: the file was edited (exit 1)."""
+
+
 class IdentityError(RuleViolation):
     """A verifier identity or revocation is refused: wrong authority key, key bound elsewhere."""
 

@@ -61,22 +61,25 @@ def proofs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     db = tmp_path_factory.mktemp("fuzz-proofs") / "ledger.db"
     info = initialise(db, None, log_key_path(db), authority_key_path(db))
     key = load_private_key(log_key_path(db))
-    digests = []
+    entries: list[tuple[int, str]] = []
+    sizes: list[int] = []  # each checkpoint is logged by the next append, so sizes shift
     with open_store(db) as store:
         for i in range(ENTRIES):
-            digests += [r.entry.digest for r in store.append_many([prepare_blob(b"%d" % i)])]
+            entries += [
+                (r.entry.seq, r.entry.digest) for r in store.append_many([prepare_blob(b"%d" % i)])
+            ]
             if i + 1 in CHECKPOINT_AT:
-                make_checkpoint(store, key)
+                sizes.append(make_checkpoint(store, key).size)
         inclusions = [
             (digest, prove_inclusion(store, digest, size).to_json())
-            for seq, digest in enumerate(digests)
-            for size in CHECKPOINT_AT
+            for seq, digest in entries
+            for size in sizes
             if seq < size
         ]
         consistencies = [
             prove_consistency(store, old, new).to_json()
-            for old in CHECKPOINT_AT
-            for new in CHECKPOINT_AT
+            for old in sizes
+            for new in sizes
             if old <= new
         ]
     return {"vkey": info["log_verifier_key"], "inclusion": inclusions, "consistency": consistencies}

@@ -22,7 +22,8 @@ from ledger.trust.keys import Ed25519Signer
 from verifiers.attestation_policy import IDKMeshAttestationPolicy
 
 ROOT = Path(__file__).resolve().parents[1]
-CORE_KINDS = {"attestation", "verifier-identity", "revocation"}
+# "checkpoint" records are written by the store itself (ledger.log.checkpoint_record).
+CORE_KINDS = {"attestation", "verifier-identity", "revocation", "checkpoint"}
 IDKMESH_KINDS = set(kinds.KINDS) - CORE_KINDS
 SMOKE_VR = "examples/results/phase0-smoke.verification-result.json"
 

@@ -30,8 +30,11 @@ from ledger.cli import app
 from ledger.store.prepared import prepare_blob
 from ledger.store.sqlite import open_store
 
-SIZES = [1, 2, 3, 4, 5, 7, 8, 9, 16, 17, 31, 32, 33, 100, 127, 128, 129, 255, 256, 257]
-SIZES += [1000, 1023, 1024, 1025, 2047, 2048, 2049, 3001]
+# Sizes at which a checkpoint is signed. Each checkpoint is logged as the next entry
+# (ledger.log.checkpoint_record), so consecutive sizes are at least 2 apart; powers of
+# two, 2**k - 1 and 2**k + 1 are all represented.
+SIZES = [1, 3, 5, 7, 9, 16, 31, 33, 64, 100, 127, 129, 255, 257]
+SIZES += [1000, 1023, 1025, 2048, 3001]
 
 # ----------------------------------------------------------------- independent RFC 9162
 
@@ -144,6 +147,7 @@ class Built:
     db: Path
     vkey: str
     digests: list[str]
+    kinds: list[str]
     heads: dict[int, Head]
 
 
@@ -162,20 +166,25 @@ def built(tmp_path_factory: pytest.TempPathFactory, cli: CliRunner) -> Built:
     init = runner.invoke(app, ["init", "--db", str(db)])
     assert init.exit_code == 0, init.output
     vkey = init.stdout.splitlines()[-1]  # the verifier key as printed for auditors
-    digests: list[str] = []
     heads: dict[int, Head] = {}
+    blobs = 0
     for size in SIZES:
-        batch = [prepare_blob(b"leaf %d" % i) for i in range(len(digests), size)]
         with open_store(db) as store:
-            store.append_many(batch)
-        digests += [p.digest for p in batch]
+            # The first append after a checkpoint logs it first, as one more entry.
+            count = size - store.size() - (store.checkpoint_at(store.size()) is not None)
+            assert count >= 1
+            store.append_many([prepare_blob(b"leaf %d" % i) for i in range(blobs, blobs + count)])
+            blobs += count
+            assert store.size() == size
         out = runner.invoke(app, ["checkpoint", "--db", str(db), "--json"])
         assert out.exit_code == 0, out.output
         info = json.loads(out.stdout)
         head = open_note(info["note"].encode(), vkey)
         assert (head.size, head.root.hex()) == (size, info["root"])
         heads[size] = head
-    return Built(db, vkey, digests, heads)
+    with open_store(db) as store:
+        entries = list(store.entries())
+    return Built(db, vkey, [e.digest for e in entries], [e.kind for e in entries], heads)
 
 
 def _json(cli: CliRunner, *args: str) -> dict[str, Any]:
@@ -224,7 +233,8 @@ def test_inclusion_proofs_verify_independently(built: Built, cli: CliRunner) -> 
             assert open_note(str(proof["checkpoint"]).encode(), built.vkey) == head
             leaf_bytes = str(proof["leaf"]).encode()
             record = json.loads(leaf_bytes)
-            assert (record["digest"], record["seq"], record["kind"]) == (digest, index, "blob")
+            expected = (digest, index, built.kinds[index])
+            assert (record["digest"], record["seq"], record["kind"]) == expected
             leaf = _sha(b"\x00" + leaf_bytes)
             assert proof["leaf_hash"] == leaf.hex()
             path = [bytes.fromhex(h) for h in proof["proof"]]
@@ -251,7 +261,7 @@ def test_default_inclusion_proof_uses_the_newest_checkpoint(built: Built, cli: C
 def test_consistency_proofs_verify_independently(built: Built, cli: CliRunner) -> None:
     rng = random.Random(6962)
     pairs = set(itertools.pairwise(SIZES))
-    pairs |= {(1, SIZES[-1]), (SIZES[-1], SIZES[-1]), (1024, 2049), (3, 4)}
+    pairs |= {(1, SIZES[-1]), (SIZES[-1], SIZES[-1]), (1023, 2048), (3, 5)}
     for _ in range(15):
         a, b = sorted(rng.sample(SIZES, 2))
         pairs.add((a, b))

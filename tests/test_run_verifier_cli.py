@@ -341,6 +341,19 @@ def test_bad_inputs_exit_3_and_record_nothing(env: Env) -> None:
     assert snapshot(env.db) == before
 
 
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="no /dev/full on this system")
+def test_unwritable_output_records_nothing(env: Env) -> None:
+    # The result file is written inside the append transaction, before COMMIT: a full
+    # device refuses the write, and the run is not recorded.
+    before = snapshot(env.db)
+    result = env.run(*run_args(env), "--output", "/dev/full", code=3)
+    assert result.stderr.startswith("error: --output /dev/full cannot be written")
+    assert result.stderr.count("\n") == 1 and result.stdout == ""
+    assert snapshot(env.db) == before
+    ok = env.run(*run_args(env), "--output", str(env.tmp / "result.json"))
+    assert (env.tmp / "result.json").is_file() and "recorded" in ok.stdout
+
+
 def test_passphrase_protected_key(env: Env, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("VERIFIER_PASS", "correct horse")
     locked = env.tmp / "locked.key"

@@ -28,8 +28,10 @@ from typer.testing import CliRunner
 
 from ledger.cli import app
 from ledger.log import merkle
+from ledger.log.checkpoint_record import checkpoint_record
 from ledger.log.leaf import entry_record
 from ledger.log.note import Checkpoint, sign_note, verifier_key
+from ledger.store.base import CheckpointRow
 from ledger.store.prepared import prepare_blob, prepare_json
 from ledger.store.sqlite import open_store, trigger_names
 from ledger.trust.attestation import attest_prepared
@@ -38,6 +40,10 @@ from ledger.trust.keys import Ed25519Signer, key_id, load_private_key
 ORIGIN = "tamper.example/log"
 SUBJECT_SEQ = 5
 ATTESTATION_SEQ = 6
+# The template: blobs 0-4, subject 5, attestation 6, blobs 7-9, checkpoint 10; its record
+# (logged by the next append) is entry 10, blobs 11-13, newest checkpoint 14 (unlogged).
+RECORD_SEQ = 10
+SIZE = 14
 
 
 @dataclass
@@ -148,20 +154,41 @@ def rebuild_tree(conn: sqlite3.Connection) -> bytes:
 
 
 def resign(conn: sqlite3.Connection, key: Ed25519PrivateKey, sizes: list[int]) -> None:
-    """Replace the checkpoints by ones signed with ``key`` over the current tree."""
+    """Replace the checkpoints by ones signed with ``key`` over the current tree.
+
+    A careful forger: each checkpoint's record in the log (entry ``seq == size``) is
+    rewritten too, and the tree rebuilt, so the file is consistent again.
+    """
     conn.execute("DELETE FROM checkpoints")
-    tree = merkle.MemoryTree()
-    for seq, digest, kind, at in conn.execute(
-        "SELECT seq, digest, kind, appended_at FROM entries ORDER BY seq"
-    ):
-        tree.append(entry_record(seq, kind, digest, at))
     for size in sizes:
+        tree = merkle.MemoryTree()
+        for seq, digest, kind, at in conn.execute(
+            "SELECT seq, digest, kind, appended_at FROM entries WHERE seq < ? ORDER BY seq",
+            (size,),
+        ):
+            tree.append(entry_record(seq, kind, digest, at))
         root = tree.root(size)
-        note = sign_note(Checkpoint(ORIGIN, size, root).body(), ORIGIN, key)
+        row = CheckpointRow(
+            size,
+            root,
+            sign_note(Checkpoint(ORIGIN, size, root).body(), ORIGIN, key),
+            "2026-01-01T00:00:00.000000Z",
+        )
         conn.execute(
             "INSERT INTO checkpoints(size, root, note, created_at) VALUES (?,?,?,?)",
-            (size, root, note, "2026-01-01T00:00:00.000000Z"),
+            (row.size, row.root, row.note, row.created_at),
         )
+        logged = conn.execute(
+            "SELECT digest FROM entries WHERE seq = ? AND kind = 'checkpoint'", (size,)
+        ).fetchone()
+        if logged is not None:
+            record = checkpoint_record(row)
+            conn.execute("UPDATE entries SET digest = ? WHERE seq = ?", (record.digest, size))
+            conn.execute(
+                "UPDATE objects SET digest = ?, data = ? WHERE seq = ?",
+                (record.digest, record.data, size),
+            )
+    rebuild_tree(conn)
 
 
 def swap_log_key(conn: sqlite3.Connection, key: Ed25519PrivateKey) -> None:
@@ -252,24 +279,25 @@ def _insert_object_row(c: sqlite3.Connection, led: Ledger) -> None:
 def _append_behind_back(c: sqlite3.Connection, led: Ledger, nodes: bool = False) -> None:
     blob = prepare_blob(b"appended behind the log's back")
     at = "2026-01-01T00:00:00.000000Z"
-    c.execute("INSERT INTO entries VALUES (13, ?, 'blob', ?)", (blob.digest, at))
+    c.execute("INSERT INTO entries VALUES (?, ?, 'blob', ?)", (SIZE, blob.digest, at))
     c.execute(
-        "INSERT INTO objects(digest, seq, kind, data) VALUES (?, 13, 'blob', ?)",
-        (blob.digest, blob.data),
+        "INSERT INTO objects(digest, seq, kind, data) VALUES (?, ?, 'blob', ?)",
+        (blob.digest, SIZE, blob.data),
     )
     if nodes:
-        # A forged tree: the leaf node of entry 12 reused, and a made-up parent.
-        (leaf12,) = c.execute("SELECT hash FROM tree_nodes WHERE level = 0 AND idx = 12").fetchone()
-        c.execute("INSERT INTO tree_nodes VALUES (0, 13, ?)", (leaf12,))
-        c.execute("INSERT INTO tree_nodes VALUES (1, 6, ?)", (merkle.node_hash(leaf12, leaf12),))
+        # A forged tree: the leaf node of the previous entry reused.
+        (leaf,) = c.execute(
+            "SELECT hash FROM tree_nodes WHERE level = 0 AND idx = ?", (SIZE - 1,)
+        ).fetchone()
+        c.execute("INSERT INTO tree_nodes VALUES (0, ?, ?)", (SIZE, leaf))
 
 
 def _append_with_forged_checkpoint(c: sqlite3.Connection, led: Ledger) -> None:
     _append_behind_back(c, led)
     root = rebuild_tree(c)  # the tree is right; only the log key is missing
     forger = Ed25519PrivateKey.generate()
-    note = sign_note(Checkpoint(ORIGIN, 14, root).body(), ORIGIN, forger)
-    c.execute("INSERT INTO checkpoints VALUES (14, ?, ?, 'x')", (root, note))
+    note = sign_note(Checkpoint(ORIGIN, SIZE + 1, root).body(), ORIGIN, forger)
+    c.execute("INSERT INTO checkpoints VALUES (?, ?, ?, 'x')", (SIZE + 1, root, note))
 
 
 def _insert_ref(c: sqlite3.Connection, led: Ledger) -> None:
@@ -377,7 +405,7 @@ CASES: dict[str, tuple[Tamper, Expect]] = {
         _replace_and_rebuild_tree,
         [
             ("checkpoint-root-mismatch", {"checkpoint": 10}),
-            ("checkpoint-root-mismatch", {"checkpoint": 13}),
+            ("checkpoint-root-mismatch", {"checkpoint": SIZE}),
         ],
     ),
     "entry deleted": (
@@ -390,14 +418,14 @@ CASES: dict[str, tuple[Tamper, Expect]] = {
         [("tree-node-mismatch", {"seq": 1}), ("tree-node-mismatch", {"seq": 2})],
     ),
     "object row inserted": (_insert_object_row, [("object-without-entry", {"seq": 99})]),
-    "entry appended without tree": (_append_behind_back, [("tree-node-mismatch", {"seq": 13})]),
+    "entry appended without tree": (_append_behind_back, [("tree-node-mismatch", {"seq": SIZE})]),
     "entry appended with forged tree": (
         lambda c, led: _append_behind_back(c, led, nodes=True),
-        [("tree-node-mismatch", {"seq": 13})],
+        [("tree-node-mismatch", {"seq": SIZE})],
     ),
     "entry appended with forged checkpoint": (
         _append_with_forged_checkpoint,
-        [("checkpoint-signature-invalid", {"checkpoint": 14})],
+        [("checkpoint-signature-invalid", {"checkpoint": SIZE + 1})],
     ),
     "reference inserted": (_insert_ref, [("ref-extra", {"seq": ATTESTATION_SEQ})]),
     "reference from nowhere": (
@@ -428,7 +456,7 @@ CASES: dict[str, tuple[Tamper, Expect]] = {
         _swap_log_key,
         [
             ("checkpoint-signature-invalid", {"checkpoint": 10}),
-            ("checkpoint-signature-invalid", {"checkpoint": 13}),
+            ("checkpoint-signature-invalid", {"checkpoint": SIZE}),
             ("meta-inconsistent", {}),
         ],
     ),
@@ -459,12 +487,36 @@ CASES: dict[str, tuple[Tamper, Expect]] = {
 }
 
 
+ANCHORS = ["none", "log-key", "authority-key", "saved-checkpoint", "all"]
+# Where a trusted log key changes which finding reports the edit.
+KEY_SWAP_TRUSTED: Expect = [("log-key-mismatch", {}), ("meta-inconsistent", {})]
+ANCHOR_OVERRIDES: dict[tuple[str, str], Expect] = {
+    ("log key swapped", "log-key"): KEY_SWAP_TRUSTED,
+    ("log key swapped", "all"): KEY_SWAP_TRUSTED,
+}
+
+
+def anchor_args(led: Ledger, which: str) -> list[str]:
+    log = ["--log-key", led.vkey]
+    auth = ["--authority-key", str(led.db.with_name("ledger.db.authority.key.pub"))]
+    saved = ["--from-checkpoint", str(led.saved)]
+    return {
+        "none": [],
+        "log-key": log,
+        "authority-key": auth,
+        "saved-checkpoint": saved,
+        "all": log + auth + saved,
+    }[which]
+
+
+@pytest.mark.parametrize("which", ANCHORS)
 @pytest.mark.parametrize("name", list(CASES))
-def test_tampering_is_detected(name: str, led: Ledger, runner: CliRunner) -> None:
+def test_tampering_is_detected(name: str, which: str, led: Ledger, runner: CliRunner) -> None:
     tamper, expected = CASES[name]
+    expected = ANCHOR_OVERRIDES.get((name, which), expected)
     with tampered(led.db) as conn:
         tamper(conn, led)
-    code, findings = verify(runner, led)
+    code, findings = verify(runner, led, *anchor_args(led, which))
     assert code == 1
     for finding_code, where in expected:
         assert has(findings, finding_code, **where), (finding_code, where, findings)
@@ -520,7 +572,7 @@ def test_consistent_key_swap_needs_a_trusted_key_or_saved_checkpoint(
     forger = Ed25519PrivateKey.generate()
     with tampered(led.db) as conn:
         swap_log_key(conn, forger)
-        resign(conn, forger, [10, 13])
+        resign(conn, forger, [10, SIZE])
     # Self-consistent: the file alone cannot tell (the log key is the trust anchor).
     assert verify(runner, led) == (0, [])
     code, findings = verify(runner, led, "--log-key", led.vkey)
@@ -564,7 +616,7 @@ def test_history_rewritten_and_regrown_with_the_log_key(led: Ledger, runner: Cli
     key = load_private_key(led.db.with_name("ledger.db.log.key"))
     with tampered(led.db) as conn:
         _replace_and_rebuild_tree(conn, led)
-        resign(conn, key, [10, 13])
+        resign(conn, key, [10, SIZE])
     assert verify(runner, led) == (0, [])
     code, findings = verify(runner, led, "--from-checkpoint", str(led.saved))
     assert code == 1

@@ -74,9 +74,21 @@ def _parse(raw: bytes, path: Path) -> Any:
         raise type(exc)(f"{path}: {exc}") from None
 
 
-def _append(store: Store, record: RunRecord) -> list[dict[str, Any]]:
-    """Append the record in one transaction; one row per item, in order."""
-    results: list[AppendResult] = store.append_many(record.prepared)
+def _append(
+    store: Store, record: RunRecord, output: tuple[Path, bytes] | None = None
+) -> list[dict[str, Any]]:
+    """Append the record in one transaction; one row per item, in order.
+
+    ``output`` (path, bytes) is written inside the transaction, before COMMIT: an
+    unwritable output file leaves the run unrecorded.
+    """
+    from ledger.files import write_output
+
+    def write(_results: list[AppendResult]) -> None:
+        if output is not None:
+            write_output(*output)
+
+    results: list[AppendResult] = store.append_many(record.prepared, before_commit=write)
     return [
         {
             "role": item.role,
@@ -149,6 +161,7 @@ def run_verifier(
     """
     from ledger.encoding.digest import canonical_digest
     from ledger.errors import InputError
+    from ledger.files import shown
     from ledger.schema.validation import validate
     from ledger.store.sqlite import open_store
     from verifiers.record import run_record
@@ -184,11 +197,10 @@ def run_verifier(
             outcome=outcome,
             signer=signer,
         )
-        rows = _append(store, record)
+        written = None if output is None or dry_run else (output, outcome.result_bytes)
+        rows = _append(store, record, written)
         attestation = record.only("attestation").digest
         (verdict,) = _check_attestations(store, [attestation])
-    if output is not None and not dry_run:
-        output.write_bytes(outcome.result_bytes)
     result = outcome.result
     info: dict[str, Any] = {
         "status": outcome.status,
@@ -209,7 +221,7 @@ def run_verifier(
         "recorded": rows,
         "not_recorded": [u.as_json() for u in record.unrecorded],
         "sovereignty": outcome.sovereignty.as_json(),
-        "output": None if output is None else str(output),
+        "output": None if output is None else shown(output),
     }
     if json_out:
         emit_json(info)

@@ -31,6 +31,7 @@ from ledger.audit.parallel import default_workers, with_object_checks
 from ledger.encoding.canonical import require_canonical
 from ledger.errors import InputError, LedgerError
 from ledger.log import merkle
+from ledger.log.checkpoint_record import CHECKPOINT_KIND, row_of_record
 from ledger.log.leaf import entry_record
 from ledger.log.note import Checkpoint, open_checkpoint, parse_note, parse_verifier_key
 from ledger.schema.kinds import BLOB, detect_kind
@@ -41,16 +42,10 @@ from ledger.store.base import (
     StoredObject,
     unchecked_object,
 )
-from ledger.store.sqlite import LEDGER_TABLES, SQLiteStore, trigger_names
+from ledger.store.sqlite import FORMAT, META_KEYS, SQLiteStore, expected_schema
 from ledger.trust.keys import key_id as raw_key_id
 
 _APPENDED_AT = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{6}Z")
-# What an append-only trigger must be, whitespace-normalised: nothing but an abort.
-_TRIGGER_SQL = re.compile(
-    r"CREATE TRIGGER (?P<name>\w+) BEFORE (?P<op>UPDATE|DELETE) ON (?P<table>\w+)"
-    r" BEGIN SELECT RAISE\(ABORT, '[^']*'\); END",
-    re.IGNORECASE,
-)
 _MAX_LISTED = 100  # cap on findings listed one by one for one kind of extra row
 
 
@@ -119,46 +114,87 @@ def _object_row_problem(row: RawObjectRow) -> str | None:
     return None
 
 
-def _check_triggers(conn: sqlite3.Connection) -> list[LedgerFinding]:
+def _check_schema(conn: sqlite3.Connection) -> list[LedgerFinding]:
+    """``sqlite_master`` must be exactly the schema the store creates (no more, no less).
+
+    Triggers keep their own codes (``trigger-missing``, ``trigger-altered``,
+    ``trigger-unexpected``); tables, indexes and views are ``schema-missing``,
+    ``schema-altered``, ``schema-extra``.
+    """
+    expected = {(t, n): (tb, q) for t, n, tb, q in expected_schema()}
     present = {
-        str(name): (str(table), str(sql))
-        for name, table, sql in conn.execute(
-            "SELECT name, tbl_name, sql FROM sqlite_master WHERE type = 'trigger'"
-        )
+        (str(t), str(n)): (str(tb), None if q is None else str(q))
+        for t, n, tb, q in conn.execute("SELECT type, name, tbl_name, sql FROM sqlite_master")
     }
-    expected = trigger_names()
     found = []
-    for name in expected:
-        if name not in present:
-            found.append(LedgerFinding("trigger-missing", f"append-only trigger {name} is missing"))
-            continue
-        table, op = name.rsplit("_no_", 1)
-        match = _TRIGGER_SQL.fullmatch(" ".join(present[name][1].split()))
-        if (
-            match is None
-            or match["name"] != name
-            or match["table"] != table
-            or match["op"].lower() != op
-        ):
+    for (kind, name), want in sorted(expected.items()):
+        got = present.get((kind, name))
+        if kind == "trigger":
+            if got is None:
+                found.append(
+                    LedgerFinding("trigger-missing", f"append-only trigger {name} is missing")
+                )
+            elif got != want:
+                table, op = name.rsplit("_no_", 1)
+                found.append(
+                    LedgerFinding(
+                        "trigger-altered",
+                        f"append-only trigger {name} is not an unconditional abort on {op}"
+                        f" of {table}",
+                    )
+                )
+        elif got is None:
+            found.append(LedgerFinding("schema-missing", f"{kind} {name} is missing from the file"))
+        elif got != want:
             found.append(
                 LedgerFinding(
-                    "trigger-altered",
-                    f"append-only trigger {name} is not an unconditional abort on {op} of {table}",
+                    "schema-altered", f"{kind} {name} differs, got {got[1]!r}, expected {want[1]!r}"
                 )
             )
-    for name, (table, _sql) in sorted(present.items()):
-        if name not in expected and table in LEDGER_TABLES:
+    for (kind, name), (table, _sql) in sorted(present.items()):
+        if (kind, name) in expected:
+            continue
+        if kind == "trigger":
             found.append(
-                LedgerFinding(
-                    "trigger-unexpected", f"trigger {name} on ledger table {table} is unknown"
-                )
+                LedgerFinding("trigger-unexpected", f"trigger {name} on table {table} is unknown")
+            )
+        else:
+            found.append(
+                LedgerFinding("schema-extra", f"{kind} {name} is not part of a ledger's schema")
             )
     return found
 
 
 def _check_meta(store: SQLiteStore) -> list[LedgerFinding]:
-    """The meta records must agree with each other (they are not in the log)."""
+    """The meta records: only known keys, text values, agreeing with each other.
+
+    They are not in the log; the keys themselves are checked against the trust anchors
+    by the caller, the key ids and origin are re-derived here.
+    """
     found = []
+    rows = store.connection.execute("SELECT key, value FROM meta ORDER BY key").fetchall()
+    for key, value in rows:
+        if key not in META_KEYS:
+            found.append(
+                LedgerFinding("meta-unexpected", f"meta key {key!r} is not a ledger record")
+            )
+        elif not isinstance(value, str):
+            found.append(
+                LedgerFinding("meta-invalid", f"meta {key} has SQL type {type(value).__name__}")
+            )
+    keys = [key for key, _value in rows]
+    for key in META_KEYS:
+        if keys.count(key) != 1:
+            found.append(
+                LedgerFinding(
+                    "meta-missing", f"meta {key}, got {keys.count(key)} records, expected 1"
+                )
+            )
+    fmt = store.get_meta("format")
+    if fmt is not None and fmt != FORMAT:
+        found.append(
+            LedgerFinding("meta-invalid", f"meta format, got {fmt!r}, expected {FORMAT!r}")
+        )
     origin = store.get_meta("origin")
     vkey = store.get_meta("log_verifier_key")
     if vkey is None or origin is None:
@@ -291,10 +327,13 @@ def _audit(
                 f" expected the trusted key {trusted_authority}",
             )
         )
-    findings.extend(_check_triggers(conn))
-    integrity = [str(r[0]) for r in conn.execute("PRAGMA quick_check")]
+    findings.extend(_check_schema(conn))
+    # integrity_check, not quick_check: it also compares every index with its table, so
+    # an index pointed at another row (``writable_schema``) is found.
+    integrity = [str(r[0]) for r in conn.execute("PRAGMA integrity_check")]
     if integrity != ["ok"]:
         findings.append(LedgerFinding("database-corrupt", "; ".join(integrity[:5])))
+        findings.extend(_digest_index_probe(conn))
 
     checkpoints, problems = _load_checkpoints(conn)
     findings.extend(problems)
@@ -316,9 +355,14 @@ def _audit(
             )
 
     frontier = merkle.CompactRange()
+    # Checkpoint rows already compared with the tree, by size: each one below the log
+    # size must be logged as the entry at seq == size, and equal that record.
+    seen: dict[int, CheckpointRow] = {}
+    logged: set[int] = set()
     # Size 0 has no entry to be checked after, so its checkpoint and saved head go first.
     if 0 in checkpoints:
-        findings.extend(_check_checkpoint(checkpoints.pop(0), frontier.root(), vkey, origin))
+        seen[0] = checkpoints.pop(0)
+        findings.extend(_check_checkpoint(seen[0], frontier.root(), vkey, origin))
         report.checkpoints_checked += 1
     if saved is not None and saved.size == 0:
         saved = None
@@ -388,6 +432,9 @@ def _audit(
                     findings.extend(check(obj, store))
                 except LedgerError as exc:
                     findings.append(LedgerFinding("object-check-error", str(exc), seq, name))
+            if obj.kind == CHECKPOINT_KIND and kind == CHECKPOINT_KIND and not problems:
+                logged.add(seq)
+                findings.extend(_check_record(obj, seen.get(seq), frontier.root(), vkey, origin))
         leaf = _leaf_hash(seq, kind, digest, appended_at)
         for level, idx, value in frontier.append(leaf):
             stored = nodes.get(level, idx)
@@ -405,7 +452,8 @@ def _audit(
                 )
         size = frontier.size
         if size in checkpoints:
-            findings.extend(_check_checkpoint(checkpoints.pop(size), frontier.root(), vkey, origin))
+            seen[size] = checkpoints.pop(size)
+            findings.extend(_check_checkpoint(seen[size], frontier.root(), vkey, origin))
             report.checkpoints_checked += 1
         if saved is not None and saved.size == size:
             if not hmac.compare_digest(saved.root_hash, frontier.root()):
@@ -431,6 +479,17 @@ def _audit(
                 checkpoint=saved.size,
             )
         )
+    for size in sorted(set(seen) - logged):
+        if size < frontier.size:
+            findings.append(
+                LedgerFinding(
+                    "checkpoint-unlogged",
+                    f"checkpoint at size {size} is not logged as entry {size},"
+                    " expected its record there (only the newest may be unlogged)",
+                    seq=size,
+                    checkpoint=size,
+                )
+            )
     for size in checkpoints:
         findings.append(
             LedgerFinding(
@@ -504,6 +563,64 @@ def _check_checkpoint(
     return found
 
 
+def _check_record(
+    obj: StoredObject, row: CheckpointRow | None, root: bytes, vkey: str | None, origin: str | None
+) -> list[LedgerFinding]:
+    """A logged checkpoint record at ``obj.seq``: it is the checkpoint of that size,
+    signed over the tree of that size, and the stored row is exactly its index."""
+    import json
+
+    seq = obj.seq
+    try:
+        record = row_of_record(json.loads(obj.data))
+    except (LedgerError, ValueError) as exc:
+        return [LedgerFinding("checkpoint-record-invalid", str(exc), seq, obj.digest, seq)]
+    if record.size != seq:
+        return [
+            LedgerFinding(
+                "checkpoint-record-invalid",
+                f"record of the checkpoint at size {record.size} logged at seq {seq},"
+                " expected seq == size",
+                seq,
+                obj.digest,
+                seq,
+            )
+        ]
+    if row is None:
+        found = [
+            LedgerFinding(
+                "checkpoint-missing",
+                f"checkpoint at size {seq} is logged (entry {seq}) but not stored",
+                seq,
+                obj.digest,
+                seq,
+            )
+        ]
+        # The record alone still has to be a valid checkpoint of this log.
+        return found + _check_checkpoint(record, root, vkey, origin)
+    if row != record:
+        differs = [
+            name
+            for name, a, b in (
+                ("root", row.root, record.root),
+                ("note", row.note, record.note),
+                ("created_at", row.created_at, record.created_at),
+            )
+            if a != b
+        ]
+        return [
+            LedgerFinding(
+                "checkpoint-row-mismatch",
+                f"stored checkpoint at size {seq} differs from its logged record in"
+                f" {', '.join(differs)}",
+                seq,
+                obj.digest,
+                seq,
+            )
+        ]
+    return []
+
+
 def _extra_tree_nodes(conn: sqlite3.Connection, size: int) -> list[LedgerFinding]:
     """Stored nodes that are not complete subtrees of the log (all others were compared)."""
     found = []
@@ -531,6 +648,37 @@ def _extra_tree_nodes(conn: sqlite3.Connection, size: int) -> list[LedgerFinding
         found.append(
             LedgerFinding("tree-node-extra", f"{total} tree nodes stored, expected {expected}")
         )
+    return found
+
+
+def _digest_index_probe(conn: sqlite3.Connection) -> list[LedgerFinding]:
+    """Name the objects the digest index does not lead to (run once integrity fails).
+
+    A B-tree index edited on disk (or through ``writable_schema``) can send a lookup of
+    one digest to another object's row; every read by digest goes through this index.
+    """
+    found: list[LedgerFinding] = []
+    try:
+        rows = conn.execute("SELECT rowid, seq, digest FROM objects NOT INDEXED").fetchall()
+        for rowid, seq, digest in rows:
+            hits = conn.execute(
+                "SELECT rowid FROM objects INDEXED BY sqlite_autoindex_objects_1 WHERE digest = ?",
+                (digest,),
+            ).fetchall()
+            if [hit for (hit,) in hits] != [rowid]:
+                found.append(
+                    LedgerFinding(
+                        "digest-index-mismatch",
+                        f"the digest index leads {digest} to rows {[h for (h,) in hits]},"
+                        f" expected its own row {rowid}",
+                        seq if isinstance(seq, int) else None,
+                        str(digest),
+                    )
+                )
+                if len(found) >= _MAX_LISTED:
+                    break
+    except sqlite3.Error as exc:
+        found.append(LedgerFinding("database-corrupt", f"digest index unreadable: {exc}"))
     return found
 
 

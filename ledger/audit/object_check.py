@@ -10,19 +10,18 @@ one place. tests/test_fastcanon_fastcheck.py proves both give the same result.
 
 from __future__ import annotations
 
-import copy
 import hashlib
-import json
 from typing import Any
 
 from ledger.audit.findings import LedgerFinding
 from ledger.encoding.canonical import encode, require_canonical
-from ledger.encoding.digest import apply_float_hints, legacy_digest, sha256_digest
+from ledger.encoding.digest import legacy_digest, sha256_digest
 from ledger.encoding.strict import legacy_bytes
 from ledger.errors import LedgerError
 from ledger.schema import validation as schema
 from ledger.schema.kinds import BLOB, detect_kind
 from ledger.store.base import StoredObject
+from ledger.store.derived import HintError, apply_checked_hints, parse_hints
 
 CheckResult = tuple[list[LedgerFinding], list[tuple[str, str]]]
 
@@ -42,7 +41,9 @@ def _clean_refs(obj: StoredObject) -> list[tuple[str, str]] | None:
     if "sha256:" + hashlib.sha256(data).hexdigest() != obj.digest:
         return None
     if obj.kind == BLOB:
-        return []
+        side = (obj.schema_version, obj.object_id, obj.object_version, obj.legacy_digest)
+        clean_blob = side == (None, None, None, None) and obj.legacy_hints is None
+        return [] if clean_blob else None
     try:
         encoded = encode(data)
     except LedgerError:
@@ -61,12 +62,14 @@ def _clean_refs(obj: StoredObject) -> list[tuple[str, str]] | None:
         return None
     refs = list(spec.refs(value))
     legacy = None
+    if spec.native and obj.legacy_hints is not None:
+        return None
     if not spec.native:
-        if obj.legacy_hints:
+        if obj.legacy_hints is not None:
             # Hints turn the canonical integers back into the doubles the legacy form
-            # prints; ``value`` is ours alone, so it is changed in place.
-            hinted = apply_float_hints(value, json.loads(obj.legacy_hints))
-            legacy = sha256_digest(legacy_bytes(hinted))
+            # prints; only checked hints (integer to equal double) count as clean.
+            hints = parse_hints(value, obj.legacy_hints)  # HintError: not clean
+            legacy = sha256_digest(legacy_bytes(apply_checked_hints(value, hints)))
         else:
             legacy = sha256_digest(encoded.legacy)
     expected = (version, spec.object_id(value), spec.object_version(value), legacy)
@@ -89,6 +92,17 @@ def _reference_check(obj: StoredObject) -> CheckResult:
             )
         )
     if obj.kind == BLOB:
+        stored_side = (obj.schema_version, obj.object_id, obj.object_version, obj.legacy_digest)
+        if stored_side != (None, None, None, None) or obj.legacy_hints is not None:
+            found.append(
+                LedgerFinding(
+                    "index-mismatch",
+                    f"blob row has index columns {stored_side} hints {obj.legacy_hints!r},"
+                    " expected none",
+                    obj.seq,
+                    obj.digest,
+                )
+            )
         return found, refs
     try:
         value = require_canonical(obj.data)
@@ -105,6 +119,10 @@ def _reference_check(obj: StoredObject) -> CheckResult:
             )
         refs = spec.refs(value)
         schema.validate(spec.name, str(version), value)
+        hints_problem = _hints_problem(spec.native, value, obj.legacy_hints)
+        if hints_problem is not None:
+            found.append(LedgerFinding("hints-invalid", hints_problem, obj.seq, obj.digest))
+            return found, refs
         expected = (
             str(version),
             spec.object_id(value),
@@ -126,12 +144,19 @@ def _reference_check(obj: StoredObject) -> CheckResult:
     return found, refs
 
 
-def _legacy_from_stored(value: Any, hints_text: str | None) -> str:
-    """Recompute the legacy digest from canonical bytes plus the stored float hints."""
-    if not hints_text:
-        return legacy_digest(value)
+def _hints_problem(native: bool, value: Any, hints_text: str | None) -> str | None:
+    """Why the stored float hints are not allowed (see ``ledger.store.derived``), or None."""
+    if hints_text is None:
+        return None
+    if native:
+        return "float hints on a ledger-native object, expected none"
     try:
-        hints = json.loads(hints_text)
-        return legacy_digest(apply_float_hints(copy.deepcopy(value), hints))
-    except (ValueError, KeyError, IndexError, TypeError):
-        return "invalid float hints"
+        parse_hints(value, hints_text)
+    except HintError as exc:
+        return str(exc)
+    return None
+
+
+def _legacy_from_stored(value: Any, hints_text: str | None) -> str:
+    """Recompute the legacy digest from canonical bytes plus the (checked) float hints."""
+    return legacy_digest(apply_checked_hints(value, parse_hints(value, hints_text)))

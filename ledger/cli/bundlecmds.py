@@ -8,7 +8,14 @@ from typing import Annotated
 
 import typer
 
-from ledger.cli.common import DbOption, JsonOption, console, emit_json, new_app
+from ledger.cli.common import (
+    DbOption,
+    JsonOption,
+    console,
+    emit_json,
+    new_app,
+    read_verifier_key,
+)
 
 bundle_app = new_app("Offline bundles: an object, its attestations, proofs and checkpoint.")
 
@@ -45,7 +52,9 @@ def export(
         sys.stdout.buffer.write(data)
         sys.stdout.buffer.flush()
         return
-    Path(output).write_bytes(data)
+    from ledger.files import write_output
+
+    write_output(Path(output), data)
     info = verified.to_json()
     info.update({"file": output, "bytes": len(data), "omitted_attestations": list(omitted)})
     if json_out:
@@ -86,7 +95,7 @@ def verify(
     from ledger.cli.witnesscmds import required_quorum, witness_keys
     from ledger.log.bundle import MAX_BUNDLE_BYTES, BundleError, verify_bundle
 
-    key = _read_verifier_key(log_key)
+    key = read_verifier_key(log_key)
     witnesses = witness_keys(witness_key)
     required = required_quorum(quorum, len(witnesses))
     # One byte over the limit still reaches verify_bundle, which names the part (exit 1).
@@ -118,11 +127,6 @@ def verify(
     out.print(f"bundle ok: {len(verified.attestations)} attestation(s) verified", markup=False)
 
 
-def _read_verifier_key(value: str) -> str:
-    """A verifier key given inline or as a file path."""
-    from ledger.bounded import KEY_LIMIT, read_bounded
-
-    path = Path(value)
-    if path.is_file():
-        return read_bounded(path, KEY_LIMIT, "verifier key").decode("utf-8").strip()
-    return value.strip()
+def register(app: typer.Typer) -> None:
+    """Mount ``provledger bundle``."""
+    app.add_typer(bundle_app, name="bundle")

@@ -29,8 +29,14 @@ INTERNAL_ERROR = 70  # EX_SOFTWARE (sysexits.h)
 
 
 def fail_line(message: str) -> str:
-    """One-line error text: newlines folded so stderr stays one line per error."""
-    return "error: " + " ".join(message.split())
+    """One-line error text: newlines folded so stderr stays one line per error.
+
+    Undecodable bytes in the message (a non-UTF-8 file name) become ``\\xNN`` escapes,
+    so reporting an error never fails itself.
+    """
+    from ledger.files import safe_text
+
+    return "error: " + " ".join(safe_text(message).split())
 
 
 def _framework_exceptions() -> tuple[type[BaseException], ...]:
@@ -81,7 +87,11 @@ class ProvGroup(TyperGroup):
             os.dup2(devnull, sys.stdout.fileno())
             ctx.exit(141)
         except OSError as exc:
-            typer.echo(fail_line(f"{exc.strerror or exc}: {exc.filename or ''}".strip()), err=True)
+            what = "output" if exc.filename is None else os.fsdecode(exc.filename)
+            typer.echo(
+                fail_line(f"cannot use {what}, got '{exc.strerror or exc}', expected success"),
+                err=True,
+            )
             ctx.exit(3)
         except _FRAMEWORK_EXCEPTIONS:
             raise  # usage errors and explicit exits keep click's and typer's own handling
@@ -342,6 +352,22 @@ def table(headers: Sequence[str], rows: Iterable[Sequence[str]]) -> None:
         out.print(grid)
     # Rich pads every row to the table's width; trailing blanks carry nothing.
     plain_lines(line.rstrip() for line in captured.get().splitlines())
+
+
+def read_verifier_key(value: str) -> str:
+    """A signed-note verifier key given inline, or as the path of a file holding it.
+
+    A path that exists must be a regular UTF-8 text file of at most ``KEY_LIMIT`` bytes
+    (a FIFO, device, directory or binary file is refused with exit 3); anything else is
+    taken as the key itself.
+    """
+    from ledger.bounded import KEY_LIMIT
+    from ledger.files import read_text_file
+
+    path = Path(value)
+    if os.path.lexists(path):
+        return read_text_file(path, "verifier key", KEY_LIMIT).strip()
+    return value.strip()
 
 
 def read_input(name: str, max_bytes: int | None = None, what: str = "document") -> bytes:

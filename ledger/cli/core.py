@@ -225,13 +225,14 @@ def log(
 
 def stats(db: DbOption = Path("ledger.db"), json_out: JsonOption = False) -> None:
     """Entry counts by kind, sizes and the latest checkpoint."""
+    from ledger.files import shown
     from ledger.store.sqlite import open_store
 
     with open_store(db, readonly=True) as store:
         snapshot = store.stats()  # every figure from the same snapshot of the log
     counts = snapshot.counts
     info = {
-        "db": str(db),
+        "db": shown(db),
         "entries": snapshot.size,
         "by_kind": counts,
         "object_bytes": snapshot.object_bytes,

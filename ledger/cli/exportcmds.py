@@ -29,7 +29,9 @@ def write_out(data: bytes, output: Path | None) -> None:
         sys.stdout.buffer.write(data + b"\n")
         sys.stdout.buffer.flush()
     else:
-        output.write_bytes(data)
+        from ledger.files import write_output
+
+        write_output(output, data)
 
 
 @export_app.command("intoto")

@@ -73,10 +73,15 @@ def key_generate(
     json_out: JsonOption = False,
 ) -> None:
     """Create an Ed25519 key pair (never overwrites); print its key id."""
+    from ledger.files import shown
     from ledger.trust.keys import generate_key_file, public_key_path
 
     _, kid = generate_key_file(path, passphrase_from_env(passphrase_env))
-    info = {"key_id": kid, "private_key": str(path), "public_key": str(public_key_path(path))}
+    info = {
+        "key_id": kid,
+        "private_key": shown(path),
+        "public_key": shown(public_key_path(path)),
+    }
     if json_out:
         emit_json(info)
         return

@@ -17,6 +17,7 @@ from ledger.cli.common import (
     dry_run_note,
     emit_json,
     new_app,
+    read_verifier_key,
 )
 from ledger.cli.witnesscmds import required_quorum, witness_keys
 from ledger.errors import CheckFailed, ProblemsReported, reported_like
@@ -68,10 +69,11 @@ def checkpoint(
     from ledger.store.sqlite import open_store
     from ledger.trust.keys import load_private_key
 
-    key = load_private_key(log_key_path(db, log_key))
     trusted = witness_keys(witness_key)
     outcomes = []
+    # The ledger first: a path that is no ledger is reported as such, not as a key.
     with open_store(db, dry_run=dry_run) as store:
+        key = load_private_key(log_key_path(db, log_key))
         row = make_checkpoint(store, key)
         origin = store.get_meta("origin")
         if witness and not dry_run:
@@ -208,7 +210,7 @@ def verify(
     from ledger.cli.common import progress
     from ledger.store.sqlite import open_store
 
-    trusted = _read_verifier_key(log_key) if log_key else None
+    trusted = read_verifier_key(log_key) if log_key else None
     trusted_authority = None
     if authority_key is not None:
         import base64
@@ -285,13 +287,3 @@ def verify(
             out.print(f"browse database {browse} {verdict}", markup=False)
     if not ok:
         raise ProblemsReported(f"{len(report.findings)} problem(s)")
-
-
-def _read_verifier_key(value: str) -> str:
-    """A verifier key given inline or as a file path."""
-    from ledger.bounded import KEY_LIMIT, read_bounded
-
-    path = Path(value)
-    if path.is_file():
-        return read_bounded(path, KEY_LIMIT, "verifier key").decode("utf-8").strip()
-    return value.strip()

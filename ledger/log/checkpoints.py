@@ -11,7 +11,7 @@ from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from ledger.errors import InputError, NotFound, RuleViolation
+from ledger.errors import InputError, IntegrityError, NotFound, RuleViolation
 from ledger.log import merkle
 from ledger.log.leaf import entry_record, utc_now
 from ledger.log.note import Checkpoint, open_checkpoint, parse_verifier_key, sign_note
@@ -35,7 +35,9 @@ def verifier_key_of(store: LedgerReader) -> str:
 
 
 def make_checkpoint(store: Store, log_key: Ed25519PrivateKey) -> CheckpointRow:
-    """Sign the current tree head and store it; return the stored row (maybe existing)."""
+    """Sign the current tree head and store it; return the stored row (maybe existing).
+
+    The next append logs it as an entry (``ledger.log.checkpoint_record``)."""
     origin = origin_of(store)
     vkey = verifier_key_of(store)
     _, _, expected_pub = parse_verifier_key(vkey)
@@ -44,15 +46,14 @@ def make_checkpoint(store: Store, log_key: Ed25519PrivateKey) -> CheckpointRow:
             "log key, got a private key whose public half differs from the ledger's,"
             " expected the key created by `provledger init`"
         )
-    size = store.size()
-    existing = store.checkpoint_at(size)
-    if existing is not None:
-        return existing
-    root = merkle.root(size, store)
-    body = Checkpoint(origin, size, root).body()
-    row = CheckpointRow(size, root, sign_note(body, origin, log_key), utc_now())
-    store.add_checkpoint(row)
-    return store.checkpoint_at(size) or row
+
+    def sign(reader: LedgerReader, size: int) -> CheckpointRow:
+        root = merkle.root(size, reader)
+        body = Checkpoint(origin, size, root).body()
+        return CheckpointRow(size, root, sign_note(body, origin, log_key), utc_now())
+
+    # Signed inside the write lock, so the checkpoint is of the log's newest size.
+    return store.add_checkpoint(sign)
 
 
 def latest_checkpoint(store: LedgerReader, at_least: int = 0) -> CheckpointRow | None:
@@ -154,6 +155,7 @@ def prove_inclusion(store: LedgerReader, digest: str, size: int | None = None) -
     tree_size, checkpoint = _proof_size(store, entry.seq + 1, size)
     hashes = merkle.inclusion_proof(entry.seq, tree_size, store)
     root = merkle.root(tree_size, store)
+    _same_root(checkpoint, root)
     return InclusionProof(entry, tree_size, entry_leaf(entry), tuple(hashes), root, checkpoint)
 
 
@@ -166,15 +168,22 @@ def prove_consistency(
         raise InputError(f"old tree size, got {old_size}, expected between 1 and {current}")
     size, checkpoint = _proof_size(store, old_size, new_size)
     hashes = merkle.consistency_proof(old_size, size, store)
+    old_root, new_root = merkle.root(old_size, store), merkle.root(size, store)
+    old_checkpoint = store.checkpoint_at(old_size)
+    _same_root(old_checkpoint, old_root)
+    _same_root(checkpoint, new_root)
     return ConsistencyProof(
-        old_size,
-        size,
-        merkle.root(old_size, store),
-        merkle.root(size, store),
-        tuple(hashes),
-        store.checkpoint_at(old_size),
-        checkpoint,
+        old_size, size, old_root, new_root, tuple(hashes), old_checkpoint, checkpoint
     )
+
+
+def _same_root(checkpoint: CheckpointRow | None, root: bytes) -> None:
+    """A proof is handed out with a checkpoint only when the stored tree agrees with it."""
+    if checkpoint is not None and checkpoint.root != root:
+        raise IntegrityError(
+            f"stored tree disagrees with the checkpoint at size {checkpoint.size}, got root"
+            f" {root.hex()}, expected {checkpoint.root.hex()}; run `provledger verify`"
+        )
 
 
 def verified_checkpoint(note: bytes, vkey: str, origin: str | None = None) -> Checkpoint:

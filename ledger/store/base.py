@@ -163,6 +163,10 @@ class AuditSource(LedgerReader, Protocol):
 
 
 Precheck = Callable[[LedgerReader], None]
+# Runs inside the append transaction, after the rows are written, before COMMIT.
+BeforeCommit = Callable[[list[AppendResult]], None]
+# Signs the tree head of the given size (the log's size inside the write lock).
+SignHead = Callable[[LedgerReader, int], CheckpointRow]
 
 
 class Admission(Protocol):
@@ -186,10 +190,11 @@ class Store(LedgerReader, Protocol):
         self,
         items: Sequence[Prepared],
         precheck: Precheck | None = None,
+        before_commit: BeforeCommit | None = None,
         *,
         history: bool = False,
     ) -> list[AppendResult]: ...
-    def add_checkpoint(self, row: CheckpointRow) -> None: ...
+    def add_checkpoint(self, sign: SignHead) -> CheckpointRow: ...
     def add_cosignatures(self, size: int, lines: Sequence[str]) -> int: ...
     def set_meta(self, key: str, value: str) -> None: ...
     def bulk_session(self) -> AbstractContextManager[None]:

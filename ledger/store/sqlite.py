@@ -7,6 +7,7 @@ once. Triggers make every ledger table append-only inside the database itself.
 
 from __future__ import annotations
 
+import functools
 import os
 import sqlite3
 import time
@@ -16,13 +17,16 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from ledger.errors import AppendOnlyError, NotFound, StorageError
+from ledger.errors import AppendOnlyError, IntegrityError, NotFound, RuleViolation, StorageError
+from ledger.files import require_regular, shown
+from ledger.log.checkpoint_record import CHECKPOINT_KIND, checkpoint_record
 from ledger.log.leaf import entry_record, utc_now
 from ledger.log.merkle import PendingNodes, leaf_hash
 from ledger.store.base import (
     OBJECT_COLUMNS,
     Admission,
     AppendResult,
+    BeforeCommit,
     CheckpointRow,
     Entry,
     LedgerStats,
@@ -31,9 +35,11 @@ from ledger.store.base import (
     RawLogRow,
     RawObjectRow,
     RefScan,
+    SignHead,
     StoredObject,
     stored_object,
 )
+from ledger.store.derived import derive, row_problem
 from ledger.store.prepared import Prepared
 from ledger.store.sqlite_scan import SQLiteNodeScan, SQLiteRefScan
 
@@ -141,6 +147,45 @@ def trigger_names() -> list[str]:
     return [f"{t}_no_{op}" for t in LEDGER_TABLES for op in ("update", "delete")]
 
 
+def schema_script() -> str:
+    """Everything a ledger file's schema holds: the one definition (tables, indexes,
+    triggers, views). ``create_store`` runs it; ``verify`` compares the file with it.
+    Add a view or index here and both follow."""
+    return _DDL + _COSIGNATURES_DDL + _trigger_ddl()
+
+
+SchemaObject = tuple[str, str, str, str | None]  # (type, name, tbl_name, sql)
+
+
+@functools.cache
+def expected_schema() -> tuple[SchemaObject, ...]:
+    """``sqlite_master`` rows of a new ledger, by (type, name): made by SQLite itself
+    from ``schema_script()`` in memory, so the comparison never drifts from the DDL."""
+    conn = sqlite3.connect(":memory:")
+    try:
+        conn.executescript(schema_script())
+        rows = conn.execute(
+            "SELECT type, name, tbl_name, sql FROM sqlite_master ORDER BY type, name"
+        ).fetchall()
+    finally:
+        conn.close()
+    return tuple((str(t), str(n), str(tb), None if q is None else str(q)) for t, n, tb, q in rows)
+
+
+# The meta keys a ledger holds, all written at init. Each is checked by verify:
+# format exactly; origin against the log key's name; the key ids re-derived from the
+# public keys; the public keys themselves against the trust anchors.
+META_KEYS = (
+    "format",
+    "origin",
+    "log_verifier_key",
+    "log_key_id",
+    "authority_public_key",
+    "authority_key_id",
+)
+FORMAT = f"provledger-sqlite/{SCHEMA_VERSION}"
+
+
 def _storage_error(exc: sqlite3.Error, path: Path) -> Exception:
     text = str(exc)
     if "append-only" in text:
@@ -233,11 +278,16 @@ class SQLiteStore:
         self,
         items: Sequence[Prepared],
         precheck: Precheck | None = None,
+        before_commit: BeforeCommit | None = None,
         *,
         history: bool = False,
     ) -> list[AppendResult]:
         """Append all items in one transaction; ``precheck`` runs inside the lock, the
-        admission policy after the rows are written and before they are committed."""
+        admission policy after the rows are written and before they are committed.
+
+        ``before_commit(results)`` runs last, after admission and before COMMIT (e.g. to
+        write a command's output file): if it raises, nothing is recorded.
+        """
         admission = self.admission
         try:
             # A dry run holds one outer transaction for the store's whole life (so later
@@ -270,6 +320,8 @@ class SQLiteStore:
                 ]
                 if new:
                     admission.admit(self, new, history=history)
+                if before_commit is not None:
+                    before_commit(results)
                 self._conn.execute("RELEASE batch" if self.dry_run else "COMMIT")
             except BaseException:
                 if self.dry_run:
@@ -292,8 +344,24 @@ class SQLiteStore:
         in the batch, gets its existing entry back with ``new=False``), written with
         one ``executemany`` per table: per-row statements dominated bulk imports.
         """
+        for item in items:
+            if item.kind == CHECKPOINT_KIND:
+                raise RuleViolation(
+                    "append, got a checkpoint record, expected an object"
+                    " (checkpoint records are written by the ledger itself)"
+                )
         known = self._entries_for([item.digest for item in items])
         seq = self.size()
+        pending = self.checkpoint_at(seq)
+        if pending is not None and any(item.digest not in known for item in items):
+            # Log the newest checkpoint first, at seq == its size: every later tree head
+            # then covers it (ledger.log.checkpoint_record).
+            return self._append_batch_rows([checkpoint_record(pending), *items], known, seq)[1:]
+        return self._append_batch_rows(items, known, seq)
+
+    def _append_batch_rows(
+        self, items: Sequence[Prepared], known: dict[str, Entry], seq: int
+    ) -> list[AppendResult]:
         entries: list[tuple[Any, ...]] = []
         objects: list[tuple[Any, ...]] = []
         refs: list[tuple[str, str, str]] = []
@@ -354,34 +422,45 @@ class SQLiteStore:
                 f" JOIN entries e ON e.seq = o.seq WHERE o.digest IN ({marks})",
                 chunk,
             ):
-                found[digest] = Entry(
-                    seq=seq, digest=entry_digest, kind=kind, appended_at=appended_at
-                )
+                # a row that disagrees with its entry is not "stored"
+                if digest == entry_digest:
+                    found[digest] = Entry(
+                        seq=seq, digest=entry_digest, kind=kind, appended_at=appended_at
+                    )
         return found
 
-    def add_checkpoint(self, row: CheckpointRow) -> None:
-        """Store a signed tree head; a second, different root for a size is refused.
+    def add_checkpoint(self, sign: SignHead) -> CheckpointRow:
+        """Sign the current tree head and store it, holding the write lock throughout.
 
-        A dry-run store checks the row against the stored one and writes nothing."""
+        ``sign(reader, size)`` returns the row for the log as it is inside the lock, so
+        the stored checkpoint is always of the newest size: the next append logs it as
+        the entry at ``seq == size`` (``ledger.log.checkpoint_record``). A checkpoint
+        already stored for the current size is returned instead (idempotent).
+        """
         if self.dry_run:
-            existing = self.checkpoint_at(row.size)
-            if existing is not None and existing.root != row.root:
+            # Sign the head as it is, write nothing (the dry run's transaction is rolled
+            # back when the store closes).
+            size = self.size()
+            existing = self.checkpoint_at(size)
+            if existing is not None:
+                return existing
+            signed = sign(self, size)
+            if signed.size != size:
                 raise AppendOnlyError(
-                    f"checkpoint for size {row.size} exists, got root"
-                    f" {row.root.hex()}, expected {existing.root.hex()}"
+                    f"checkpoint, got size {signed.size}, expected the log size {size}"
                 )
-            return
+            return signed
         try:
             self._begin_immediate()
             try:
-                existing = self.checkpoint_at(row.size)
-                if existing is not None:
-                    if existing.root != row.root:
+                size = self.size()
+                row = self.checkpoint_at(size)
+                if row is None:
+                    row = sign(self, size)
+                    if row.size != size:
                         raise AppendOnlyError(
-                            f"checkpoint for size {row.size} exists, got root"
-                            f" {row.root.hex()}, expected {existing.root.hex()}"
+                            f"checkpoint, got size {row.size}, expected the log size {size}"
                         )
-                else:
                     self._conn.execute(
                         "INSERT INTO checkpoints(size, root, note, created_at) VALUES (?,?,?,?)",
                         (row.size, row.root, row.note, row.created_at),
@@ -393,6 +472,7 @@ class SQLiteStore:
                 raise
         except sqlite3.Error as exc:
             raise _storage_error(exc, self.path) from None
+        return row
 
     def add_cosignatures(self, size: int, lines: Sequence[str]) -> int:
         """Store witness signature lines for the checkpoint at ``size``; return how many
@@ -456,33 +536,81 @@ class SQLiteStore:
         row = self._q("SELECT max(seq) FROM entries")[0]
         return 0 if row[0] is None else int(row[0]) + 1
 
-    _OBJ = f"SELECT {', '.join(OBJECT_COLUMNS)} FROM objects"
+    # Object rows come with their log entry's digest and kind: the entry is the record
+    # (a Merkle leaf), the row only an index of it, checked on every read.
+    _OBJ = (
+        f"SELECT {', '.join('o.' + name for name in OBJECT_COLUMNS)}, e.digest, e.kind"
+        " FROM objects o LEFT JOIN entries e ON e.seq = o.seq"
+    )
+
+    def _checked(self, row: Sequence[Any]) -> StoredObject:
+        """The object of a row, after checking every column against the bytes.
+
+        Bytes must hash to the entry's digest, and kind, index columns and float hints
+        must be what the bytes imply (``ledger.store.derived``); else ``IntegrityError``.
+        """
+        try:
+            width = len(OBJECT_COLUMNS)
+            obj = stored_object(row[:width])
+            problem = row_problem(obj, row[width], row[width + 1])
+        except (TypeError, ValueError) as exc:
+            problem, obj = f"unreadable object row ({exc})", None
+        if problem is not None:
+            where = "" if obj is None else f" at seq {obj.seq} ({obj.digest})"
+            raise IntegrityError(
+                f"ledger object row{where} disagrees with its bytes, got {problem},"
+                " expected a row derived from them; run `provledger verify`"
+            )
+        return obj  # type: ignore[return-value]
+
+    def _objects(self, sql: str, args: tuple[Any, ...]) -> list[StoredObject]:
+        return [self._checked(r) for r in self._q(f"{self._OBJ} {sql}", args)]
+
+    @staticmethod
+    def _mismatch(obj: StoredObject, column: str, got: object, asked: object) -> IntegrityError:
+        return IntegrityError(
+            f"ledger index disagrees with the rows, got {column} {got!r} at seq {obj.seq}"
+            f" ({obj.digest}), expected {asked!r}; run `provledger verify`"
+        )
 
     def get(self, digest: str) -> StoredObject | None:
-        rows = self._q(f"{self._OBJ} WHERE digest = ?", (digest,))
-        return stored_object(rows[0]) if rows else None
+        rows = self._objects("WHERE o.digest = ?", (digest,))
+        if not rows:
+            return None
+        # A corrupted index (``writable_schema``) can point at another row: the row's own
+        # digest, just checked against its bytes, must be the one asked for.
+        if rows[0].digest != digest:
+            raise self._mismatch(rows[0], "digest", rows[0].digest, digest)
+        return rows[0]
 
     def get_by_seq(self, seq: int) -> StoredObject | None:
-        rows = self._q(f"{self._OBJ} WHERE seq = ?", (seq,))
-        return stored_object(rows[0]) if rows else None
+        if not 0 <= seq <= INT64_MAX:
+            return None
+        rows = self._objects("WHERE o.seq = ?", (seq,))
+        if rows and rows[0].seq != seq:
+            raise self._mismatch(rows[0], "seq", rows[0].seq, seq)
+        return rows[0] if rows else None
 
     def by_legacy(self, legacy: str) -> list[StoredObject]:
-        return [
-            stored_object(r)
-            for r in self._q(f"{self._OBJ} WHERE legacy_digest = ? ORDER BY seq", (legacy,))
-        ]
+        found = self._objects("WHERE o.legacy_digest = ? ORDER BY o.seq", (legacy,))
+        for obj in found:
+            if obj.legacy_digest != legacy:
+                raise self._mismatch(obj, "legacy digest", obj.legacy_digest, legacy)
+        return found
 
     def ids_of(self, digests: Sequence[str]) -> dict[str, tuple[str | None, int | None]]:
-        """(object id, object version) of each stored digest, in chunks of one query."""
+        """(object id, object version) of each stored digest, in chunks of one query.
+
+        Read from the bytes, not the index columns: each row is checked like any other
+        read (``_checked``), so a forged ``object_id`` is refused, never listed.
+        """
         out: dict[str, tuple[str | None, int | None]] = {}
         for start in range(0, len(digests), 500):
             chunk = list(digests[start : start + 500])
             marks = ",".join("?" * len(chunk))
-            for digest, oid, version in self._q(
-                f"SELECT digest, object_id, object_version FROM objects WHERE digest IN ({marks})",
-                tuple(chunk),
-            ):
-                out[str(digest)] = (oid, version)
+            for obj in self._objects(f"WHERE o.digest IN ({marks})", tuple(chunk)):
+                if obj.digest in chunk:
+                    out[obj.digest] = (obj.object_id, obj.object_version)
         return out
 
     def by_digest_prefix(self, prefix: str, limit: int = 2) -> list[str]:
@@ -506,20 +634,34 @@ class SQLiteStore:
     ) -> list[StoredObject]:
         if version is not None and not 0 <= version <= INT64_MAX:
             return []
-        sql = f"{self._OBJ} WHERE object_id = ?"
+        sql = "WHERE o.object_id = ?"
         args: list[Any] = [object_id]
         if version is not None:
-            sql += " AND object_version = ?"
+            sql += " AND o.object_version = ?"
             args.append(version)
         if kind is not None:
-            sql += " AND kind = ?"
+            sql += " AND o.kind = ?"
             args.append(kind)
-        return [stored_object(r) for r in self._q(sql + " ORDER BY seq", tuple(args))]
+        found = self._objects(sql + " ORDER BY o.seq", tuple(args))
+        for obj in found:
+            if obj.object_id != object_id:
+                raise self._mismatch(obj, "id", obj.object_id, object_id)
+            if version is not None and obj.object_version != version:
+                raise self._mismatch(obj, "version", obj.object_version, version)
+            if kind is not None and obj.kind != kind:
+                raise self._mismatch(obj, "kind", obj.kind, kind)
+        return found
 
     def by_kind(self, kind: str) -> Iterator[StoredObject]:
-        cur = self._conn.execute(f"{self._OBJ} WHERE kind = ? ORDER BY seq", (kind,))
-        for row in cur:
-            yield stored_object(row)
+        try:
+            cur = self._conn.execute(f"{self._OBJ} WHERE o.kind = ? ORDER BY o.seq", (kind,))
+            for row in cur:
+                obj = self._checked(row)
+                if obj.kind != kind:
+                    raise self._mismatch(obj, "kind", obj.kind, kind)
+                yield obj
+        except sqlite3.Error as exc:
+            raise _storage_error(exc, self.path) from None
 
     def entries(
         self, since: int = 0, limit: int | None = None, kind: str | None = None
@@ -545,13 +687,28 @@ class SQLiteStore:
             raise _storage_error(exc, self.path) from None
 
     def refs_to(self, digest: str, rel: str | None = None) -> list[tuple[str, str]]:
+        """References to ``digest``; each is checked against the referring object's bytes."""
         if rel is None:
-            rows = self._q("SELECT from_digest, rel FROM refs WHERE to_digest = ?", (digest,))
+            rows = self._q(
+                "SELECT from_digest, rel, to_digest FROM refs WHERE to_digest = ?", (digest,)
+            )
         else:
             rows = self._q(
-                "SELECT from_digest, rel FROM refs WHERE to_digest = ? AND rel = ?", (digest, rel)
+                "SELECT from_digest, rel, to_digest FROM refs WHERE to_digest = ? AND rel = ?",
+                (digest, rel),
             )
-        return [(str(a), str(b)) for a, b in rows]
+        out: list[tuple[str, str]] = []
+        for source, relation, target in rows:
+            obj = self.get(source) if isinstance(source, str) else None
+            implied = () if obj is None else derive(obj.kind, obj.data, obj.legacy_hints).refs
+            if target != digest or (relation, target) not in implied:
+                raise IntegrityError(
+                    f"ledger reference disagrees with the objects, got {relation} -> {target}"
+                    f" from {source}, expected a reference its bytes make;"
+                    " run `provledger verify`"
+                )
+            out.append((source, relation))
+        return out
 
     def counts(self) -> dict[str, int]:
         return {
@@ -679,8 +836,9 @@ class SQLiteStore:
 
 
 def _connect(path: Path, max_page_count: int | None = None) -> sqlite3.Connection:
+    # Bytes, not str: a file name that is not UTF-8 still names exactly that file.
     conn = sqlite3.connect(
-        str(path), timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False
+        os.fsencode(path), timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False
     )
     conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
     if max_page_count is not None:
@@ -691,7 +849,7 @@ def _connect(path: Path, max_page_count: int | None = None) -> sqlite3.Connectio
 def _readonly_uri(path: Path, immutable: bool = False) -> str:
     # Percent-encode the path: a raw '?' or '#' in a file name would end the URI path,
     # and SQLite would open (and create) a different file.
-    uri = "file:" + urllib.parse.quote(os.fspath(path.absolute())) + "?mode=ro"
+    uri = "file:" + urllib.parse.quote(os.fsencode(path.absolute())) + "?mode=ro"
     return uri + "&immutable=1" if immutable else uri
 
 
@@ -724,6 +882,7 @@ def _connect_readonly(path: Path) -> sqlite3.Connection:
 
 def create_store(path: Path) -> SQLiteStore:
     """Create (or open and upgrade nothing in) a ledger file with tables and triggers."""
+    require_regular(path, "ledger")
     try:
         conn = _connect(path)
         # Objects are 1-13 KB: 4 KB pages left ~20% of each page empty and pushed larger
@@ -732,11 +891,9 @@ def create_store(path: Path) -> SQLiteStore:
         conn.execute(f"PRAGMA page_size = {PAGE_SIZE}")
         conn.execute("PRAGMA journal_mode = WAL")
         conn.execute("PRAGMA synchronous = FULL")
-        conn.executescript(
-            "BEGIN IMMEDIATE;" + _DDL + _COSIGNATURES_DDL + _trigger_ddl() + "COMMIT;"
-        )
+        conn.executescript("BEGIN IMMEDIATE;" + schema_script() + "COMMIT;")
         store = SQLiteStore(path, conn)
-        store.set_meta("format", f"provledger-sqlite/{SCHEMA_VERSION}")
+        store.set_meta("format", FORMAT)
         return store
     except sqlite3.Error as exc:
         raise _storage_error(exc, path) from None
@@ -758,8 +915,11 @@ def open_store(
     """
     if not path.exists():
         raise NotFound(
-            f"ledger not found, got no file at {path}, expected one made by `provledger init`"
+            f"ledger not found, got no file at {shown(path)},"
+            " expected one made by `provledger init`"
         )
+    # A FIFO would block SQLite's first read forever; a device or directory is no ledger.
+    require_regular(path, "ledger")
     try:
         if readonly:
             conn = _connect_readonly(path)
