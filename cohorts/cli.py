@@ -61,7 +61,7 @@ def _print_findings(findings: list[Finding] | tuple[Finding, ...]) -> None:
 def _append_gated(db: Path, action: Callable[[Any], Any], json_out: bool) -> None:
     """Run one gated append on the open ledger and report it (a refusal exits 4)."""
     from cohorts.errors import GateError
-    from ledger.store.sqlite import open_store
+    from ledger.store.backends import open_store
 
     with open_store(db) as store:
         try:
@@ -216,7 +216,7 @@ def audit_cmd(
     from cohorts.audit_view import audit_lines
     from cohorts.errors import CohortUsageError
     from cohorts.service import audit, audit_attestations, audit_behavioural
-    from ledger.store.sqlite import open_store
+    from ledger.store.backends import open_store
 
     if all_cohorts == (cohort_id is not None):
         raise CohortUsageError(
@@ -242,7 +242,7 @@ def audit_cmd(
 
 def _audit_all(db: Path, json_out: bool) -> None:
     from cohorts.service import audit, cohort_rows
-    from ledger.store.sqlite import open_store
+    from ledger.store.backends import open_store
 
     rows = []
     with open_store(db, readonly=True) as store:
@@ -298,7 +298,7 @@ def _audit_all(db: Path, json_out: bool) -> None:
 def list_cmd(db: DbOption = Path("ledger.db"), json_out: JsonOption = False) -> None:
     """List stored cohorts: id, stage, definition digest, tasks, attestation state."""
     from cohorts.service import cohort_rows
-    from ledger.store.sqlite import open_store
+    from ledger.store.backends import open_store
 
     with open_store(db, readonly=True) as store:
         rows = cohort_rows(store)
@@ -353,7 +353,7 @@ def provenance_cmd(
     from rich.tree import Tree
 
     from cohorts.provenance import provenance_of
-    from ledger.store.sqlite import open_store
+    from ledger.store.backends import open_store
 
     with open_store(db, readonly=True) as store:
         report = provenance_of(store, ref)
@@ -394,7 +394,7 @@ def import_idkmesh_cmd(
     """
     from cohorts.importer import import_idkmesh
     from ledger.errors import InputError
-    from ledger.store.sqlite import open_store
+    from ledger.store.backends import open_store
 
     with open_store(db) as store:
         signer = None if unsigned else _signer(db, authority_key)

@@ -12,12 +12,16 @@ from __future__ import annotations
 import base64
 import secrets
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ledger.errors import RuleViolation
+from ledger.errors import KeyFileError, RuleViolation
 from ledger.log.note import verifier_key
-from ledger.store.sqlite import create_store
-from ledger.trust.keys import generate_key_file, key_id, public_key_raw
+from ledger.store.location import DatabaseURL
+from ledger.store.sqlite import SQLiteStore, create_store
+
+if TYPE_CHECKING:
+    from ledger.store.postgres import PostgresStore
+from ledger.trust.keys import generate_key_file, key_id, public_key_path, public_key_raw
 
 
 def default_origin() -> str:
@@ -26,18 +30,43 @@ def default_origin() -> str:
 
 
 def initialise(db: Path, origin: str | None, log_key: Path, authority_key: Path) -> dict[str, Any]:
-    """Create the ledger and both key pairs; refuse to touch an existing ledger."""
-    if db.exists() and db.stat().st_size > 0:
+    """Create the ledger and both key pairs; refuse to touch an existing ledger.
+
+    ``db`` may be a ``DatabaseURL``: the database must exist and hold no ledger tables;
+    the result then also names the roles and any grants still to run (``pg_grants``).
+    """
+    if not isinstance(db, DatabaseURL) and db.exists() and db.stat().st_size > 0:
         raise RuleViolation(f"ledger already exists, got {db}, expected a new path")
     origin = origin or default_origin()
     if not origin or any(c.isspace() for c in origin) or "+" in origin:
         raise RuleViolation(
             f"log origin, got {origin!r}, expected a non-empty name without spaces or '+'"
         )
+    key_files = (log_key, authority_key, public_key_path(log_key), public_key_path(authority_key))
+    for key_file in key_files:
+        if key_file.exists():
+            raise KeyFileError(
+                f"key file {key_file} already exists, got an existing file, expected a new path"
+            )
+    extra: dict[str, Any] = {}
+    store: SQLiteStore | PostgresStore
+    if isinstance(db, DatabaseURL):
+        from ledger.store import postgres
+
+        # Tables first: a database that already holds a ledger is refused before any
+        # key file is written.
+        store, pending = postgres.create_store(db)
+        extra = {
+            "pg_writer_role": store.get_meta("pg_writer_role"),
+            "pg_auditor_role": store.get_meta("pg_auditor_role"),
+            "pg_grants": pending,
+        }
+    else:
+        store = create_store(db)
     log_private, log_id = generate_key_file(log_key)
     auth_private, auth_id = generate_key_file(authority_key)
     vkey = verifier_key(origin, log_private.public_key())
-    with create_store(db) as store:
+    with store:
         store.set_meta("origin", origin)
         store.set_meta("log_verifier_key", vkey)
         store.set_meta("log_key_id", log_id)
@@ -54,4 +83,5 @@ def initialise(db: Path, origin: str | None, log_key: Path, authority_key: Path)
         "log_verifier_key": vkey,
         "authority_key_file": str(authority_key),
         "authority_key_id": auth_id,
+        **extra,
     }

@@ -148,7 +148,7 @@ def run_verifier(
     from ledger.encoding.digest import canonical_digest
     from ledger.errors import InputError
     from ledger.schema.validation import validate
-    from ledger.store.sqlite import open_store
+    from ledger.store.backends import open_store
     from verifiers.record import run_record
     from verifiers.runner import evaluate
 
@@ -310,7 +310,7 @@ def calibrate(
 def _record_calibration(
     db: Path, fx: Fixture, table: CalibrationTable, signer: Ed25519Signer
 ) -> dict[str, Any]:
-    from ledger.store.sqlite import open_store
+    from ledger.store.backends import open_store
     from verifiers.record import CalibrationInputs, calibration_record
     from verifiers.runner import rfc3339
 
@@ -394,7 +394,7 @@ def behavioral_run(
     VerificationResult. Exit 0 when every probe met its expectation, 1 otherwise.
     """
     from ledger.errors import NotFound
-    from ledger.store.sqlite import open_store
+    from ledger.store.backends import open_store
     from verifiers.behavioral import load_probe_plan, run_probes
     from verifiers.record import behavioral_record
     from verifiers.sandbox import find_sandbox

@@ -23,7 +23,7 @@ import sqlite3
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ledger.audit import object_check as fastcheck
 from ledger.encoding.canonical import require_canonical
@@ -36,6 +36,9 @@ from ledger.schema import validation as schema
 from ledger.schema.kinds import BLOB, detect_kind
 from ledger.store.base import CheckpointRow, StoredObject
 from ledger.store.sqlite import LEDGER_TABLES, SQLiteStore, trigger_names
+
+if TYPE_CHECKING:
+    from ledger.store.postgres import PostgresStore
 from ledger.trust.keys import key_id as raw_key_id
 
 _APPENDED_AT = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{6}Z")
@@ -277,7 +280,7 @@ def _check_triggers(conn: sqlite3.Connection) -> list[Finding]:
     return found
 
 
-def _check_meta(store: SQLiteStore) -> list[Finding]:
+def _check_meta(store: SQLiteStore | PostgresStore) -> list[Finding]:
     """The meta records must agree with each other (they are not in the log)."""
     found = []
     origin = store.get_meta("origin")
@@ -318,12 +321,12 @@ def _check_meta(store: SQLiteStore) -> list[Finding]:
     return found
 
 
-def _load_checkpoints(conn: sqlite3.Connection) -> tuple[dict[int, CheckpointRow], list[Finding]]:
+def _load_checkpoints(
+    stored: Iterable[tuple[Any, ...]],
+) -> tuple[dict[int, CheckpointRow], list[Finding]]:
     rows: dict[int, CheckpointRow] = {}
     found = []
-    for size, root, note, created_at in conn.execute(
-        "SELECT size, root, note, created_at FROM checkpoints ORDER BY size"
-    ):
+    for size, root, note, created_at in stored:
         if isinstance(size, int) and isinstance(root, bytes) and isinstance(note, bytes):
             rows[size] = CheckpointRow(size, root, note, str(created_at))
         else:
@@ -339,7 +342,7 @@ def _load_checkpoints(conn: sqlite3.Connection) -> tuple[dict[int, CheckpointRow
 
 
 def audit(
-    store: SQLiteStore,
+    store: SQLiteStore | PostgresStore,
     *,
     trusted_key: str | None = None,
     trusted_authority: str | None = None,
@@ -358,6 +361,18 @@ def audit(
     """
     if trusted_key is not None:
         parse_verifier_key(trusted_key)
+    if not isinstance(store, SQLiteStore):
+        # The server keeps column types; one REPEATABLE READ snapshot while writers append.
+        with store.snapshot():
+            return _audit(
+                store,
+                trusted_key,
+                trusted_authority,
+                from_checkpoint,
+                object_checks,
+                advance,
+                workers or fastcheck.default_workers(store.size()),
+            )
     conn = store.connection
     saved_factory = conn.text_factory
     conn.text_factory = _text
@@ -372,7 +387,7 @@ def audit(
 
 
 def _audit(
-    store: SQLiteStore,
+    store: SQLiteStore | PostgresStore,
     trusted_key: str | None,
     trusted_authority: str | None,
     from_checkpoint: bytes | None,
@@ -380,7 +395,8 @@ def _audit(
     advance: Callable[[int], None],
     workers: int = 1,
 ) -> AuditReport:
-    conn = store.connection
+    sqlite = store if isinstance(store, SQLiteStore) else None
+    pg = None if isinstance(store, SQLiteStore) else store
     report = AuditReport()
     findings = report.findings
     meta_key = store.get_meta("log_verifier_key")
@@ -403,12 +419,19 @@ def _audit(
                 f" expected the trusted key {trusted_authority}",
             )
         )
-    findings.extend(_check_triggers(conn))
-    integrity = [str(r[0]) for r in conn.execute("PRAGMA quick_check")]
-    if integrity != ["ok"]:
-        findings.append(Finding("database-corrupt", "; ".join(integrity[:5])))
-
-    checkpoints, problems = _load_checkpoints(conn)
+    if sqlite is not None:
+        conn = sqlite.connection
+        findings.extend(_check_triggers(conn))
+        integrity = [str(r[0]) for r in conn.execute("PRAGMA quick_check")]
+        if integrity != ["ok"]:
+            findings.append(Finding("database-corrupt", "; ".join(integrity[:5])))
+        checkpoints, problems = _load_checkpoints(
+            conn.execute("SELECT size, root, note, created_at FROM checkpoints ORDER BY size")
+        )
+    else:
+        assert pg is not None
+        findings.extend(Finding(code, message) for code, message in pg.schema_problems())
+        checkpoints, problems = _load_checkpoints(pg.load_checkpoint_rows())
     findings.extend(problems)
     saved: Checkpoint | None = None
     if from_checkpoint is not None:
@@ -441,10 +464,18 @@ def _audit(
     )
     ref_count = 0
     ref_trouble = False
-    nodes = fastcheck.NodeReader(conn)
-    ref_rows = fastcheck.RefReader(conn)
+    nodes: Any
+    ref_rows: Any
+    rows: Iterable[Any]
+    if sqlite is not None:
+        nodes = fastcheck.NodeReader(sqlite.connection)
+        ref_rows = fastcheck.RefReader(sqlite.connection)
+        rows = sqlite.connection.execute(sql)
+    else:
+        assert pg is not None
+        nodes, ref_rows, rows = pg.node_reader(), pg.ref_reader(), pg.audit_rows()
     # fastcheck computes _check_object's result cheaply (maybe in workers), in row order.
-    for row, checked in fastcheck.with_object_checks(conn.execute(sql), _check_object, workers):
+    for row, checked in fastcheck.with_object_checks(rows, _check_object, workers):
         seq, digest, kind, appended_at = row[0], row[1], row[2], row[3]
         name = digest if isinstance(digest, str) else None
         if seq != frontier.size:
@@ -548,11 +579,40 @@ def _audit(
                 checkpoint=size,
             )
         )
-    findings.extend(_extra_tree_nodes(conn, frontier.size))
-    findings.extend(_check_orphans(conn))
-    (stored_refs,) = conn.execute("SELECT count(*) FROM refs").fetchone()
+    size = frontier.size
+    if sqlite is not None:
+        conn = sqlite.connection
+        (total,) = conn.execute("SELECT count(*) FROM tree_nodes").fetchone()
+        extra = conn.execute(
+            "SELECT level, idx FROM tree_nodes WHERE level < 0 OR level > 63 OR idx < 0"
+            " OR typeof(level) != 'integer' OR typeof(idx) != 'integer' OR idx >= (? >> level)"
+            " ORDER BY level, idx LIMIT ?",
+            (size, _MAX_LISTED),
+        ).fetchall()
+        orphans = conn.execute(
+            "SELECT o.seq, o.digest FROM objects o LEFT JOIN entries e ON e.seq = o.seq"
+            " WHERE e.seq IS NULL OR e.digest != o.digest"
+        ).fetchall()
+        (stored_refs,) = conn.execute("SELECT count(*) FROM refs").fetchone()
+    else:
+        assert pg is not None
+        total, extra = pg.tree_node_count(), pg.tree_nodes_outside(size, _MAX_LISTED)
+        orphans, stored_refs = pg.orphan_objects(), pg.ref_count()
+    findings.extend(_extra_tree_nodes(total, extra, size))
+    findings.extend(_check_orphans(orphans))
     if ref_trouble or stored_refs != ref_count:
-        findings.extend(_extra_refs(conn))
+        if sqlite is not None:
+            findings.extend(
+                _extra_refs(
+                    sqlite.connection.execute(
+                        "SELECT r.from_digest, r.rel, r.to_digest, o.seq, o.kind, o.data"
+                        " FROM refs r LEFT JOIN objects o ON o.digest = r.from_digest"
+                        " ORDER BY r.from_digest"
+                    )
+                )
+            )
+        elif pg is not None:
+            findings.extend(_extra_refs(pg.refs_with_objects()))
     return report
 
 
@@ -613,16 +673,12 @@ def _check_checkpoint(
     return found
 
 
-def _extra_tree_nodes(conn: sqlite3.Connection, size: int) -> list[Finding]:
-    """Stored nodes that are not complete subtrees of the log (all others were compared)."""
+def _extra_tree_nodes(total: int, extra: Sequence[Any], size: int) -> list[Finding]:
+    """Stored nodes that are not complete subtrees of the log (all others were compared).
+
+    ``total`` is the count of stored nodes, ``extra`` the (level, idx) of those outside.
+    """
     found = []
-    (total,) = conn.execute("SELECT count(*) FROM tree_nodes").fetchone()
-    extra = conn.execute(
-        "SELECT level, idx FROM tree_nodes WHERE level < 0 OR level > 63 OR idx < 0"
-        " OR typeof(level) != 'integer' OR typeof(idx) != 'integer' OR idx >= (? >> level)"
-        " ORDER BY level, idx LIMIT ?",
-        (size, _MAX_LISTED),
-    ).fetchall()
     for level, idx in extra:
         first = idx << level if isinstance(idx, int) and isinstance(level, int) else None
         sane = first is not None and 0 <= level <= 63 and idx >= 0
@@ -641,11 +697,7 @@ def _extra_tree_nodes(conn: sqlite3.Connection, size: int) -> list[Finding]:
     return found
 
 
-def _check_orphans(conn: sqlite3.Connection) -> list[Finding]:
-    rows = conn.execute(
-        "SELECT o.seq, o.digest FROM objects o LEFT JOIN entries e ON e.seq = o.seq"
-        " WHERE e.seq IS NULL OR e.digest != o.digest"
-    ).fetchall()
+def _check_orphans(rows: Iterable[tuple[Any, ...]]) -> list[Finding]:
     return [
         Finding(
             "object-without-entry",
@@ -657,13 +709,9 @@ def _check_orphans(conn: sqlite3.Connection) -> list[Finding]:
     ]
 
 
-def _extra_refs(conn: sqlite3.Connection) -> list[Finding]:
+def _extra_refs(rows: Iterable[tuple[Any, ...]]) -> list[Finding]:
     """Name the reference rows no object's bytes imply (run only when counts disagree)."""
     found: list[Finding] = []
-    rows = conn.execute(
-        "SELECT r.from_digest, r.rel, r.to_digest, o.seq, o.kind, o.data FROM refs r"
-        " LEFT JOIN objects o ON o.digest = r.from_digest ORDER BY r.from_digest"
-    )
     group: list[tuple[Any, ...]] = []
     for row in rows:
         if group and row[0] != group[0][0]:

@@ -21,6 +21,7 @@ import typer
 from typer.core import TyperGroup
 
 from ledger.errors import LedgerError
+from ledger.store.location import db_location
 
 DEFAULT_DB = "ledger.db"
 INTERNAL_ERROR = 70  # EX_SOFTWARE (sysexits.h)
@@ -216,7 +217,8 @@ DbOption = Annotated[
     typer.Option(
         "--db",
         envvar="PROVLEDGER_DB",
-        help="Ledger file (default ./ledger.db, or $PROVLEDGER_DB).",
+        parser=db_location,
+        help="Ledger file, or a postgresql:// URL (default ./ledger.db, or $PROVLEDGER_DB).",
         show_default=False,
     ),
 ]

@@ -57,6 +57,14 @@ def init(
     out.print(f"origin          {info['origin']}")
     out.print(f"log key         {info['log_key_file']} (key id {info['log_key_id']})")
     out.print(f"authority key   {info['authority_key_file']} (key id {info['authority_key_id']})")
+    if "pg_writer_role" in info:
+        out.print(f"writer role     {info['pg_writer_role']} (INSERT, SELECT)", markup=False)
+        out.print(f"auditor role    {info['pg_auditor_role']} (SELECT)", markup=False)
+        for statement in info["pg_grants"]:
+            typer.echo(
+                f"warning: roles not created; a role administrator must run: {statement};",
+                err=True,
+            )
     out.print("log verifier key (give this to auditors):")
     sys.stdout.write(info["log_verifier_key"] + "\n")
 
@@ -72,8 +80,8 @@ def append(
 ) -> None:
     """Validate every input fully, then append all of them in one transaction."""
     from ledger.errors import LedgerError
+    from ledger.store.backends import open_store
     from ledger.store.prepared import prepare_json
-    from ledger.store.sqlite import open_store
 
     # Open first so a missing ledger is reported before any work; nothing is written
     # until every input has been read (blobs too obey the 16 MiB limit) and validated.
@@ -112,8 +120,8 @@ def show(
     json_out: JsonOption = False,
 ) -> None:
     """Show one object by digest, legacy digest or id."""
+    from ledger.store.backends import open_store
     from ledger.store.resolve import resolve
-    from ledger.store.sqlite import open_store
 
     with open_store(db, readonly=True) as store:
         obj = resolve(store, ref)
@@ -171,7 +179,7 @@ def log(
 ) -> None:
     """List log entries in sequence order: seq, kind, object id, full digest, time."""
     from ledger.schema.kinds import BLOB, get_kind
-    from ledger.store.sqlite import open_store
+    from ledger.store.backends import open_store
 
     if kind is not None and kind != BLOB:
         get_kind(kind)  # unknown kinds: exit 3 with the list of known ones
@@ -214,25 +222,36 @@ def log(
 
 def stats(db: DbOption = Path("ledger.db"), json_out: JsonOption = False) -> None:
     """Entry counts by kind, sizes and the latest checkpoint."""
-    from ledger.store.sqlite import open_store
+    from ledger.store.backends import open_store
+    from ledger.store.sqlite import SQLiteStore
 
     with open_store(db, readonly=True) as store:
-        # One read transaction: every figure comes from the same snapshot of the log.
-        store.connection.execute("BEGIN")
-        counts = store.counts()
-        (object_bytes,) = store.connection.execute(
-            "SELECT coalesce(sum(length(data)), 0) FROM objects"
-        ).fetchone()
-        (latest,) = store.connection.execute("SELECT max(size) FROM checkpoints").fetchone()
-        size = store.size()
-        origin = store.get_meta("origin")
-        store.connection.execute("COMMIT")
+        if isinstance(store, SQLiteStore):
+            # One read transaction: every figure comes from the same snapshot of the log.
+            store.connection.execute("BEGIN")
+            counts = store.counts()
+            (object_bytes,) = store.connection.execute(
+                "SELECT coalesce(sum(length(data)), 0) FROM objects"
+            ).fetchone()
+            (latest,) = store.connection.execute("SELECT max(size) FROM checkpoints").fetchone()
+            size = store.size()
+            origin = store.get_meta("origin")
+            store.connection.execute("COMMIT")
+            file_bytes = db.stat().st_size
+        else:
+            with store.snapshot():
+                counts = store.counts()
+                object_bytes = store.object_bytes()
+                latest = store.latest_checkpoint_size()
+                size = store.size()
+                origin = store.get_meta("origin")
+                file_bytes = store.database_bytes()
     info = {
         "db": str(db),
         "entries": size,
         "by_kind": counts,
         "object_bytes": int(object_bytes),
-        "file_bytes": db.stat().st_size,
+        "file_bytes": file_bytes,
         "origin": origin,
         "latest_checkpoint_size": latest,
     }

@@ -167,7 +167,7 @@ def identity_register(
     json_out: JsonOption = False,
 ) -> None:
     """Append a verifier identity and its authority attestation in one transaction."""
-    from ledger.store.sqlite import open_store
+    from ledger.store.backends import open_store
     from ledger.trust.identity import register_identity
     from ledger.trust.keys import load_public_key
 
@@ -208,7 +208,7 @@ def identity_list(
     json_out: JsonOption = False,
 ) -> None:
     """List every verifier identity with its current status."""
-    from ledger.store.sqlite import open_store
+    from ledger.store.backends import open_store
     from ledger.trust.identity import trust_index
 
     with open_store(db, readonly=True) as store:
@@ -244,7 +244,7 @@ def identity_show(
 ) -> None:
     """Show the identities a key id, verifier id or digest names, and their revocations."""
     from ledger.errors import NotFound
-    from ledger.store.sqlite import open_store
+    from ledger.store.backends import open_store
     from ledger.trust.identity import identities_matching, trust_index
 
     with open_store(db, readonly=True) as store:
@@ -289,7 +289,7 @@ def identity_revoke(
     json_out: JsonOption = False,
 ) -> None:
     """Append an authority-attested revocation of a key (nothing is deleted)."""
-    from ledger.store.sqlite import open_store
+    from ledger.store.backends import open_store
     from ledger.trust.identity import revoke_key
 
     authority = _authority(db, authority_key, passphrase_env)
@@ -319,7 +319,7 @@ def sign(
     json_out: JsonOption = False,
 ) -> None:
     """Append a DSSE attestation by KEY over a stored object; warn if it would not verify."""
-    from ledger.store.sqlite import open_store
+    from ledger.store.backends import open_store
     from ledger.trust.attestation import attest
 
     signer = _signer(key, passphrase_env)
@@ -383,7 +383,7 @@ def attestation_check(
 ) -> None:
     """Check every attestation of a subject. Exit 0 iff >= 1 attestation and all are valid."""
     from ledger.encoding.digest import is_digest
-    from ledger.store.sqlite import open_store
+    from ledger.store.backends import open_store
     from ledger.trust.attestation import attestations_of
     from ledger.trust.judgement import check_subject_attestations
 
@@ -404,7 +404,7 @@ def attestation_export(
     output: OutOption = None,
 ) -> None:
     """Print the full standard DSSE envelope (payload = the subject's stored bytes)."""
-    from ledger.store.sqlite import open_store
+    from ledger.store.backends import open_store
     from ledger.trust.attestation import rebuild_envelope
     from ledger.trust.judgement import find_attestation
 
@@ -429,7 +429,7 @@ def attestation_verify_envelope(
 ) -> None:
     """Check an envelope from outside against the ledger, as if appended now (same rule)."""
     from ledger.encoding.digest import sha256_digest
-    from ledger.store.sqlite import open_store
+    from ledger.store.backends import open_store
     from ledger.trust.judgement import check_envelope
 
     envelope = _read_envelope(file)
@@ -445,7 +445,7 @@ def attestation_import(
     json_out: JsonOption = False,
 ) -> None:
     """Store a full envelope over a stored object as detached attestation(s); warn on failures."""
-    from ledger.store.sqlite import open_store
+    from ledger.store.backends import open_store
     from ledger.trust.attestation import detach_envelope
 
     envelope = _read_envelope(file)
@@ -473,7 +473,7 @@ def export_intoto(
     output: OutOption = None,
 ) -> None:
     """Write an in-toto Statement v1 about the object in a DSSE envelope signed by KEY."""
-    from ledger.store.sqlite import open_store
+    from ledger.store.backends import open_store
     from ledger.trust.attestation import intoto_export
 
     signer = _signer(key, passphrase_env)

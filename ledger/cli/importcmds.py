@@ -45,8 +45,8 @@ def jsonl(
     Exit 0 when no line was rejected, 3 when any was.
     """
     from ledger.errors import InputError, NotFound
+    from ledger.store.backends import open_store
     from ledger.store.bulk import default_workers, import_jsonl
-    from ledger.store.sqlite import open_store
 
     if file == "-":
         source = sys.stdin.buffer

@@ -53,7 +53,7 @@ def checkpoint(
     from ledger.cli.core import log_key_path
     from ledger.log.checkpoints import make_checkpoint
     from ledger.log.cosigning import collect, cosigned_note
-    from ledger.store.sqlite import open_store
+    from ledger.store.backends import open_store
     from ledger.trust.keys import load_private_key
 
     key = load_private_key(log_key_path(db, log_key))
@@ -96,8 +96,8 @@ def inclusion(
 ) -> None:
     """Prove that an object's entry is in the log."""
     from ledger.log.checkpoints import prove_inclusion
+    from ledger.store.backends import open_store
     from ledger.store.resolve import resolve
-    from ledger.store.sqlite import open_store
 
     with open_store(db, readonly=True) as store:
         obj = resolve(store, digest)
@@ -127,7 +127,7 @@ def consistency(
 ) -> None:
     """Prove that the log at OLD_SIZE is a prefix of the log at NEW_SIZE."""
     from ledger.log.checkpoints import prove_consistency
-    from ledger.store.sqlite import open_store
+    from ledger.store.backends import open_store
 
     with open_store(db, readonly=True) as store:
         proof = prove_consistency(store, old_size, new_size)
@@ -201,7 +201,7 @@ def verify(
     from ledger.audit.full import audit, default_object_checks
     from ledger.cli.common import progress
     from ledger.errors import CheckFailed
-    from ledger.store.sqlite import open_store
+    from ledger.store.backends import open_store
 
     trusted = _read_verifier_key(log_key) if log_key else None
     trusted_authority = None
