@@ -58,6 +58,7 @@ def _mount() -> None:
     core.register(app)
     logcmds.register(app)
     bundlecmds.register(app)
+    __import__("ledger.cli.copycmds", fromlist=["register"]).register(app)
     __import__("ledger.cli.identity", fromlist=["register"]).register(app)
     __import__("ledger.cli.importcmds", fromlist=["register"]).register(app)
     __import__("ledger.cli.witnesscmds", fromlist=["register"]).register(app)

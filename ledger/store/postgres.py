@@ -794,6 +794,17 @@ def create_store(location: DatabaseURL) -> tuple[PostgresStore, list[str]]:
     return store, pending
 
 
+def has_ledger_tables(location: DatabaseURL) -> bool:
+    """True when the database already holds a ledger's ``meta`` table."""
+    conn = _connect(location, readonly=True)
+    try:
+        return bool(conn.execute("SELECT to_regclass('meta') IS NOT NULL").fetchone()[0])
+    except psycopg.Error as exc:
+        raise _storage_error(exc, redact(location.url)) from None
+    finally:
+        conn.close()
+
+
 def open_store(location: DatabaseURL, *, readonly: bool = False) -> PostgresStore:
     """Open an existing ledger database; a database without ledger tables is an error."""
     conn = _connect(location, readonly)

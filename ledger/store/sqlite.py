@@ -15,7 +15,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from ledger.errors import AppendOnlyError, NotFound, StorageError
+from ledger.errors import AppendOnlyError, NotFound, RuleViolation, StorageError
 from ledger.log.leaf import entry_record, utc_now
 from ledger.log.merkle import leaf_hash, node_hash
 from ledger.store.base import AppendResult, CheckpointRow, Entry, Precheck, StoredObject
@@ -209,10 +209,40 @@ class SQLiteStore:
             raise _storage_error(exc, self.path) from None
         return results
 
+    def append_copies(self, items: Sequence[Prepared], stamps: Sequence[str], first: int) -> None:
+        """Append entries copied from another ledger: their own ``appended_at``, at ``first``.
+
+        Refused unless the log has exactly ``first`` entries and none of ``items`` is
+        stored, so a copy never interleaves with another writer.
+        """
+        try:
+            self._begin_immediate()
+            try:
+                size = self.size()
+                if size != first:
+                    raise RuleViolation(
+                        f"copy destination changed, got {size} entries, expected {first}"
+                    )
+                results = self._append_batch(items, stamps)
+                if not all(r.new for r in results):
+                    raise RuleViolation(
+                        "copy destination already holds an object being copied, got a"
+                        " duplicate, expected a prefix of the source"
+                    )
+                self._conn.execute("COMMIT")
+            except BaseException:
+                if self._conn.in_transaction:
+                    self._conn.execute("ROLLBACK")
+                raise
+        except sqlite3.Error as exc:
+            raise _storage_error(exc, self.path) from None
+
     def _append_one(self, item: Prepared) -> AppendResult:
         return self._append_batch([item])[0]
 
-    def _append_batch(self, items: Sequence[Prepared]) -> list[AppendResult]:
+    def _append_batch(
+        self, items: Sequence[Prepared], stamps: Sequence[str] | None = None
+    ) -> list[AppendResult]:
         """Insert the new items in order; inside the caller's transaction.
 
         Same rows as appending one by one (an object already stored, or seen earlier
@@ -227,12 +257,12 @@ class SQLiteStore:
         nodes: list[tuple[int, int, bytes]] = []
         written: dict[tuple[int, int], bytes] = {}
         results: list[AppendResult] = []
-        for item in items:
+        for i, item in enumerate(items):
             entry = known.get(item.digest)
             if entry is not None:
                 results.append(AppendResult(entry, new=False))
                 continue
-            appended_at = utc_now()
+            appended_at = stamps[i] if stamps is not None else utc_now()
             entry = Entry(seq, item.digest, item.kind, appended_at)
             known[item.digest] = entry
             entries.append((seq, item.digest, item.kind, appended_at))
