@@ -836,6 +836,141 @@ def bench_size(n: int, args: argparse.Namespace, base: Path) -> dict[str, Any]:
     return res
 
 
+PG_SETTINGS = (
+    "server_version",
+    "shared_buffers",
+    "synchronous_commit",
+    "fsync",
+    "wal_level",
+    "max_wal_size",
+    "work_mem",
+    "max_connections",
+)
+
+
+def _pg_settings(admin_url: str) -> dict[str, str]:
+    import psycopg
+
+    with psycopg.connect(admin_url, autocommit=True) as conn:
+        return {k: str(conn.execute(f"SHOW {k}").fetchone()[0]) for k in PG_SETTINGS}
+
+
+def _pg_database(admin_url: str, name: str) -> str:
+    """Create (afresh) database ``name`` on the server; return its URL."""
+    import urllib.parse
+
+    import psycopg
+
+    with psycopg.connect(admin_url, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}"')
+        conn.execute(f'CREATE DATABASE "{name}"')
+    parts = urllib.parse.urlsplit(admin_url)
+    return urllib.parse.urlunsplit(parts._replace(path="/" + name))
+
+
+def _concurrent_import(db: str, shards: list[Path], batch: int) -> float:
+    """Start one ``import jsonl`` per shard at once; wall seconds until all are done."""
+    env = {**os.environ, "PROVLEDGER_NO_PROGRESS": "1"}
+    cmd = [PROVLEDGER, "import", "jsonl", "--db", db, "--batch", str(batch), "--workers", "1"]
+    start = time.perf_counter()
+    procs = [
+        subprocess.Popen(
+            [*cmd, str(s)],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            env=env,
+        )
+        for s in shards
+    ]
+    for proc in procs:
+        _, err = proc.communicate()
+        if proc.returncode != 0:
+            raise RuntimeError(f"import exited {proc.returncode}: {err.decode()[-2000:]}")
+    return time.perf_counter() - start
+
+
+def _proof_latency(db: str, queries: int, seed: int) -> dict[str, Any]:
+    from ledger.log.checkpoints import prove_inclusion
+    from ledger.store.backends import open_store
+    from ledger.store.location import db_location
+
+    rng = random.Random(seed)
+    with open_store(db_location(db), readonly=True) as store:
+        size = store.size()
+        digests = [store.get_by_seq(rng.randrange(size)).digest for _ in range(queries)]  # type: ignore[union-attr]
+        times = []
+        for digest in digests:
+            t = time.perf_counter()
+            prove_inclusion(store, digest)
+            times.append(time.perf_counter() - t)
+    return _pcts(times)
+
+
+def bench_writers(n: int, args: argparse.Namespace, base: Path) -> dict[str, Any]:
+    """Import rate with 1, 4 and 8 concurrent writers on SQLite and on PostgreSQL.
+
+    The corpus is split into ``w`` disjoint shards (task groups kept together), one
+    ``import jsonl --workers 1`` process per shard, all started at once. On the
+    8-writer ledgers: inclusion-proof latency (in process) and ``verify`` rate.
+    """
+    work = base / f"writers-n{n}"
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir(parents=True)
+    jsonl = work / "corpus.jsonl"
+    write_corpus(jsonl, n, args.seed)
+    lines = jsonl.read_text("utf-8").splitlines(keepends=True)
+    groups = [lines[i : i + GROUP] for i in range(0, len(lines), GROUP)]
+    out: dict[str, Any] = {"objects": n, "batch": args.batch, "runs": []}
+    counts = [int(c) for c in args.writer_counts.split(",")]
+    for backend in ("sqlite", "postgres"):
+        for w in counts:
+            shards = []
+            for i in range(w):
+                path = work / f"shard-{w}-{i}.jsonl"
+                path.write_text("".join(x for g in groups[i::w] for x in g), "utf-8")
+                shards.append(path)
+            if backend == "sqlite":
+                db = str(work / f"ledger-{w}.db")
+            else:
+                db = _pg_database(args.postgres, f"provledger_bench_{n}_{w}")
+            keys = ["--log-key", str(work / f"{backend}-{w}.log.key")]
+            keys += ["--authority-key", str(work / f"{backend}-{w}.auth.key")]
+            run([PROVLEDGER, "init", "--db", db, *keys, "--json"])
+            print(f"   {backend} writers={w}", file=sys.stderr, flush=True)
+            wall = _concurrent_import(db, shards, args.batch)
+            row: dict[str, Any] = {
+                "backend": backend,
+                "writers": w,
+                "import_wall_s": wall,
+                "objects_per_s": n / wall,
+            }
+            if w == counts[-1]:
+                run([PROVLEDGER, "checkpoint", "--db", db, "--log-key", keys[1], "--json"])
+                ver = run([PROVLEDGER, "verify", "--db", db, "--json"], check=False)
+                row["verify_exit"] = ver["exit"]
+                row["verify_entries_per_s"] = n / ver["wall_s"]
+                row["inclusion_proof"] = _proof_latency(db, args.queries, args.seed)
+            out["runs"].append(row)
+    return out
+
+
+def writers_table(result: dict[str, Any]) -> str:
+    rows = [
+        "| objects | backend | writers | import objects/s | verify entries/s | proof p50 / p99 ms |"
+    ]
+    rows.append("|---:|---|---:|---:|---:|---|")
+    for size in result["writers"]:
+        for r in size["runs"]:
+            proof = r.get("inclusion_proof")
+            p = f"{proof['p50_ms']:.2f} / {proof['p99_ms']:.2f}" if proof else ""
+            verify = f"{r['verify_entries_per_s']:,.0f}" if "verify_entries_per_s" in r else ""
+            rows.append(
+                f"| {size['objects']:,} | {r['backend']} | {r['writers']} |"
+                f" {r['objects_per_s']:,.0f} | {verify} | {p} |"
+            )
+    return "\n".join(rows)
+
+
 def machine() -> dict[str, Any]:
     cpu = "unknown"
     try:
@@ -940,6 +1075,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--keep", action="store_true", help="keep the ledgers and corpora")
     parser.add_argument("--no-peers", action="store_true", help="skip sqlite-utils and git")
     parser.add_argument("--no-attestations", action="store_true")
+    parser.add_argument(
+        "--postgres",
+        metavar="ADMIN_URL",
+        default=None,
+        help="instead: SQLite vs PostgreSQL with concurrent writers; the server at ADMIN_URL"
+        " gets one scratch database per run",
+    )
+    parser.add_argument("--writer-counts", default="1,4,8", help="with --postgres")
     args = parser.parse_args(argv)
     if args.queries is None:
         args.queries = 100 if args.quick else 1000
@@ -956,6 +1099,19 @@ def main(argv: list[str] | None = None) -> int:
         "attestations": not args.no_attestations,
         "runs": [],
     }
+    if args.postgres:
+        result["postgres_settings"] = _pg_settings(args.postgres)
+        result["writers"] = []
+        for n in sizes:
+            print(f"== writers n={n}", file=sys.stderr, flush=True)
+            result["writers"].append(bench_writers(n, args, base))
+            if args.out:
+                args.out.write_text(json.dumps(result, indent=2, sort_keys=True) + "\n")
+        if args.workdir is None and not args.keep:
+            shutil.rmtree(base, ignore_errors=True)
+        print(json.dumps(result["postgres_settings"], sort_keys=True))
+        print(writers_table(result))
+        return 0
     for n in sizes:
         print(f"== n={n}", file=sys.stderr, flush=True)
         result["runs"].append(bench_size(n, args, base))
