@@ -323,3 +323,25 @@ def test_copy_refuses_a_destination_that_is_not_a_prefix(
     diverged = cli("copy", db, fork)
     assert diverged.exit_code == 4 and "not empty" in diverged.stderr
     assert stored_digests(fork) == before
+
+
+@pytest.mark.parametrize(
+    ("statement", "message"),
+    [
+        ("ALTER TABLE objects ADD COLUMN note text", "column objects.note, got ('text', True)"),
+        ("ALTER TABLE entries DROP CONSTRAINT entries_pkey", "unique index on entries(seq)"),
+        ("ALTER TABLE objects ALTER COLUMN data TYPE text", "column objects.data, got ('text'"),
+    ],
+)
+def test_postgres_verify_finds_an_altered_schema(
+    pg_url: str, tmp_path: Path, statement: str, message: str
+) -> None:
+    from ledger.create import initialise
+    from ledger.store.location import db_location
+
+    initialise(db_location(pg_url), None, tmp_path / "l.key", tmp_path / "a.key")
+    raw_sql(pg_url, statement)
+    result = cli("verify", "--db", pg_url, "--json")
+    assert result.exit_code == 1
+    found = [f["message"] for f in json.loads(result.stdout)["findings"]]
+    assert any(f.startswith(message) for f in found), found

@@ -92,6 +92,47 @@ CREATE TABLE checkpoints (
 );
 """
 
+# The exact columns ``_DDL`` creates: (table, column) -> (type, nullable). ``verify``
+# reports any difference (an added, dropped or retyped column) as ``schema-altered``.
+EXPECTED_COLUMNS: dict[tuple[str, str], tuple[str, bool]] = {
+    ("meta", "key"): ("text", False),
+    ("meta", "value"): ("text", False),
+    ("entries", "seq"): ("bigint", False),
+    ("entries", "digest"): ("text", False),
+    ("entries", "kind"): ("text", False),
+    ("entries", "appended_at"): ("text", False),
+    ("objects", "digest"): ("text", False),
+    ("objects", "seq"): ("bigint", False),
+    ("objects", "kind"): ("text", False),
+    ("objects", "schema_version"): ("text", True),
+    ("objects", "object_id"): ("text", True),
+    ("objects", "object_version"): ("bigint", True),
+    ("objects", "legacy_digest"): ("text", True),
+    ("objects", "legacy_hints"): ("text", True),
+    ("objects", "data"): ("bytea", False),
+    ("refs", "pos"): ("bigint", False),
+    ("refs", "from_digest"): ("text", False),
+    ("refs", "rel"): ("text", False),
+    ("refs", "to_digest"): ("text", False),
+    ("tree_nodes", "level"): ("integer", False),
+    ("tree_nodes", "idx"): ("bigint", False),
+    ("tree_nodes", "hash"): ("bytea", False),
+    ("checkpoints", "size"): ("bigint", False),
+    ("checkpoints", "root"): ("bytea", False),
+    ("checkpoints", "note"): ("bytea", False),
+    ("checkpoints", "created_at"): ("text", False),
+}
+# Unique indexes the append path relies on (one entry per seq, one object per digest...).
+EXPECTED_UNIQUE = {
+    ("meta", "key"),
+    ("entries", "seq"),
+    ("objects", "digest"),
+    ("objects", "seq"),
+    ("refs", "pos"),
+    ("tree_nodes", "level,idx"),
+    ("checkpoints", "size"),
+}
+
 GUARD_FUNCTION = "provledger_append_only"
 _GUARD_BODY = (
     "BEGIN RAISE EXCEPTION 'provledger: the ledger is append-only, % on % refused',"
@@ -581,6 +622,39 @@ class PostgresStore:
         neither role owns a ledger table (an owner could drop a trigger).
         """
         found: list[tuple[str, str]] = []
+        columns = {
+            (str(t), str(c)): (str(ty), n == "YES")
+            for t, c, ty, n in self._q(
+                "SELECT table_name, column_name, data_type, is_nullable"
+                " FROM information_schema.columns WHERE table_schema = current_schema()"
+                " AND table_name = ANY(%s)",
+                (list(LEDGER_TABLES),),
+            )
+        }
+        for key in sorted(set(columns) | set(EXPECTED_COLUMNS)):
+            column, want = columns.get(key), EXPECTED_COLUMNS.get(key)
+            if column != want:
+                found.append(
+                    (
+                        "schema-altered",
+                        f"column {key[0]}.{key[1]}, got {column or 'none'},"
+                        f" expected {want or 'none'} (type, nullable)",
+                    )
+                )
+        unique = {
+            (str(t), str(cols))
+            for t, cols in self._q(
+                "SELECT c.relname, string_agg(a.attname, ',' ORDER BY k.n)"
+                " FROM pg_index i JOIN pg_class c ON c.oid = i.indrelid"
+                " CROSS JOIN LATERAL unnest(i.indkey) WITH ORDINALITY AS k(attnum, n)"
+                " JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum = k.attnum"
+                " WHERE i.indisunique AND i.indisvalid AND i.indpred IS NULL"
+                " AND c.relnamespace = current_schema()::regnamespace"
+                " GROUP BY i.indexrelid, c.relname"
+            )
+        }
+        for table, cols in sorted(EXPECTED_UNIQUE - unique):
+            found.append(("schema-altered", f"unique index on {table}({cols}) is missing"))
         body = self._q(
             "SELECT p.prosrc FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace"
             " WHERE p.proname = %s AND n.nspname = current_schema()",
