@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from typer.testing import CliRunner
@@ -47,3 +48,16 @@ def test_a_url_to_a_missing_server_is_one_error_line(tmp_path: Path) -> None:
     assert result.exit_code == 3
     assert result.stderr.startswith("error: lost or refused connection to ledger postgresql://")
     assert result.stderr.count("\n") == 1
+
+
+def test_without_postgresql_tests_skip_locally_and_fail_in_ci(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from pg_cluster import unavailable
+
+    monkeypatch.setenv("CI", "true")
+    with pytest.raises(pytest.fail.Exception, match="apt-get install postgresql"):
+        unavailable("no initdb/pg_ctl found")
+    monkeypatch.delenv("CI")
+    with pytest.raises(pytest.skip.Exception, match="apt-get install postgresql"):
+        unavailable("no initdb/pg_ctl found")
