@@ -764,12 +764,37 @@ class _NodeReader:
 
 
 class _RefReader:
-    """``has(from, rel, to)``: is that reference row stored?"""
+    """``has(from, rel, to)``: is that reference row stored?
+
+    Appends write an object's references right after it, so the audit asks for them in
+    ``pos`` order: pages read forward answer those, anything else a point query.
+    """
 
     def __init__(self, store: PostgresStore) -> None:
         self._store = store
+        self._page: list[tuple[Any, ...]] = []
+        self._at = 0
+        self._after = -1
+        self._done = False
+
+    def _head(self) -> tuple[Any, ...] | None:
+        if self._at == len(self._page) and not self._done:
+            self._page = self._store._q(
+                "SELECT pos, from_digest, rel, to_digest FROM refs WHERE pos > %s"
+                f" ORDER BY pos LIMIT {_PAGE}",
+                (self._after,),
+            )
+            self._at = 0
+            self._done = len(self._page) < _PAGE
+            if self._page:
+                self._after = int(self._page[-1][0])
+        return self._page[self._at] if self._at < len(self._page) else None
 
     def has(self, from_digest: str, rel: str, to_digest: str) -> bool:
+        head = self._head()
+        if head is not None and tuple(head[1:]) == (from_digest, rel, to_digest):
+            self._at += 1
+            return True
         return bool(
             self._store._q(
                 "SELECT 1 FROM refs WHERE to_digest = %s AND rel = %s AND from_digest = %s",
