@@ -12,6 +12,7 @@ from typing import Annotated
 import typer
 
 from ledger.cli.common import new_app, set_db_env
+from ledger.store.location import db_location
 
 app = new_app("provledger: a content-addressed, verifiable provenance ledger for IDKMesh evidence.")
 
@@ -41,7 +42,9 @@ def _root(
         Path | None,
         typer.Option(
             "--db",
-            help="Ledger file for the command (default ./ledger.db, or $PROVLEDGER_DB);"
+            parser=db_location,
+            help="Ledger file or postgresql:// URL for the command (default ./ledger.db,"
+            " or $PROVLEDGER_DB);"
             " also accepted after the subcommand.",
             show_default=False,
         ),

@@ -21,7 +21,7 @@ import typer
 from typer.core import TyperGroup
 
 from ledger.errors import LedgerError
-from ledger.store.location import db_location
+from ledger.store.location import DatabaseURL, db_location
 
 DEFAULT_DB = "ledger.db"
 INTERNAL_ERROR = 70  # EX_SOFTWARE (sysexits.h)
@@ -137,7 +137,7 @@ def set_db_env(ctx: Any, db: Path) -> None:
     subcommand still wins. Restored when the invocation ends (``restore_db_env``).
     """
     ctx.meta[_SAVED_ENV] = (os.environ.get(DB_ENV),)
-    os.environ[DB_ENV] = str(db)
+    os.environ[DB_ENV] = db.url if isinstance(db, DatabaseURL) else str(db)
 
 
 def restore_db_env(ctx: Any) -> None:

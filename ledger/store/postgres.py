@@ -48,24 +48,24 @@ _PAGE = 2000  # rows per round trip when streaming
 
 _DDL = """
 CREATE TABLE meta (
-  key TEXT PRIMARY KEY,
-  value TEXT NOT NULL
+  key TEXT COLLATE "C" PRIMARY KEY,
+  value TEXT COLLATE "C" NOT NULL
 );
 CREATE TABLE entries (
   seq BIGINT PRIMARY KEY CHECK (seq >= 0),
-  digest TEXT NOT NULL,
-  kind TEXT NOT NULL,
-  appended_at TEXT NOT NULL
+  digest TEXT COLLATE "C" NOT NULL,
+  kind TEXT COLLATE "C" NOT NULL,
+  appended_at TEXT COLLATE "C" NOT NULL
 );
 CREATE TABLE objects (
-  digest TEXT PRIMARY KEY,
+  digest TEXT COLLATE "C" PRIMARY KEY,
   seq BIGINT NOT NULL UNIQUE,
-  kind TEXT NOT NULL,
-  schema_version TEXT,
-  object_id TEXT,
+  kind TEXT COLLATE "C" NOT NULL,
+  schema_version TEXT COLLATE "C",
+  object_id TEXT COLLATE "C",
   object_version BIGINT,
-  legacy_digest TEXT,
-  legacy_hints TEXT,
+  legacy_digest TEXT COLLATE "C",
+  legacy_hints TEXT COLLATE "C",
   data BYTEA NOT NULL
 );
 CREATE INDEX objects_by_id ON objects(object_id, object_version) WHERE object_id IS NOT NULL;
@@ -73,9 +73,9 @@ CREATE INDEX objects_by_legacy ON objects(legacy_digest) WHERE legacy_digest IS 
 CREATE INDEX objects_by_kind ON objects(kind, seq);
 CREATE TABLE refs (
   pos BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-  from_digest TEXT NOT NULL,
-  rel TEXT NOT NULL,
-  to_digest TEXT NOT NULL
+  from_digest TEXT COLLATE "C" NOT NULL,
+  rel TEXT COLLATE "C" NOT NULL,
+  to_digest TEXT COLLATE "C" NOT NULL
 );
 CREATE INDEX refs_to ON refs(to_digest, rel);
 CREATE TABLE tree_nodes (
@@ -88,7 +88,7 @@ CREATE TABLE checkpoints (
   size BIGINT PRIMARY KEY,
   root BYTEA NOT NULL,
   note BYTEA NOT NULL,
-  created_at TEXT NOT NULL
+  created_at TEXT COLLATE "C" NOT NULL
 );
 """
 
@@ -435,6 +435,28 @@ class PostgresStore:
             for r in self._q(f"{self._OBJ} WHERE legacy_digest = %s ORDER BY seq", (legacy,))
         ]
 
+    def ids_of(self, digests: Sequence[str]) -> dict[str, tuple[str | None, int | None]]:
+        """(object id, object version) of each stored digest."""
+        rows = self._q(
+            "SELECT digest, object_id, object_version FROM objects WHERE digest = ANY(%s)",
+            (list(digests),),
+        )
+        return {str(d): (oid, None if v is None else int(v)) for d, oid, v in rows}
+
+    def by_digest_prefix(self, prefix: str, limit: int = 2) -> list[str]:
+        """Ledger digests of up to ``limit`` objects whose ledger or legacy digest starts
+        with ``prefix``, in digest order (text columns use the byte order of "C")."""
+        bounds = (prefix, prefix + "g")
+        return [
+            str(r[0])
+            for r in self._q(
+                "SELECT digest FROM objects WHERE digest >= %s AND digest < %s"
+                " UNION SELECT digest FROM objects WHERE legacy_digest >= %s"
+                " AND legacy_digest < %s ORDER BY 1 LIMIT %s",
+                (*bounds, *bounds, limit),
+            )
+        ]
+
     def by_id(
         self, object_id: str, version: int | None = None, kind: str | None = None
     ) -> list[StoredObject]:
@@ -622,23 +644,26 @@ class PostgresStore:
         neither role owns a ledger table (an owner could drop a trigger).
         """
         found: list[tuple[str, str]] = []
+        # Text columns compare byte-wise (COLLATE "C"), as SQLite's BINARY does: digest
+        # prefix lookups and ORDER BY digest rely on it.
         columns = {
-            (str(t), str(c)): (str(ty), n == "YES")
-            for t, c, ty, n in self._q(
-                "SELECT table_name, column_name, data_type, is_nullable"
+            (str(t), str(c)): (str(ty), n == "YES", str(co or ""))
+            for t, c, ty, n, co in self._q(
+                "SELECT table_name, column_name, data_type, is_nullable, collation_name"
                 " FROM information_schema.columns WHERE table_schema = current_schema()"
                 " AND table_name = ANY(%s)",
                 (list(LEDGER_TABLES),),
             )
         }
         for key in sorted(set(columns) | set(EXPECTED_COLUMNS)):
-            column, want = columns.get(key), EXPECTED_COLUMNS.get(key)
+            column, spec = columns.get(key), EXPECTED_COLUMNS.get(key)
+            want = None if spec is None else (*spec, "C" if spec[0] == "text" else "")
             if column != want:
                 found.append(
                     (
                         "schema-altered",
                         f"column {key[0]}.{key[1]}, got {column or 'none'},"
-                        f" expected {want or 'none'} (type, nullable)",
+                        f" expected {want or 'none'} (type, nullable, collation)",
                     )
                 )
         unique = {
