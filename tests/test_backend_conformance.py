@@ -328,7 +328,11 @@ def test_copy_refuses_a_destination_that_is_not_a_prefix(
 @pytest.mark.parametrize(
     ("statement", "message"),
     [
-        ("ALTER TABLE objects ADD COLUMN note text", "column objects.note, got ('text', True)"),
+        ("ALTER TABLE objects ADD COLUMN note text", "column objects.note, got ('text', True, '')"),
+        (
+            'ALTER TABLE objects ALTER COLUMN object_id TYPE text COLLATE "POSIX"',
+            "column objects.object_id, got ('text', True, 'POSIX')",
+        ),
         ("ALTER TABLE entries DROP CONSTRAINT entries_pkey", "unique index on entries(seq)"),
         ("ALTER TABLE objects ALTER COLUMN data TYPE text", "column objects.data, got ('text'"),
     ],
