@@ -63,6 +63,7 @@ EXAMPLES: dict[str, str] = {
     "cohort list": "provledger cohort list --json",
     "index": "provledger index --out ledger.browse.db",
     "serve": "provledger serve --browse ledger.browse.db --port 8001",
+    "copy": "provledger copy ledger.db postgresql://evaluator@db.example.org/evidence",
     "behavioral run": (
         "provledger behavioral run --source-tree src/ --patch candidate.patch"
         " --probes probes.json --verification-result sha256:05cde97b"
