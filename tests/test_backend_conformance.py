@@ -349,3 +349,28 @@ def test_postgres_verify_finds_an_altered_schema(
     assert result.exit_code == 1
     found = [f["message"] for f in json.loads(result.stdout)["findings"]]
     assert any(f.startswith(message) for f in found), found
+
+
+def test_cosignatures_are_stored_once_append_only_and_copied(db: str, tmp_path: Path) -> None:
+    from ledger.errors import NotFound
+    from ledger.store.backends import open_store
+    from ledger.store.location import db_location
+
+    assert cli("append", str(EXAMPLES / "work-unit.json"), "--db", db).exit_code == 0
+    assert cli("checkpoint", "--db", db, "--log-key", "log.key").exit_code == 0
+    lines = ["— witness.example/w1 AAAA", "— witness.example/w2 BBBB"]
+    with open_store(db_location(db)) as store:
+        assert store.add_cosignatures(1, lines) == 2
+        assert store.add_cosignatures(1, lines[::-1]) == 0
+        assert store.cosignatures(1) == lines
+        with pytest.raises(NotFound):
+            store.add_cosignatures(7, lines)
+    with pytest.raises(Exception, match="append-only"):
+        raw_sql(db, "DELETE FROM cosignatures")
+    other = str(tmp_path / "copy.db") if db.startswith("postgresql://") else None
+    if other is not None:
+        result = cli("copy", db, other, "--json")
+        assert result.exit_code == 0, result.output
+        assert json.loads(result.stdout)["cosignatures"] == 2
+        with open_store(db_location(other)) as copied:
+            assert copied.cosignatures(1) == lines

@@ -2,8 +2,9 @@
 
 The destination receives the same entries (seq, digest, kind, appended_at), the same
 object bytes and index columns, the references the bytes imply, and the same signed
-checkpoints; its tree nodes are recomputed as it appends. So both ledgers have the same
-root at every size, and every proof or bundle from one verifies against the other.
+checkpoints with their witness cosignatures; its tree nodes are recomputed as it
+appends. So both ledgers have the same root at every size, and every proof or bundle
+from one verifies against the other.
 
 A destination that already holds entries must be a prefix of the source (same meta,
 same entries in the same order): the copy then continues after it, so an interrupted
@@ -44,6 +45,7 @@ class CopyTarget(LedgerReader, Protocol):
     ) -> None: ...
     def add_checkpoint(self, row: CheckpointRow) -> None: ...
     def set_meta(self, key: str, value: str) -> None: ...
+    def add_cosignatures(self, size: int, lines: Sequence[str]) -> int: ...
 
 
 @dataclass
@@ -54,6 +56,7 @@ class CopySummary:
     already: int = 0
     copied: int = 0
     checkpoints: int = 0
+    cosignatures: int = 0
     roots: dict[int, str] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
@@ -62,6 +65,7 @@ class CopySummary:
             "already_present": self.already,
             "copied": self.copied,
             "checkpoints": self.checkpoints,
+            "cosignatures": self.cosignatures,
             "roots": {str(k): v for k, v in sorted(self.roots.items())},
         }
 
@@ -160,6 +164,7 @@ def copy_ledger(
                 f" checkpoint's {row.root.hex()}"
             )
         dst.add_checkpoint(row)
+        summary.cosignatures += dst.add_cosignatures(row.size, src.cosignatures(row.size))
         summary.checkpoints += 1
         summary.roots[row.size] = root.hex()
     return summary

@@ -39,7 +39,15 @@ except ImportError:  # pragma: no cover - exercised only without the extra
 
 SCHEMA_VERSION = "1"
 FORMAT = f"provledger-postgres/{SCHEMA_VERSION}"
-LEDGER_TABLES = ("meta", "objects", "entries", "refs", "tree_nodes", "checkpoints")
+LEDGER_TABLES = (
+    "meta",
+    "objects",
+    "entries",
+    "refs",
+    "tree_nodes",
+    "checkpoints",
+    "cosignatures",
+)
 # One advisory lock per database serialises the log's tail: the first 8 bytes of
 # sha256("provledger log tail") as a signed bigint.
 TAIL_LOCK = int.from_bytes(hashlib.sha256(b"provledger log tail").digest()[:8], "big", signed=True)
@@ -90,6 +98,13 @@ CREATE TABLE checkpoints (
   note BYTEA NOT NULL,
   created_at TEXT COLLATE "C" NOT NULL
 );
+CREATE TABLE cosignatures (
+  pos BIGINT GENERATED ALWAYS AS IDENTITY UNIQUE,
+  size BIGINT NOT NULL,
+  line TEXT COLLATE "C" NOT NULL,
+  added_at TEXT COLLATE "C" NOT NULL,
+  PRIMARY KEY (size, line)
+);
 """
 
 # The exact columns ``_DDL`` creates: (table, column) -> (type, nullable). ``verify``
@@ -121,6 +136,10 @@ EXPECTED_COLUMNS: dict[tuple[str, str], tuple[str, bool]] = {
     ("checkpoints", "root"): ("bytea", False),
     ("checkpoints", "note"): ("bytea", False),
     ("checkpoints", "created_at"): ("text", False),
+    ("cosignatures", "pos"): ("bigint", False),
+    ("cosignatures", "size"): ("bigint", False),
+    ("cosignatures", "line"): ("text", False),
+    ("cosignatures", "added_at"): ("text", False),
 }
 # Unique indexes the append path relies on (one entry per seq, one object per digest...).
 EXPECTED_UNIQUE = {
@@ -131,6 +150,8 @@ EXPECTED_UNIQUE = {
     ("refs", "pos"),
     ("tree_nodes", "level,idx"),
     ("checkpoints", "size"),
+    ("cosignatures", "pos"),
+    ("cosignatures", "size,line"),
 }
 
 GUARD_FUNCTION = "provledger_append_only"
@@ -385,6 +406,33 @@ class PostgresStore:
                 )
         except psycopg.Error as exc:
             raise _storage_error(exc, self._where) from None
+
+    def add_cosignatures(self, size: int, lines: Sequence[str]) -> int:
+        """Store witness signature lines for the checkpoint at ``size``; return how many
+        were new. Lines are kept verbatim; the checkpoint must exist."""
+        try:
+            with self._conn.transaction():
+                if self.checkpoint_at(size) is None:
+                    raise NotFound(f"checkpoint, got none at size {size}, expected a stored one")
+                added = 0
+                stamp = utc_now()
+                for line in dict.fromkeys(lines):
+                    cur = self._conn.execute(
+                        "INSERT INTO cosignatures(size, line, added_at) VALUES (%s,%s,%s)"
+                        " ON CONFLICT DO NOTHING",
+                        (size, line, stamp),
+                    )
+                    added += cur.rowcount
+                return added
+        except psycopg.Error as exc:
+            raise _storage_error(exc, self._where) from None
+
+    def cosignatures(self, size: int) -> list[str]:
+        """Witness signature lines stored for the checkpoint at ``size``, in arrival order."""
+        if not 0 <= size < 2**63:
+            return []
+        rows = self._q("SELECT line FROM cosignatures WHERE size = %s ORDER BY pos", (size,))
+        return [str(line) for (line,) in rows]
 
     def set_meta(self, key: str, value: str) -> None:
         """Record a meta value once; a different value for a set key is refused."""
