@@ -441,6 +441,7 @@ def _audit(
         )
     findings.extend(_extra_tree_nodes(conn, frontier.size))
     findings.extend(_check_orphans(conn))
+    findings.extend(_check_duplicates(conn))
     (stored_refs,) = conn.execute("SELECT count(*) FROM refs").fetchone()
     if ref_trouble or stored_refs != ref_count:
         findings.extend(_extra_refs(conn))
@@ -550,12 +551,42 @@ def _check_orphans(conn: sqlite3.Connection) -> list[LedgerFinding]:
     ]
 
 
+def _check_duplicates(conn: sqlite3.Connection) -> list[LedgerFinding]:
+    """Objects stored more than once (appends are idempotent: each digest is one entry).
+
+    The database does not enforce it (its digest index is on a short key, see
+    ``ledger.store.sqlite.digest_key``); one scan of that index finds every key that
+    occurs twice, and only those rows are compared in full.
+    """
+    rows = conn.execute(
+        "SELECT seq, digest FROM objects WHERE substr(digest, 8, 16) IN"
+        " (SELECT substr(digest, 8, 16) FROM objects GROUP BY 1 HAVING count(*) > 1)"
+        " ORDER BY digest, seq"
+    ).fetchall()
+    found: list[LedgerFinding] = []
+    first: dict[Any, Any] = {}
+    for seq, digest in rows:
+        if digest in first:
+            found.append(
+                LedgerFinding(
+                    "object-duplicate",
+                    f"object stored again at seq {seq}, first at seq {first[digest]}",
+                    seq if isinstance(seq, int) else None,
+                    str(digest),
+                )
+            )
+        else:
+            first[digest] = seq
+    return found[:_MAX_LISTED]
+
+
 def _extra_refs(conn: sqlite3.Connection) -> list[LedgerFinding]:
     """Name the reference rows no object's bytes imply (run only when counts disagree)."""
     found: list[LedgerFinding] = []
     rows = conn.execute(
         "SELECT r.from_digest, r.rel, r.to_digest, o.seq, o.kind, o.data FROM refs r"
-        " LEFT JOIN objects o ON o.digest = r.from_digest ORDER BY r.from_digest"
+        " LEFT JOIN objects o ON substr(o.digest, 8, 16) = substr(r.from_digest, 8, 16)"
+        " AND o.digest = r.from_digest ORDER BY r.from_digest"
     )
     group: list[tuple[Any, ...]] = []
     for row in rows:

@@ -74,7 +74,8 @@ class SQLiteRefScan:
             self._head = next(self._rows, None)
             return True
         row = self._conn.execute(
-            "SELECT 1 FROM refs WHERE to_digest = ? AND rel = ? AND from_digest = ?",
-            (to_digest, rel, from_digest),
+            "SELECT 1 FROM refs WHERE substr(to_digest, 8, 16) = substr(?, 8, 16)"
+            " AND +to_digest = ? AND rel = ? AND from_digest = ?",
+            (to_digest, to_digest, rel, from_digest),
         ).fetchone()
         return row is not None
