@@ -568,12 +568,15 @@ class SQLiteStore:
                 self._conn.execute("COMMIT")
 
     # -- streams for a full audit (``ledger.audit.full``) -------------------------------
-    def log_rows(self) -> Iterator[RawLogRow]:
-        """Every entry in seq order with its object row, columns as stored (untrusted)."""
+    def log_rows(self, since: int = 0) -> Iterator[RawLogRow]:
+        """Every entry from ``since`` on, in seq order, with its object row, columns as
+        stored (untrusted)."""
         columns = ", ".join(f"o.{name}" for name in OBJECT_COLUMNS)
         cursor = self._conn.execute(
             f"SELECT e.seq, e.digest, e.kind, e.appended_at, {columns}"
-            " FROM entries e LEFT JOIN objects o ON o.seq = e.seq ORDER BY e.seq"
+            " FROM entries e LEFT JOIN objects o ON o.seq = e.seq WHERE e.seq >= ?"
+            " ORDER BY e.seq",
+            (since,),
         )
         for seq, digest, kind, appended_at, *obj in cursor:
             named = dict(zip(OBJECT_COLUMNS, obj, strict=True))
@@ -583,8 +586,8 @@ class SQLiteStore:
     def node_scan(self) -> NodeScan:
         return SQLiteNodeScan(self._conn)
 
-    def ref_scan(self) -> RefScan:
-        return SQLiteRefScan(self._conn)
+    def ref_scan(self, resume: bool = False) -> RefScan:
+        return SQLiteRefScan(self._conn, resume=resume)
 
     @contextmanager
     def tolerant_text(self) -> Iterator[None]:
