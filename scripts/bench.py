@@ -132,6 +132,102 @@ def run(
     }
 
 
+class LedgerGrowth:
+    """Samples a ledger's size while an import runs: when each ``slice`` boundary passed.
+
+    Reads ``max(seq)`` through a read-only connection (a WAL reader never blocks the
+    writer) every ``interval`` seconds, so one end-to-end import gives the rate per
+    slice, i.e. whether the cost per object grows with the ledger.
+    """
+
+    def __init__(self, db: Path, total: int, slice_size: int, interval: float = 0.2) -> None:
+        self.db, self.total, self.slice_size, self.interval = db, total, slice_size, interval
+        self.marks: list[tuple[int, float]] = []  # (entries, seconds since start)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def __enter__(self) -> LedgerGrowth:
+        self._start = time.perf_counter()
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _run(self) -> None:
+        import sqlite3
+
+        conn = sqlite3.connect(f"file:{self.db}?mode=ro", uri=True, timeout=5)
+        base: int | None = None
+        next_mark = self.slice_size
+        while not self._stop.wait(self.interval):
+            try:
+                (top,) = conn.execute("SELECT coalesce(max(seq) + 1, 0) FROM entries").fetchone()
+            except sqlite3.Error:
+                continue
+            if base is None:
+                base = top if top < self.slice_size else 0
+            done = top - base
+            while done >= next_mark and next_mark <= self.total:
+                self.marks.append((next_mark, time.perf_counter() - self._start))
+                next_mark += self.slice_size
+        conn.close()
+
+    def slices(self, wall: float) -> list[dict[str, Any]]:
+        """Rate per slice; the last slice ends with the import."""
+        out, prev_n, prev_t = [], 0, 0.0
+        marks = [m for m in self.marks if m[0] < self.total] + [(self.total, wall)]
+        for n, t in marks:
+            if t > prev_t and n > prev_n:
+                out.append({"upto": n, "objects_per_s": (n - prev_n) / (t - prev_t)})
+            prev_n, prev_t = n, t
+        return out
+
+
+def _cpu_of(cmd: list[str], repeats: int) -> dict[str, float]:
+    """Median and min CPU (user + system, children) of running ``cmd``, in ms."""
+    samples = []
+    for _ in range(repeats):
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        samples.append((after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime) * 1000)
+    return {"median_ms": statistics.median(samples), "min_ms": min(samples)}
+
+
+def start_up(db: Path | None, digest: str | None, repeats: int) -> dict[str, Any]:
+    """CLI start-up CPU against the floor ``python -c 'import typer, rich.console'``.
+
+    Every command is run ``repeats`` times, interleaved with the floor, so a change in
+    machine load moves both; the ratio of medians is the figure.
+    """
+    python = str(VENV_BIN / "python")
+    cmds: dict[str, list[str]] = {
+        "floor": [python, "-c", "import typer, rich.console"],
+        "--help": [PROVLEDGER, "--help"],
+        "verify --help": [PROVLEDGER, "verify", "--help"],
+        "import jsonl --help": [PROVLEDGER, "import", "jsonl", "--help"],
+    }
+    if db is not None and digest is not None:
+        cmds["show"] = [PROVLEDGER, "show", digest, "--db", str(db), "--json"]
+        cmds["proof inclusion"] = [PROVLEDGER, "proof", "inclusion", digest, "--db", str(db)]
+        cmds["stats"] = [PROVLEDGER, "stats", "--db", str(db), "--json"]
+    samples: dict[str, list[float]] = {name: [] for name in cmds}
+    for _ in range(repeats):
+        for name, cmd in cmds.items():
+            samples[name].append(_cpu_of(cmd, 1)["median_ms"])
+    floor = statistics.median(samples["floor"])
+    return {
+        name: {
+            "cpu_median_ms": statistics.median(values),
+            "cpu_min_ms": min(values),
+            "over_floor": statistics.median(values) / floor if floor else None,
+        }
+        for name, values in samples.items()
+    }
+
+
 def _pcts(samples: list[float]) -> dict[str, float]:
     samples = sorted(samples)
 
@@ -304,10 +400,12 @@ def bench_size(n: int, args: argparse.Namespace, base: Path) -> dict[str, Any]:
     }
 
     imp_cmd = [PROVLEDGER, "import", "jsonl", str(jsonl), "--db", str(db), "--json"]
-    imp_cmd += ["--batch", str(args.batch)]
+    if args.batch is not None:  # else the CLI's default, what users get
+        imp_cmd += ["--batch", str(args.batch)]
     if args.workers:
         imp_cmd += ["--workers", str(args.workers)]
-    imp = run(imp_cmd)
+    with LedgerGrowth(db, n, args.slice) as growth:
+        imp = run(imp_cmd)
     summary = json.loads(imp["stdout"])
     canonical = summary["canonical_bytes"]
     res["import"] = {
@@ -318,7 +416,11 @@ def bench_size(n: int, args: argparse.Namespace, base: Path) -> dict[str, Any]:
         "rejected": summary["rejected"],
         "max_rss_mb": (imp["max_rss_bytes"] or 0) / 2**20,
         "tree_pss_mb": imp["tree_pss_bytes"] / 2**20,
+        "slices": growth.slices(imp["wall_s"]),
     }
+    rates = [s["objects_per_s"] for s in res["import"]["slices"]]
+    if len(rates) > 1:
+        res["import"]["last_slice_over_first"] = rates[-1] / rates[0]
     rerun = run(imp_cmd)
     res["import_rerun"] = {
         "wall_s": rerun["wall_s"],
@@ -362,6 +464,7 @@ def bench_size(n: int, args: argparse.Namespace, base: Path) -> dict[str, Any]:
     proofs["cli_consistency_wall_ms"] = con["wall_s"] * 1000
     proofs["queries"] = args.queries
     res["proofs"] = proofs
+    res["start_up"] = start_up(db, digest, 3 if args.quick else 11)
     if not args.keep:
         shutil.rmtree(work)
     return res
@@ -418,6 +521,11 @@ def table(result: dict[str, Any]) -> str:
         rows.append((name, *cells))
 
     add("import objects/s", lambda r: f"{r['import']['objects_per_s']:,.0f}")
+    add(
+        "import objects/s per slice",
+        lambda r: " ".join(f"{s['objects_per_s'] / 1000:.1f}k" for s in r["import"]["slices"]),
+    )
+    add("import last slice / first", lambda r: f"{r['import']['last_slice_over_first']:.2f}")
     add("import canonical MB/s", lambda r: f"{r['import']['canonical_mb_per_s']:.1f}")
     add("import peak RSS MB (largest proc)", lambda r: f"{r['import']['max_rss_mb']:.0f}")
     add("import peak PSS MB (process tree)", lambda r: f"{r['import']['tree_pss_mb']:.0f}")
@@ -439,6 +547,18 @@ def table(result: dict[str, Any]) -> str:
     add("provenance p50/p99 ms", lambda r: _p50_99(r["proofs"]["provenance"]))
     add("CLI proof inclusion wall ms", lambda r: f"{r['proofs']['cli_inclusion_wall_ms']:.0f}")
     add("CLI proof consistency wall ms", lambda r: f"{r['proofs']['cli_consistency_wall_ms']:.0f}")
+    for name in ("--help", "verify --help", "show", "proof inclusion", "stats"):
+        add(
+            f"CPU {name} / floor",
+            lambda r, name=name: (
+                f"{r['start_up'][name]['over_floor']:.2f}x"
+                f" ({r['start_up'][name]['cpu_median_ms']:.0f} ms)"
+            ),
+        )
+    add(
+        "CPU floor (import typer, rich.console)",
+        lambda r: f"{r['start_up']['floor']['cpu_median_ms']:.0f} ms",
+    )
     add("db bytes / canonical bytes", lambda r: f"{r['size']['db_over_canonical']:.2f}")
     add("db bytes / object", lambda r: f"{r['size']['db_bytes_per_object']:,.0f}")
     add("canonical bytes / object", lambda r: f"{r['size']['canonical_bytes_per_object']:,.0f}")
@@ -465,7 +585,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="100 proof queries, 3 --help runs")
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--queries", type=int, default=None, help="proof queries (default 1000)")
-    parser.add_argument("--batch", type=int, default=1000)
+    parser.add_argument(
+        "--batch", type=int, default=None, help="import --batch (default: the CLI's own)"
+    )
+    parser.add_argument("--slice", type=int, default=100_000, help="import curve step")
     parser.add_argument("--workers", type=int, default=None)
     parser.add_argument("--workdir", type=Path, default=None, help="default: a temp directory")
     parser.add_argument("--keep", action="store_true", help="keep the ledgers and corpora")
