@@ -41,6 +41,7 @@ sys.path.insert(0, str(ROOT))
 VENV_BIN = ROOT / ".venv" / "bin"
 PROVLEDGER = str(VENV_BIN / "provledger")
 SQLITE_UTILS = str(VENV_BIN / "sqlite-utils")
+PROVENANCE_SAMPLES = 300  # VerificationResults whose provenance is timed
 # The synthetic corpus (templates, seeded) lives in bench_corpus.py beside this file.
 from bench_corpus import write_corpus  # noqa: E402
 
@@ -320,18 +321,37 @@ def _provenance(store: Any, digests: list[str], rng: random.Random) -> dict[str,
     fn = next((getattr(module, n) for n in names if hasattr(module, n)), None)
     if fn is None:
         return {"status": "n/a: no provenance function found in cohorts.provenance"}
+    # At least PROVENANCE_SAMPLES results, whatever --quick says: with ~30 samples the
+    # "p99" was the largest sample, i.e. the first call, which pays the process's one-off
+    # imports and schema loading (that was the 61-88 ms "tail" of the 1M follow-up runs).
+    size = store.size()
     vr = [d for d in digests if (o := store.get(d)) is not None and o.kind == "verification-result"]
+    for _ in range(50 * PROVENANCE_SAMPLES):
+        if len(vr) >= PROVENANCE_SAMPLES:
+            break
+        obj = store.get_by_seq(rng.randrange(size))
+        if obj is not None and obj.kind == "verification-result":
+            vr.append(obj.digest)
     if not vr:
         return {"status": "n/a: no verification result sampled"}
     times = []
     try:
+        t = time.perf_counter()
+        fn(store, vr[0])  # the first call, reported apart: one-off costs of the process
+        first = time.perf_counter() - t
         for digest in vr:
             t = time.perf_counter()
             fn(store, digest)
             times.append(time.perf_counter() - t)
     except Exception as exc:  # the signature is not ours to know: report, do not crash
         return {"status": f"n/a: {fn.__name__}(store, digest) raised {type(exc).__name__}: {exc}"}
-    return {"status": "ok", "function": f"cohorts.provenance.{fn.__name__}", **_pcts(times)}
+    return {
+        "status": "ok",
+        "function": f"cohorts.provenance.{fn.__name__}",
+        "samples": len(times),
+        "first_call_ms": first * 1000,
+        **_pcts(times),
+    }
 
 
 def _git_stream(db: Path, path: Path) -> None:
@@ -545,6 +565,10 @@ def table(result: dict[str, Any]) -> str:
     add("inclusion proof p50/p99 ms", lambda r: _p50_99(r["proofs"]["inclusion"]))
     add("consistency proof p50/p99 ms", lambda r: _p50_99(r["proofs"]["consistency"]))
     add("provenance p50/p99 ms", lambda r: _p50_99(r["proofs"]["provenance"]))
+    add(
+        "provenance first call ms (one-off)",
+        lambda r: f"{r['proofs']['provenance']['first_call_ms']:.0f}",
+    )
     add("CLI proof inclusion wall ms", lambda r: f"{r['proofs']['cli_inclusion_wall_ms']:.0f}")
     add("CLI proof consistency wall ms", lambda r: f"{r['proofs']['cli_consistency_wall_ms']:.0f}")
     for name in ("--help", "verify --help", "show", "proof inclusion", "stats"):
