@@ -144,11 +144,13 @@ def _to_format_1(db: Path) -> None:
     """Rewrite a current ledger into the format-1 layout (same rows, old table/indexes)."""
     conn = sqlite3.connect(db, isolation_level=None)
     conn.execute("BEGIN")
-    triggers = [
-        sql for (sql,) in conn.execute("SELECT sql FROM sqlite_master WHERE type='trigger'")
-    ]
-    for name in trigger_names():
-        conn.execute(f"DROP TRIGGER {name}")
+    # Format-1 files made by recent releases have the read-only views too.
+    saved = conn.execute(
+        "SELECT type, name, sql FROM sqlite_master WHERE type IN ('trigger', 'view')"
+    ).fetchall()
+    assert {name for _t, name, _s in saved} >= set(trigger_names())
+    for kind, name, _sql in saved:
+        conn.execute(f"DROP {kind.upper()} {name}")
     for index in ("objects_by_id", "objects_by_digest", "objects_by_legacy", "objects_by_kind"):
         conn.execute(f"DROP INDEX {index}")
     conn.execute("DROP INDEX refs_to")
@@ -159,7 +161,7 @@ def _to_format_1(db: Path) -> None:
     for sql in V1_INDEXES:
         conn.execute(sql)
     conn.execute("UPDATE meta SET value = 'provledger-sqlite/1' WHERE key = 'format'")
-    for sql in triggers:
+    for _kind, _name, sql in saved:
         conn.execute(sql)
     conn.execute("COMMIT")
     conn.close()

@@ -805,6 +805,10 @@ def migrate_store(path: Path) -> str | None:
                         conn.execute(f"DROP TRIGGER IF EXISTS {table}_no_{op}")
                 for index in ("objects_by_id", "objects_by_legacy", "objects_by_kind", "refs_to"):
                     conn.execute(f"DROP INDEX IF EXISTS {index}")
+                # A view over objects would follow the rename and then dangle; the
+                # script below makes it again over the new table.
+                for view in READABLE_VIEWS:
+                    conn.execute(f"DROP VIEW IF EXISTS {view}")
                 conn.execute("ALTER TABLE objects RENAME TO objects_old")
                 # Every CREATE is IF NOT EXISTS: this makes the new objects table, its
                 # indexes and the lifted triggers exactly as a new ledger has them.
