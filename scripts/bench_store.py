@@ -27,7 +27,12 @@ from pathlib import Path
 from typing import Any
 
 import ledger
-from ledger.store.bulk import BULK_CACHE_KIB, DEFAULT_BATCH
+from ledger.store.bulk import DEFAULT_BATCH
+
+try:  # where the import's page cache size lives differs between checkouts
+    from ledger.store.sqlite import BULK_CACHE_KIB
+except ImportError:  # pragma: no cover - older checkouts
+    from ledger.store.bulk import BULK_CACHE_KIB  # type: ignore[attr-defined,no-redef]
 from ledger.store.prepared import Prepared
 from ledger.store.sqlite import create_store
 
