@@ -440,31 +440,39 @@ class SQLiteStore:
         if self.dry_run:
             # Sign the head as it is, write nothing (the dry run's transaction is rolled
             # back when the store closes).
+            return self._checkpoint_of_head(sign)
+        with self._immediate():
             size = self.size()
-            existing = self.checkpoint_at(size)
-            if existing is not None:
-                return existing
-            signed = sign(self, size)
-            if signed.size != size:
-                raise AppendOnlyError(
-                    f"checkpoint, got size {signed.size}, expected the log size {size}"
+            row = self.checkpoint_at(size)
+            if row is None:
+                row = self._checkpoint_of_head(sign)
+                self._conn.execute(
+                    "INSERT INTO checkpoints(size, root, note, created_at) VALUES (?,?,?,?)",
+                    (row.size, row.root, row.note, row.created_at),
                 )
-            return signed
+        return row
+
+    def _checkpoint_of_head(self, sign: SignHead) -> CheckpointRow:
+        """The stored checkpoint of the current size, or ``sign``'s row for it."""
+        size = self.size()
+        existing = self.checkpoint_at(size)
+        if existing is not None:
+            return existing
+        signed = sign(self, size)
+        if signed.size != size:
+            raise AppendOnlyError(
+                f"checkpoint, got size {signed.size}, expected the log size {size}"
+            )
+        return signed
+
+    @contextmanager
+    def _immediate(self) -> Iterator[None]:
+        """One write transaction: ``BEGIN IMMEDIATE``, COMMIT when the block ends,
+        ROLLBACK on any exception; SQLite errors become storage errors."""
         try:
             self._begin_immediate()
             try:
-                size = self.size()
-                row = self.checkpoint_at(size)
-                if row is None:
-                    row = sign(self, size)
-                    if row.size != size:
-                        raise AppendOnlyError(
-                            f"checkpoint, got size {row.size}, expected the log size {size}"
-                        )
-                    self._conn.execute(
-                        "INSERT INTO checkpoints(size, root, note, created_at) VALUES (?,?,?,?)",
-                        (row.size, row.root, row.note, row.created_at),
-                    )
+                yield
                 self._conn.execute("COMMIT")
             except BaseException:
                 if self._conn.in_transaction:
@@ -472,41 +480,31 @@ class SQLiteStore:
                 raise
         except sqlite3.Error as exc:
             raise _storage_error(exc, self.path) from None
-        return row
 
     def add_cosignatures(self, size: int, lines: Sequence[str]) -> int:
         """Store witness signature lines for the checkpoint at ``size``; return how many
         were new. Lines are kept verbatim (self-authenticating: checked against trusted
         witness keys when read); the checkpoint must exist."""
-        try:
-            self._begin_immediate()
-            try:
-                if not self._has_table("cosignatures"):
-                    # A ledger made before cosignatures existed: add the table and its
-                    # append-only triggers in this same transaction.
-                    for statement in (_COSIGNATURES_DDL + _trigger_ddl(("cosignatures",))).split(
-                        ";\n"
-                    ):
-                        if statement.strip():
-                            self._conn.execute(statement)
-                if self.checkpoint_at(size) is None:
-                    raise NotFound(f"checkpoint, got none at size {size}, expected a stored one")
-                added = 0
-                stamp = utc_now()
-                for line in dict.fromkeys(lines):
-                    cur = self._conn.execute(
-                        "INSERT OR IGNORE INTO cosignatures(size, line, added_at) VALUES (?,?,?)",
-                        (size, line, stamp),
-                    )
-                    added += cur.rowcount
-                self._conn.execute("COMMIT")
-                return added
-            except BaseException:
-                if self._conn.in_transaction:
-                    self._conn.execute("ROLLBACK")
-                raise
-        except sqlite3.Error as exc:
-            raise _storage_error(exc, self.path) from None
+        with self._immediate():
+            if not self._has_table("cosignatures"):
+                # A ledger made before cosignatures existed: add the table and its
+                # append-only triggers in this same transaction.
+                for statement in (_COSIGNATURES_DDL + _trigger_ddl(("cosignatures",))).split(
+                    ";\n"
+                ):
+                    if statement.strip():
+                        self._conn.execute(statement)
+            if self.checkpoint_at(size) is None:
+                raise NotFound(f"checkpoint, got none at size {size}, expected a stored one")
+            added = 0
+            stamp = utc_now()
+            for line in dict.fromkeys(lines):
+                cur = self._conn.execute(
+                    "INSERT OR IGNORE INTO cosignatures(size, line, added_at) VALUES (?,?,?)",
+                    (size, line, stamp),
+                )
+                added += cur.rowcount
+        return added
 
     def set_meta(self, key: str, value: str) -> None:
         """Record a meta value once; a different value for a set key is refused."""
