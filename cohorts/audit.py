@@ -19,7 +19,6 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from cohorts.access import as_map, as_str, dig, json_key, maps, member, shown, str_set
 from cohorts.burn import (
     TaskReason,
     burn_facts_from_extensions,
@@ -62,6 +61,7 @@ from cohorts.upstream import (
     required_validator_ids,
 )
 from cohorts.validation import schema_validator
+from verifiers.model.json import as_map, as_str, at, json_key, maps, member, shown, str_set
 
 REPORT_VERSION = "0.1"
 #: Negative-case categories that must appear as a VerificationResult finding category.
@@ -83,13 +83,13 @@ class AttemptAudit:
         vr = self.verification_result.value
         return {
             "evidence_strength": None if self.strength is None else self.strength.to_json(),
-            "status": as_str(dig(vr, "status")),
+            "status": as_str(at(vr, "status")),
             "attempt": self.attempt,
             "outcome": self.outcome,
             "structural_signature": self.structural_signature,
             "result_manifest": self.result_manifest.to_json(),
             "verification_result": self.verification_result.to_json(),
-            "recommendation": as_str(dig(vr, "decision_support", "recommendation")),
+            "recommendation": as_str(at(vr, "decision_support", "recommendation")),
         }
 
 
@@ -230,7 +230,7 @@ class CohortAuditReport:
         for task in self.tasks:
             for attempt in task.attempts:
                 label = "no stored verdict" if attempt.strength is None else attempt.strength.label
-                status = as_str(dig(attempt.verification_result.value, "status")) or "-"
+                status = as_str(at(attempt.verification_result.value, "status")) or "-"
                 tally[(label, status, attempt.outcome or "-")] += 1
         return [
             {"strength": label, "status": status, "outcome": outcome, "count": n}
@@ -395,7 +395,7 @@ def _attempt(
     )
 
     wu_ref = as_map(task.get("work_unit"))
-    revision = dig(task, "source", "revision")
+    revision = at(task, "source", "revision")
     wu_digests = refs.work_unit.digests()
 
     def work_unit_binding(doc: Mapping[str, Any], code: str, label: str) -> None:
@@ -408,7 +408,7 @@ def _attempt(
                 got_wu,
                 (wu_ref.get("id"), wu_ref.get("version")),
             )
-        got = dig(doc, "provenance", "work_unit_digest")
+        got = at(doc, "provenance", "work_unit_digest")
         if not member(got, wu_digests):
             drift(
                 f"attempt.{code}.work_unit_digest",
@@ -420,14 +420,14 @@ def _attempt(
     manifest = rm.value
     if manifest is not None:
         work_unit_binding(manifest, "manifest", "ResultManifest")
-        got = dig(manifest, "provenance", "source_revision")
+        got = at(manifest, "provenance", "source_revision")
         if got != revision:
             drift(
                 "attempt.manifest.source_revision", "ResultManifest source revision", got, revision
             )
         if refs.work_unit.value is not None:
             wanted = required_validator_ids(refs.work_unit.value)
-            asked = str_set(dig(manifest, "verification_request", "expected_validator_ids"))
+            asked = str_set(at(manifest, "verification_request", "expected_validator_ids"))
             if not wanted <= asked:
                 drift(
                     "attempt.manifest.validators",
@@ -446,7 +446,7 @@ def _attempt(
                 rm_ref.get("id"),
             )
         work_unit_binding(verification, "verification", "VerificationResult")
-        got = dig(verification, "provenance", "result_manifest_digest")
+        got = at(verification, "provenance", "result_manifest_digest")
         if not member(got, rm.digests()):
             drift(
                 "attempt.verification.result_manifest_digest",
@@ -454,7 +454,7 @@ def _attempt(
                 got,
                 rm_ref.get("digest"),
             )
-        got = dig(verification, "provenance", "source_revision")
+        got = at(verification, "provenance", "source_revision")
         if got != revision:
             drift(
                 "attempt.verification.source_revision",
@@ -462,24 +462,24 @@ def _attempt(
                 got,
                 revision,
             )
-        got = dig(verification, "provenance", "verifier_config_digest")
+        got = at(verification, "provenance", "verifier_config_digest")
         if not member(got, refs.plan.digests()):
             drift(
                 "attempt.verification.plan_digest",
                 "VerificationResult plan binding",
                 got,
-                dig(task, "evaluator", "plan_digest"),
+                at(task, "evaluator", "plan_digest"),
             )
         if refs.plan.value is not None:
             keys = ("id", "adapter", "adapter_version")
-            ran = tuple(dig(verification, "verifier", k) for k in keys)
-            planned = tuple(dig(refs.plan.value, "verifier", k) for k in keys)
+            ran = tuple(at(verification, "verifier", k) for k in keys)
+            planned = tuple(at(refs.plan.value, "verifier", k) for k in keys)
             if ran != planned:
                 drift("attempt.verification.verifier", "verifier identity/version", ran, planned)
-        independent = dig(verification, "independence", "independent_from_worker")
+        independent = at(verification, "independence", "independent_from_worker")
         if independent is not True:
             drift("attempt.verification.independence", "verifier independence", independent, True)
-        recommendation = dig(verification, "decision_support", "recommendation")
+        recommendation = at(verification, "decision_support", "recommendation")
         expected = RECOMMENDATION_TO_OUTCOME.get(str(recommendation))
         if attempt.get("outcome") != expected:
             drift(
@@ -490,7 +490,7 @@ def _attempt(
             )
     if manifest is not None and verification is not None:
         have = set(as_map(manifest.get("resources"))) | set(as_map(verification.get("resources")))
-        for metric in str_set(dig(task, "accounting", "required_metrics")):
+        for metric in str_set(at(task, "accounting", "required_metrics")):
             if metric not in have:
                 drift("attempt.accounting", "required accounting metric", None, metric)
     return facts, found
@@ -528,7 +528,7 @@ def _negative_evidence(
             )
         ]
     found: list[CohortFinding] = []
-    if dig(doc.value, "decision_support", "recommendation") == "accept_candidate":
+    if at(doc.value, "decision_support", "recommendation") == "accept_candidate":
         found.append(
             error(
                 "task.negative_evidence.accepts",
@@ -655,7 +655,7 @@ def _relations(
         for role in ("successor", "predecessor"):
             if b.value.get(f"{role}_id") != own_id:
                 continue
-            stated = [dig(b.value, f"{role}_definition_digest", s) for s in ("legacy", "jcs")]
+            stated = [at(b.value, f"{role}_definition_digest", s) for s in ("legacy", "jcs")]
             if not any(member(s, names) for s in stated):
                 found.append(
                     error(
@@ -720,7 +720,7 @@ def _relations(
                 f" {len(notices)} notice(s), expected the cohort to be burned",
             )
         )
-    elif dig(cohort, "extensions") and _has_burn_facts(cohort):
+    elif at(cohort, "extensions") and _has_burn_facts(cohort):
         found.append(
             warning(
                 "burn.facts.stage",
@@ -773,10 +773,10 @@ def _held_out_findings(
             banned_task = next(
                 (t for t in maps(burned.doc.value.get("tasks")) if t.get("id") == banned), {}
             )
-            banned_wu = dig(banned_task, "work_unit", "id")
+            banned_wu = at(banned_task, "work_unit", "id")
             for task in maps(cohort.get("tasks")):
                 same = task.get("id") == banned or (
-                    banned_wu is not None and dig(task, "work_unit", "id") == banned_wu
+                    banned_wu is not None and at(task, "work_unit", "id") == banned_wu
                 )
                 if same and task.get("split") == "held_out":
                     found.append(
@@ -795,13 +795,13 @@ def _outcomes_elsewhere(cohort: Mapping[str, Any], others: Sequence[_Known]) -> 
     """WorkUnits of this not-yet-burned cohort whose outcomes another cohort records."""
     found: list[CohortFinding] = []
     for task in maps(cohort.get("tasks")):
-        key = (dig(task, "work_unit", "id"), dig(task, "work_unit", "version"))
+        key = (at(task, "work_unit", "id"), at(task, "work_unit", "version"))
         seen_in = sorted(
             str(k.doc.value.get("id"))
             for k in others
             if any(
-                (dig(t, "work_unit", "id"), dig(t, "work_unit", "version")) == key
-                and maps(dig(t, "evidence", "attempts"))
+                (at(t, "work_unit", "id"), at(t, "work_unit", "version")) == key
+                and maps(at(t, "evidence", "attempts"))
                 for t in maps(k.doc.value.get("tasks"))
             )
         )
@@ -937,7 +937,7 @@ def _audit_cohort(
     for index, task in enumerate(maps(cohort.get("tasks"))):
         refs, task_found = check_task_refs(task, index, lookup, validate)
         if stage != "scaffold":
-            revision = dig(task, "source", "revision")
+            revision = at(task, "source", "revision")
             if not isinstance(revision, str) or not FULL_GIT_SHA.match(revision):
                 task_found.append(
                     error(
@@ -949,7 +949,7 @@ def _audit_cohort(
                 )
         task_found += _negative_evidence(task, refs.task_id, lookup)
         attempts: list[AttemptAudit] = []
-        for a_index, attempt in enumerate(maps(dig(task, "evidence", "attempts"))):
+        for a_index, attempt in enumerate(maps(at(task, "evidence", "attempts"))):
             facts, attempt_found = _attempt(task, refs, a_index, attempt, lookup, validate)
             attempts.append(facts)
             task_found += attempt_found
@@ -1020,7 +1020,7 @@ def _task_facts(
         task=refs.task_id,
         family=as_str(task.get("family")),
         split=as_str(task.get("split")),
-        evidence_status=as_str(dig(task, "evidence", "status")),
+        evidence_status=as_str(at(task, "evidence", "status")),
         work_unit=refs.work_unit,
         plan=refs.plan,
         work_unit_schema_valid=valid(refs.work_unit, "task.work_unit.schema"),

@@ -26,7 +26,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from cohorts.access import as_int, as_map, as_str, dig, maps, shown, str_set
 from cohorts.burn import check_burn_notice, never_again_tasks
 from cohorts.definition import DefinitionDigests, definition_digests, recorded_definition_digest
 from cohorts.errors import DefinitionError, GateError
@@ -35,6 +34,7 @@ from cohorts.lookup import EVALUATOR_PLAN, WORK_UNIT, CohortLookup, Resolution, 
 from cohorts.task_checks import binding_problems
 from cohorts.upstream import FULL_GIT_SHA, predecessor_claims, version_key
 from ledger.encoding.digest import canonical_digest
+from verifiers.model.json import as_int, as_map, as_str, at, maps, shown, str_set
 
 KIND = "cohort-binding"
 SCHEMA_VERSION = "0.1"
@@ -103,7 +103,7 @@ def carried_over_tasks(
         task_id = as_str(task.get("id"))
         if task_id is None:
             continue
-        wu_id = dig(task, "work_unit", "id")
+        wu_id = at(task, "work_unit", "id")
         for pred in pred_tasks:
             pred_id = as_str(pred.get("id"))
             if pred_id is None:
@@ -111,7 +111,7 @@ def carried_over_tasks(
             matched = []
             if pred_id == task_id:
                 matched.append("task_id")
-            if wu_id is not None and dig(pred, "work_unit", "id") == wu_id:
+            if wu_id is not None and at(pred, "work_unit", "id") == wu_id:
                 matched.append("work_unit_id")
             if matched:
                 out.append(CarryOver(task_id, pred_id, tuple(matched)))
@@ -166,17 +166,17 @@ Profile = dict[str, Any]
 
 def plan_profile(plan: Mapping[str, Any]) -> Profile:
     """The digest/provenance checks a plan enforces (missing = not enforced)."""
-    profile: Profile = {".".join(p): dig(plan, *p) is True for p in _PLAN_FLAGS}
-    profile["backend.required_log_types"] = str_set(dig(plan, "backend", "required_log_types"))
+    profile: Profile = {".".join(p): at(plan, *p) is True for p in _PLAN_FLAGS}
+    profile["backend.required_log_types"] = str_set(at(plan, "backend", "required_log_types"))
     profile["required_validator_ids"] = str_set(plan.get("required_validator_ids"))
     return profile
 
 
 def work_unit_profile(work_unit: Mapping[str, Any]) -> Profile:
     """The independence/evidence requirements a WorkUnit enforces."""
-    profile: Profile = {".".join(p): dig(work_unit, *p) is True for p in _WU_FLAGS}
+    profile: Profile = {".".join(p): at(work_unit, *p) is True for p in _WU_FLAGS}
     profile["verification_policy.minimum_independent_verifiers"] = (
-        as_int(dig(work_unit, "verification_policy", "minimum_independent_verifiers")) or 0
+        as_int(at(work_unit, "verification_policy", "minimum_independent_verifiers")) or 0
     )
     profile["evidence_requirements"] = frozenset(
         e["type"]
@@ -460,7 +460,7 @@ def _revision_strength(
     def pinned(cohort: Mapping[str, Any]) -> bool:
         return all(
             isinstance(r, str) and FULL_GIT_SHA.match(r) is not None
-            for r in (dig(t, "source", "revision") for t in maps(cohort.get("tasks")))
+            for r in (at(t, "source", "revision") for t in maps(cohort.get("tasks")))
         )
 
     ok = not pinned(predecessor) or pinned(successor)

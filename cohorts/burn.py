@@ -24,11 +24,11 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
-from cohorts.access import as_int, as_map, as_str, dig, maps, shown
 from cohorts.definition import DefinitionDigests, definition_digests, recorded_definition_digest
 from cohorts.errors import CohortInputError, DefinitionError, GateError
 from cohorts.findings import CohortFinding, error, errors, warning
 from cohorts.upstream import PHASE_B2_NAMESPACE
+from verifiers.model.json import as_int, as_map, as_str, at, maps, shown
 
 KIND = "burn-notice"
 SCHEMA_VERSION = "0.1"
@@ -176,18 +176,18 @@ def excluded_tasks(cohort: Mapping[str, Any]) -> tuple[TaskReason, ...]:
     """Tasks whose ``evidence.status`` is ``excluded``, with their exclusion reason."""
     out: list[TaskReason] = []
     for task in maps(cohort.get("tasks")):
-        if dig(task, "evidence", "status") != "excluded":
+        if at(task, "evidence", "status") != "excluded":
             continue
         task_id = as_str(task.get("id"))
         if task_id is None:
             continue
-        reason = as_str(dig(task, "evidence", "exclusion_reason")) or "excluded by the cohort"
+        reason = as_str(at(task, "evidence", "exclusion_reason")) or "excluded by the cohort"
         out.append(TaskReason(task_id, reason))
     return tuple(out)
 
 
 def _repository(cohort: Mapping[str, Any]) -> str | None:
-    repos = [dig(task, "source", "repository") for task in maps(cohort.get("tasks"))]
+    repos = [at(task, "source", "repository") for task in maps(cohort.get("tasks"))]
     if repos and all(isinstance(r, str) and r == repos[0] for r in repos):
         return str(repos[0])
     return None
@@ -267,7 +267,7 @@ def burn_facts_from_extensions(
     Raises ``CohortInputError`` when the member exists but is not an object with a
     non-empty string ``reason``, or when the cohort's definition cannot be computed.
     """
-    burn = dig(cohort, "extensions", namespace, "burn")
+    burn = at(cohort, "extensions", namespace, "burn")
     if burn is None:
         return None
     if not isinstance(burn, Mapping) or not as_str(burn.get("reason")):

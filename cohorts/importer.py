@@ -38,7 +38,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from cohorts.access import as_int, as_str
 from cohorts.burn import Reference, burn_facts_from_extensions, upstream_burn_date
 from cohorts.lookup import BENCHMARK_COHORT, BURN_NOTICE
 from cohorts.service import check_authority
@@ -52,6 +51,7 @@ from ledger.store.base import Store
 from ledger.store.prepared import Prepared, prepare_blob, prepare_json, prepare_value
 from ledger.trust.attestation import attest_prepared
 from ledger.trust.keys import Signer
+from verifiers.model.json import as_int, as_str
 
 QUARANTINE = "quarantine"
 Status = Literal["imported", "present", "quarantined", "invalid"]

@@ -12,7 +12,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Literal
 
-from cohorts.access import as_list, as_map, as_str, dig, json_key, maps, shown
 from cohorts.definition import (
     DefinitionDigests,
     definition_digests,
@@ -23,6 +22,7 @@ from cohorts.findings import CohortFinding, error, errors, scheme_text
 from cohorts.lookup import BENCHMARK_COHORT, CohortLookup, Validator
 from cohorts.task_checks import check_task_refs, task_label
 from cohorts.upstream import FULL_GIT_SHA
+from verifiers.model.json import as_list, as_map, as_str, at, json_key, maps, shown
 
 Stage = Literal["scaffold", "collecting", "frozen", "burned"]
 STAGES: tuple[Stage, ...] = ("scaffold", "collecting", "frozen", "burned")
@@ -155,10 +155,10 @@ def structure_findings(cohort: Mapping[str, Any]) -> list[CohortFinding]:
             )
         seen_ids.add(label)
         item = (
-            dig(task, "source", "repository"),
-            dig(task, "source", "revision"),
-            dig(task, "work_unit", "id"),
-            dig(task, "work_unit", "version"),
+            at(task, "source", "repository"),
+            at(task, "source", "revision"),
+            at(task, "work_unit", "id"),
+            at(task, "work_unit", "version"),
         )
         key = json_key(item)
         if key in seen_items:
@@ -199,7 +199,7 @@ def structure_findings(cohort: Mapping[str, Any]) -> list[CohortFinding]:
 def _revision_findings(cohort: Mapping[str, Any]) -> list[CohortFinding]:
     found: list[CohortFinding] = []
     for index, task in enumerate(maps(cohort.get("tasks"))):
-        revision = dig(task, "source", "revision")
+        revision = at(task, "source", "revision")
         if not isinstance(revision, str) or not FULL_GIT_SHA.match(revision):
             found.append(
                 error(

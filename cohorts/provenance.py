@@ -26,7 +26,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from cohorts.access import as_list, as_map, as_str, dig, maps, shown
 from cohorts.lookup import BEHAVIORAL_EVIDENCE, StoredDoc, behavioral_confinement
 from cohorts.standing import StandingLookup
 from cohorts.store_lookup import StoreLookup
@@ -34,6 +33,7 @@ from cohorts.validation import schema_validator
 from ledger.encoding.digest import sha256_digest
 from ledger.errors import LedgerError
 from ledger.store.base import LedgerReader
+from verifiers.model.json import as_list, as_map, as_str, at, maps, shown
 
 Status = Literal["passed", "failed"]
 
@@ -229,7 +229,7 @@ def _attestations(chain: _Chain, digest: str, result: Mapping[str, Any]) -> Chec
     for v in verdicts:
         if v.attestation_digest:
             chain.members.append(v.attestation_digest)
-    verifier = as_str(dig(result, "verifier", "id"))
+    verifier = as_str(at(result, "verifier", "id"))
     by_verifier = [v for v in verdicts if v.ok and v.signer == "verifier"]
     children.append(
         _c(
@@ -290,7 +290,7 @@ def _cohorts(chain: _Chain, result: StoredDoc) -> tuple[Check, str]:
     burned_ids = {as_str(n.value.get("cohort_id")) for n in chain.lookup.of_kind("burn-notice")}
     for cid, doc in sorted(latest.items()):
         for task in maps(doc.value.get("tasks")):
-            for attempt in maps(dig(task, "evidence", "attempts")):
+            for attempt in maps(at(task, "evidence", "attempts")):
                 ref = as_map(attempt.get("verification_result"))
                 recorded = ref.get("digest")
                 where = (
@@ -300,7 +300,7 @@ def _cohorts(chain: _Chain, result: StoredDoc) -> tuple[Check, str]:
                 )
                 if _names(result, recorded):
                     burned = doc.value.get("stage") == "burned" or cid in burned_ids
-                    excluded = burned or dig(task, "evidence", "status") == "excluded"
+                    excluded = burned or at(task, "evidence", "status") == "excluded"
                     outcome = "excluded" if excluded else "counted"
                     meaning = (
                         "the cohort is burned: this outcome is excluded from claims"
@@ -426,7 +426,7 @@ def _listed_under(reader: LedgerReader, digest: str) -> str:
     lookup = StoreLookup(reader)
     for cohort in lookup.of_kind("benchmark-cohort"):
         for task in maps(cohort.value.get("tasks")):
-            for attempt in maps(dig(task, "evidence", "attempts")):
+            for attempt in maps(at(task, "evidence", "attempts")):
                 ref = as_map(attempt.get("verification_result"))
                 if ref.get("digest") != digest:
                     continue
@@ -508,7 +508,7 @@ def provenance(store: LedgerReader, digest: str) -> ProvenanceReport:
             _eq("version", w.get("version"), r.get("work_unit_version"), "WorkUnit version"),
         ]
         if manifest is not None:
-            md = dig(manifest.value, "provenance", "work_unit_digest")
+            md = at(manifest.value, "provenance", "work_unit_digest")
             w_checks.append(
                 _c(
                     "manifest binding",
@@ -521,7 +521,7 @@ def provenance(store: LedgerReader, digest: str) -> ProvenanceReport:
                 _eq(
                     "source revision",
                     prov.get("source_revision"),
-                    dig(manifest.value, "provenance", "source_revision"),
+                    at(manifest.value, "provenance", "source_revision"),
                     "result vs manifest source revision",
                 )
             )

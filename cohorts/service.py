@@ -14,7 +14,6 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from cohorts.access import as_map, as_str, maps, shown
 from cohorts.audit import CohortAuditReport, audit_cohort
 from cohorts.binding import (
     CalibrationResult,
@@ -43,6 +42,7 @@ from ledger.store.base import AppendResult, LedgerReader, Store
 from ledger.store.prepared import Prepared, prepare_value
 from ledger.trust.attestation import attest_prepared
 from ledger.trust.keys import Signer
+from verifiers.model.json import as_map, as_str, maps, shown
 
 CALIBRATION_RECORD = "calibration-record"
 

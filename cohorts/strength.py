@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from cohorts.access import as_str, dig
+from verifiers.model.json import as_str, at
 
 #: plan schema_version -> (label, what a pass means).
 PLAN_STRENGTH: dict[str, tuple[str, str]] = {
@@ -71,7 +71,7 @@ def strength_of(
     version = as_str(plan.get("schema_version")) if plan is not None else None
     source = "plan"
     if version not in PLAN_STRENGTH and result is not None:
-        adapter = as_str(dig(result, "verifier", "adapter_version"))
+        adapter = as_str(at(result, "verifier", "adapter_version"))
         version = ADAPTER_TO_PLAN.get(adapter or "")
         source = "verifier"
     if version is None or version not in PLAN_STRENGTH:
@@ -83,5 +83,5 @@ def strength_of(
 def verdict_line(result: Mapping[str, Any], strength: Strength) -> str:
     """``passed (accept_candidate) under v0.4 ...: meaning`` - never more than it is."""
     status = as_str(result.get("status")) or "?"
-    recommendation = as_str(dig(result, "decision_support", "recommendation")) or "?"
+    recommendation = as_str(at(result, "decision_support", "recommendation")) or "?"
     return f"{status} ({recommendation}), {strength.label}: {strength.meaning}"

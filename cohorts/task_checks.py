@@ -13,7 +13,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from cohorts.access import as_int, as_map, as_str, dig, member, shown, str_set
 from cohorts.findings import CohortFinding, error, info, scheme_text
 from cohorts.lookup import (
     EVALUATOR_PLAN,
@@ -26,6 +25,7 @@ from cohorts.lookup import (
     resolve,
 )
 from cohorts.upstream import required_validator_ids
+from verifiers.model.json import as_int, as_map, as_str, at, member, shown, str_set
 
 
 @dataclass(frozen=True)
@@ -119,8 +119,8 @@ def check_work_unit(
             )
         )
     found += _schema(validate, WORK_UNIT, doc, "task.work_unit.schema", label)
-    revision = dig(task, "source", "revision")
-    stored_revision = dig(doc, "provenance", "source_revision")
+    revision = at(task, "source", "revision")
+    stored_revision = at(doc, "provenance", "source_revision")
     if stored_revision != revision:
         found.append(
             error(
@@ -187,7 +187,7 @@ def check_plan(
             )
         )
     found += _schema(validate, EVALUATOR_PLAN, plan, "task.plan.schema", label)
-    backend = dig(plan, "backend", "type")
+    backend = at(plan, "backend", "type")
     if backend != evaluator.get("backend"):
         found.append(
             error(
@@ -248,7 +248,7 @@ def binding_problems(
                 f" expected {shown(ref.get('digest'))}",
             )
         )
-    revision = dig(task, "source", "revision")
+    revision = at(task, "source", "revision")
     if binding.get("source_revision") != revision:
         problems.append(
             (
@@ -257,7 +257,7 @@ def binding_problems(
                 f" expected the task's {shown(revision)}",
             )
         )
-    wu_revision = dig(work_unit.value, "provenance", "source_revision")
+    wu_revision = at(work_unit.value, "provenance", "source_revision")
     # Reported separately only when the WorkUnit disagrees with the task as well.
     if (
         work_unit.value is not None
@@ -298,7 +298,7 @@ def check_task_refs(
     label = task_label(task, index)
     work_unit, found = check_work_unit(task, label, lookup, validate)
     plan, plan_found = check_plan(task, label, work_unit, lookup, validate)
-    visibility = as_str(dig(task, "evaluator", "visibility"))
+    visibility = as_str(at(task, "evaluator", "visibility"))
     return TaskRefs(label, work_unit, plan, visibility), found + plan_found
 
 

@@ -11,7 +11,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from cohorts.access import as_map, as_str, maps
+from verifiers.model.json import as_map, as_str, maps
 
 #: Namespace under ``extensions`` where upstream's Phase B2 cohorts keep lifecycle facts.
 PHASE_B2_NAMESPACE = "org.idkmesh.phase_b2"

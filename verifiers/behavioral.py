@@ -47,7 +47,7 @@ from ledger.encoding.digest import canonical_digest, sha256_digest
 from verifiers.candidate import list_tree, locator_problem
 from verifiers.diff import parse_patch
 from verifiers.errors import DiffError, PatchApplyError, ProbeError
-from verifiers.fields import get, str_list
+from verifiers.model.json import at, str_list
 from verifiers.patch_apply import apply_patch
 from verifiers.sandbox import (
     HOME,
@@ -118,8 +118,8 @@ def load_probe_plan(value: Any) -> ProbePlan:
         raise bad("probes", raw, "a non-empty list")
     probes = []
     for item in raw:
-        argv = str_list(get(item, "argv"))
-        pid, expect = get(item, "id"), get(item, "expect")
+        argv = str_list(at(item, "argv"))
+        pid, expect = at(item, "id"), at(item, "expect")
         if not isinstance(pid, str) or not pid or not argv or not argv[0]:
             raise bad("probe", item, "an id and a non-empty argv list of strings")
         if expect not in ("accept", "reject"):

@@ -23,7 +23,7 @@ from ledger.encoding.canonical import parse_strict
 from ledger.encoding.digest import canonical_digest
 from verifiers.behavioral import load_probe_plan, run_probes
 from verifiers.errors import VerifierError
-from verifiers.fields import get
+from verifiers.model.json import at
 from verifiers.runner import Clock, VerificationOutcome, evaluate
 from verifiers.sovereignty import Validate
 
@@ -132,7 +132,7 @@ class Fixture:
         return cls(root, index)
 
     def path(self, *keys: str) -> Path:
-        value = get(self.index, *keys)
+        value = at(self.index, *keys)
         if not isinstance(value, str):
             raise VerifierError(
                 f"calibration index lacks {'.'.join(keys)}, got {value!r}, expected a path"
@@ -164,7 +164,7 @@ def calibration_table(
     for plan_path in fixture.plan_paths:
         plan = _load(plan_path)
         plan_digest = canonical_digest(plan)
-        expected = get(plan, "extensions", "org.provledger.calibration", "expected_status")
+        expected = at(plan, "extensions", "org.provledger.calibration", "expected_status")
         for cand in fixture.candidates:
             name = str(cand["name"])
             manifest = _load(fixture.root / cand["manifest"])
@@ -212,7 +212,7 @@ def behavioral_table(
     plan = load_probe_plan(_load(fixture.path("probes")))
     source = fixture.path("source_tree")
     plans = fixture.plan_paths
-    artifact_id = get(_load(plans[0]), "candidate_artifact_id") if plans else None
+    artifact_id = at(_load(plans[0]), "candidate_artifact_id") if plans else None
     out: dict[str, dict[str, Any]] = {}
     for cand in fixture.candidates:
         manifest = _load(fixture.root / cand["manifest"])

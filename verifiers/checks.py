@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from verifiers.candidate import FileObservation, read_in_root
-from verifiers.fields import get, str_list
+from verifiers.model.json import at, str_list
 from verifiers.report import InputArtifact, ResultFinding
 
 
@@ -45,19 +45,19 @@ class ArtifactRead:
 
     @property
     def locator(self) -> str:
-        loc = get(self.entry, "locator")
+        loc = at(self.entry, "locator")
         return loc if isinstance(loc, str) else ""
 
     @property
     def declared_digest(self) -> str | None:
-        value = get(self.entry, "digest")
+        value = at(self.entry, "digest")
         return value if isinstance(value, str) else None
 
     def as_input(self) -> InputArtifact | None:
         f = self.file
         if f is None or not f.observed or f.digest is None or f.size is None:
             return None
-        media = get(self.entry, "media_type")
+        media = at(self.entry, "media_type")
         return InputArtifact(
             role="candidate",
             name=self.artifact_id,
@@ -83,9 +83,9 @@ def read_artifact(
     manifest: Mapping[str, Any], artifact_id: str, root: Path, *, max_bytes: int
 ) -> ArtifactRead:
     """Select the single produced artifact with ``artifact_id`` and observe its bytes."""
-    produced = get(manifest, "produced_artifacts")
+    produced = at(manifest, "produced_artifacts")
     entries = [
-        a for a in (produced if isinstance(produced, list) else []) if get(a, "id") == artifact_id
+        a for a in (produced if isinstance(produced, list) else []) if at(a, "id") == artifact_id
     ]
     if len(entries) != 1:
         return ArtifactRead(
@@ -95,7 +95,7 @@ def read_artifact(
             None,
         )
     entry = entries[0]
-    locator = get(entry, "locator")
+    locator = at(entry, "locator")
     if not isinstance(locator, str):
         return ArtifactRead(artifact_id, entry, "artifact has no string locator", None)
     return ArtifactRead(artifact_id, entry, None, read_in_root(root, locator, max_bytes=max_bytes))
@@ -150,7 +150,7 @@ def size_check(art: ArtifactRead, max_bytes: int) -> SubCheck:
 
 def worker_status_check(manifest: Mapping[str, Any]) -> SubCheck:
     """The worker reports ``status: succeeded``."""
-    status = get(manifest, "status")
+    status = at(manifest, "status")
     passed = status == "succeeded"
     summary = f"worker status {status!r}" + ("" if passed else ", expected 'succeeded'")
     findings = () if passed else (ResultFinding("high", "policy", f"Worker {summary}."),)
@@ -158,7 +158,7 @@ def worker_status_check(manifest: Mapping[str, Any]) -> SubCheck:
 
 
 def _patterns(work_unit: Mapping[str, Any], *path: str) -> list[str]:
-    return str_list(get(work_unit, *path)) or []
+    return str_list(at(work_unit, *path)) or []
 
 
 def scope_check(paths: Sequence[str] | None, work_unit: Mapping[str, Any]) -> SubCheck:
@@ -215,17 +215,17 @@ def logs_check(
 ) -> tuple[SubCheck, tuple[InputArtifact, ...]]:
     """Every log: unique locator, declared digest, regular file in the root, sha256
     matches, size <= ``max_log_bytes``; each required type appears exactly once."""
-    raw = get(manifest, "logs")
+    raw = at(manifest, "logs")
     logs = raw if isinstance(raw, list) else []
     problems: list[str] = []
     records: list[dict[str, Any]] = []
     inputs: list[InputArtifact] = []
-    locator_counts = Counter(get(log, "locator") for log in logs)
+    locator_counts = Counter(at(log, "locator") for log in logs)
     type_counts: Counter[str] = Counter()
     for index, log in enumerate(logs, start=1):
-        locator = get(log, "locator")
-        log_type = get(log, "type")
-        declared = get(log, "digest")
+        locator = at(log, "locator")
+        log_type = at(log, "type")
+        declared = at(log, "digest")
         record: dict[str, Any] = {"index": index, "type": log_type, "declared_digest": declared}
         if isinstance(log_type, str):
             type_counts[log_type] += 1

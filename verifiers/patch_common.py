@@ -26,7 +26,8 @@ from verifiers.checks import (
 )
 from verifiers.diff import ChangedLine, ParsedDiff, parse_patch
 from verifiers.errors import DiffError, SovereigntyError
-from verifiers.fields import get, require_int, require_str, require_str_list
+from verifiers.fields import require_int, require_str, require_str_list
+from verifiers.model.json import at
 from verifiers.report import Check, Evidence, InputArtifact, ResultFinding, VerifierReport
 from verifiers.spec import EvaluationInput
 
@@ -47,13 +48,13 @@ class PatchBackend:
 
 def parse_backend(plan: Mapping[str, Any]) -> PatchBackend:
     """Read the shared backend members; a malformed backend is refused, not guessed."""
-    if get(plan, "backend", "type") != "unified_diff":
+    if at(plan, "backend", "type") != "unified_diff":
         raise SovereigntyError(
-            _BACKEND, "plan backend type", get(plan, "backend", "type"), "unified_diff"
+            _BACKEND, "plan backend type", at(plan, "backend", "type"), "unified_diff"
         )
     for flag in ("require_nonempty_patch", "verify_log_digests"):
-        if get(plan, "backend", flag) is not True:
-            value = get(plan, "backend", flag)
+        if at(plan, "backend", flag) is not True:
+            value = at(plan, "backend", flag)
             raise SovereigntyError(_BACKEND, f"plan backend.{flag}", value, True)
     log_types = require_str_list(plan, _BACKEND, "backend", "required_log_types", non_empty=True)
     unknown = sorted(set(log_types) - LOG_TYPES)

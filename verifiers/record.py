@@ -35,7 +35,7 @@ from ledger.trust.keys import Signer
 from verifiers.behavioral import ProbePlan
 from verifiers.calibration import CalibrationRow, CalibrationTable
 from verifiers.errors import VerifierError
-from verifiers.fields import get
+from verifiers.model.json import at
 from verifiers.runner import VerificationOutcome
 
 CALIBRATION_KIND: Final = "calibration-record"
@@ -159,8 +159,8 @@ def run_record(
         raise _mismatch("recorded VerificationResult bytes", result.digest, [outcome.result_digest])
     value = outcome.result
     _named_by(pl, outcome.plan_digest, "EvaluatorPlan file")
-    _named_by(rm, get(value, "provenance", "result_manifest_digest"), "ResultManifest file")
-    _named_by(wu, get(value, "provenance", "work_unit_digest"), "WorkUnit file")
+    _named_by(rm, at(value, "provenance", "result_manifest_digest"), "ResultManifest file")
+    _named_by(wu, at(value, "provenance", "work_unit_digest"), "WorkUnit file")
 
     items = [
         RecordItem("work-unit", str(wu.object_id), wu),
@@ -210,7 +210,7 @@ def calibration_record_value(
     """The ``calibration-record`` v0.1 object for one calibration row (pure)."""
     if outcome.result_digest != row.result_digest:
         raise _mismatch("calibration row", row.result_digest, [outcome.result_digest])
-    verifier = get(outcome.result, "verifier") or {}
+    verifier = at(outcome.result, "verifier") or {}
     candidates = [i.digest for i in outcome.inputs if i.role == "candidate"]
     return {
         "provledger_kind": CALIBRATION_KIND,
@@ -274,7 +274,7 @@ def calibration_record(
     per row, de-duplicated, for one ``append_many``."""
     records: list[RunRecord] = []
     for row, outcome in zip(table.rows, table.outcomes, strict=True):
-        manifest_digest = get(outcome.result, "provenance", "result_manifest_digest")
+        manifest_digest = at(outcome.result, "provenance", "result_manifest_digest")
         plan_raw = inputs.plans.get(row.plan_digest)
         manifest_raw = inputs.manifests.get(str(manifest_digest))
         if plan_raw is None or manifest_raw is None:

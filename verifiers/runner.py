@@ -23,7 +23,7 @@ from typing import Any, Literal
 from ledger.encoding.canonical import canonicalize
 from ledger.encoding.digest import canonical_digest, sha256_digest
 from verifiers.errors import VerifierError
-from verifiers.fields import get
+from verifiers.model.json import at
 from verifiers.report import Evidence, InputArtifact, VerifierReport
 from verifiers.sovereignty import (
     SovereigntyReport,
@@ -118,8 +118,8 @@ def result_id(manifest_id: Any, suffix: str, plan_digest: str) -> str:
 def _check_type(work_unit: Mapping[str, Any], validator_id: str) -> str:
     validators = work_unit.get("validators")
     for item in validators if isinstance(validators, list) else []:
-        if get(item, "id") == validator_id:
-            declared = get(item, "type")
+        if at(item, "id") == validator_id:
+            declared = at(item, "type")
             if isinstance(declared, str) and declared in _CHECK_TYPES:
                 return declared
             return "other"
@@ -159,7 +159,7 @@ def build_result(
     passed_count = sum(1 for c in checks if c["status"] == "passed")
     passed = passed_count == len(checks)
     wall = max(0.0, (finished - started).total_seconds())
-    worker_id = get(manifest, "worker", "id")
+    worker_id = at(manifest, "worker", "id")
     metrics: dict[str, int] = {
         "required_checks_passed": passed_count,
         "required_checks_failed": len(checks) - passed_count,
@@ -217,7 +217,7 @@ def build_result(
         "provenance": {
             "result_manifest_digest": manifest_digest,
             "work_unit_digest": sovereignty.work_unit_binding.digest,
-            "source_revision": get(manifest, "provenance", "source_revision"),
+            "source_revision": at(manifest, "provenance", "source_revision"),
             "verifier_config_digest": plan_digest,
             "environment": {
                 "tool_versions": {

@@ -51,7 +51,7 @@ from typing import Any, Literal, Protocol
 from ledger.encoding.digest import canonical_digest, is_digest, legacy_digest
 from ledger.errors import KindError, LedgerError, SchemaError
 from verifiers.errors import SovereigntyError
-from verifiers.fields import get, is_int, str_list
+from verifiers.model.json import at, is_int, str_list
 from verifiers.registry import spec_for, supported_versions
 from verifiers.spec import VerifierSpec
 
@@ -152,8 +152,8 @@ def required_validators(work_unit: Mapping[str, Any]) -> tuple[str, ...]:
         )
     ids = []
     for item in validators:
-        if get(item, "required") is True:
-            vid = get(item, "id")
+        if at(item, "required") is True:
+            vid = at(item, "id")
             if not isinstance(vid, str):
                 raise SovereigntyError(
                     "SOV-SCHEMA-WORK-UNIT", "WorkUnit validator id", vid, "a string"
@@ -239,7 +239,7 @@ def check_pre_evaluation(
         "adapter": spec.adapter,
         "adapter_version": spec.adapter_version,
     }
-    got_verifier = {k: get(plan, "verifier", k) for k in expected_verifier}
+    got_verifier = {k: at(plan, "verifier", k) for k in expected_verifier}
     _equal("SOV-PLAN-VERIFIER", "plan verifier identity", got_verifier, expected_verifier)
     ok("SOV-PLAN-VERIFIER")
     _equal(
@@ -249,14 +249,14 @@ def check_pre_evaluation(
         "metadata_only",
     )
     ok("SOV-PLAN-EXECUTION-MODE")
-    flags = {k: get(plan, "policy", k) for k in POLICY_FLAGS}
+    flags = {k: at(plan, "policy", k) for k in POLICY_FLAGS}
     _equal("SOV-PLAN-POLICY", "plan policy flags", flags, dict.fromkeys(POLICY_FLAGS, True))
     ok("SOV-PLAN-POLICY")
 
     _equal(
         "SOV-BINDING-WORK-UNIT-ID",
         "plan binding.work_unit_id",
-        get(plan, "binding", "work_unit_id"),
+        at(plan, "binding", "work_unit_id"),
         work_unit.get("id"),
     )
     ok("SOV-BINDING-WORK-UNIT-ID")
@@ -266,20 +266,20 @@ def check_pre_evaluation(
     _equal(
         "SOV-BINDING-WORK-UNIT-VERSION",
         "plan binding.work_unit_version",
-        get(plan, "binding", "work_unit_version"),
+        at(plan, "binding", "work_unit_version"),
         wu_version,
     )
     ok("SOV-BINDING-WORK-UNIT-VERSION")
     binding = match_digest(
         work_unit,
-        get(plan, "binding", "work_unit_digest"),
+        at(plan, "binding", "work_unit_digest"),
         "SOV-BINDING-DIGEST",
         "plan binding.work_unit_digest",
     )
     ok("SOV-BINDING-DIGEST")
 
-    revision = get(plan, "binding", "source_revision")
-    wu_revision = get(work_unit, "provenance", "source_revision")
+    revision = at(plan, "binding", "source_revision")
+    wu_revision = at(work_unit, "provenance", "source_revision")
     provenance = work_unit.get("provenance")
     if isinstance(provenance, Mapping) and "source_revision" in provenance:
         _equal(
@@ -292,7 +292,7 @@ def check_pre_evaluation(
     _equal(
         "SOV-MANIFEST-SOURCE-REVISION",
         "ResultManifest provenance.source_revision vs plan binding",
-        get(manifest, "provenance", "source_revision"),
+        at(manifest, "provenance", "source_revision"),
         revision,
     )
     ok("SOV-MANIFEST-SOURCE-REVISION")
@@ -313,7 +313,7 @@ def check_pre_evaluation(
     ok("SOV-MANIFEST-WORK-UNIT-VERSION")
     manifest_wu = match_digest(
         work_unit,
-        get(manifest, "provenance", "work_unit_digest"),
+        at(manifest, "provenance", "work_unit_digest"),
         "SOV-MANIFEST-WORK-UNIT-DIGEST",
         "ResultManifest provenance.work_unit_digest",
     )
@@ -342,7 +342,7 @@ def check_pre_evaluation(
         set(plan_required),
     )
     ok("SOV-BACKEND-VALIDATORS")
-    requested = str_list(get(manifest, "verification_request", "expected_validator_ids")) or []
+    requested = str_list(at(manifest, "verification_request", "expected_validator_ids")) or []
     uncovered = sorted(set(plan_required) - set(requested))
     if uncovered:
         raise SovereigntyError(
@@ -353,8 +353,8 @@ def check_pre_evaluation(
         )
     ok("SOV-MANIFEST-VALIDATORS")
 
-    worker_id = get(manifest, "worker", "id")
-    if get(plan, "verifier", "id") == worker_id:
+    worker_id = at(manifest, "worker", "id")
+    if at(plan, "verifier", "id") == worker_id:
         raise SovereigntyError(
             "SOV-VERIFIER-IS-WORKER",
             "plan verifier.id equals worker.id",
@@ -401,12 +401,12 @@ def check_post_evaluation(
     validate: Validate,
 ) -> None:
     """The result was produced by the plan's verifier, for exactly its required checks."""
-    ran = {k: get(result, "verifier", k) for k in ("id", "type", "adapter", "adapter_version")}
-    planned = {k: get(plan, "verifier", k) for k in ran}
+    ran = {k: at(result, "verifier", k) for k in ("id", "type", "adapter", "adapter_version")}
+    planned = {k: at(plan, "verifier", k) for k in ran}
     _equal("SOV-POST-VERIFIER", "verifier that ran vs plan verifier", ran, planned)
-    checks = get(result, "checks")
-    ids = [get(c, "id") for c in checks] if isinstance(checks, list) else []
-    if not isinstance(checks, list) or any(get(c, "required") is not True for c in checks):
+    checks = at(result, "checks")
+    ids = [at(c, "id") for c in checks] if isinstance(checks, list) else []
+    if not isinstance(checks, list) or any(at(c, "required") is not True for c in checks):
         raise SovereigntyError(
             "SOV-POST-REQUIRED-CHECKS", "result checks", checks, "required checks only"
         )
@@ -426,7 +426,7 @@ def check_post_evaluation(
     _equal(
         "SOV-POST-CONFIG-DIGEST",
         "result verifier_config_digest",
-        get(result, "provenance", "verifier_config_digest"),
+        at(result, "provenance", "verifier_config_digest"),
         report.plan_digest.digest,
     )
     _validate(validate, "SOV-POST-SCHEMA", "verification-result", result)

@@ -19,7 +19,8 @@ from ledger.errors import LedgerError
 from verifiers.candidate import list_tree, locator_problem
 from verifiers.checks import artifact_digest_check, read_artifact
 from verifiers.errors import SovereigntyError
-from verifiers.fields import get, require_int, require_str, require_str_list
+from verifiers.fields import require_int, require_str, require_str_list
+from verifiers.model.json import at
 from verifiers.report import Check, Evidence, ResultFinding, VerifierReport
 from verifiers.spec import EvaluationInput, VerifierSpec
 
@@ -40,7 +41,7 @@ def parse_config(plan: Mapping[str, Any]) -> Config:
     bad = [name for name in allowed if locator_problem(name) is not None]
     if bad or len(set(allowed)) != len(allowed):
         raise SovereigntyError(_CODE, "plan allowed_files", allowed, "unique safe relative paths")
-    required = get(plan, "required_json")
+    required = at(plan, "required_json")
     if not isinstance(required, dict):
         raise SovereigntyError(_CODE, "plan required_json", type(required).__name__, "an object")
     return Config(

@@ -19,7 +19,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from cohorts.access import as_int, as_list, as_str, dig, maps
 from cohorts.definition import definition_digests
 from cohorts.store_lookup import stored_value
 from ledger.errors import LedgerError
@@ -27,6 +26,7 @@ from ledger.store.base import LedgerReader, StoredObject
 from ledger.trust.dsse import pae, payload_type_for
 from ledger.trust.identity import authority_key
 from ledger.trust.keys import key_id, public_key_from_raw, verify
+from verifiers.model.json import as_int, as_list, as_str, at, maps
 
 Row = dict[str, Any]
 
@@ -97,8 +97,8 @@ class Projector:
     def remember_identity(self, obj: StoredObject) -> None:
         """Learn the key of an identity object (also for objects projected in earlier runs)."""
         value = _load(obj)
-        raw_text = as_str(dig(value, "public_key", "raw"))
-        verifier = as_str(dig(value, "verifier_id"))
+        raw_text = as_str(at(value, "public_key", "raw"))
+        verifier = as_str(at(value, "verifier_id"))
         if raw_text is None or verifier is None:
             return
         try:
@@ -168,8 +168,8 @@ class Projector:
             },
         )
         for position, task in enumerate(tasks):
-            task_id = as_str(dig(task, "id")) or ""
-            wu_digest = as_str(dig(task, "work_unit", "digest"))
+            task_id = as_str(at(task, "id")) or ""
+            wu_digest = as_str(at(task, "work_unit", "digest"))
             out.add(
                 "tasks",
                 {
@@ -178,15 +178,15 @@ class Projector:
                     "position": position,
                     "task_id": task_id,
                     "title": task_title(task_id),
-                    "family": as_str(dig(task, "family")),
-                    "difficulty": as_str(dig(task, "difficulty")),
-                    "split": as_str(dig(task, "split")),
-                    "status": as_str(dig(task, "evidence", "status")),
-                    "exclusion_reason": as_str(dig(task, "evidence", "exclusion_reason")),
-                    "work_unit_id": as_str(dig(task, "work_unit", "id")),
+                    "family": as_str(at(task, "family")),
+                    "difficulty": as_str(at(task, "difficulty")),
+                    "split": as_str(at(task, "split")),
+                    "status": as_str(at(task, "evidence", "status")),
+                    "exclusion_reason": as_str(at(task, "evidence", "exclusion_reason")),
+                    "work_unit_id": as_str(at(task, "work_unit", "id")),
                     "work_unit_digest": wu_digest,
-                    "plan_id": as_str(dig(task, "evaluator", "plan_id")),
-                    "plan_digest": as_str(dig(task, "evaluator", "plan_digest")),
+                    "plan_id": as_str(at(task, "evaluator", "plan_id")),
+                    "plan_digest": as_str(at(task, "evaluator", "plan_digest")),
                     "objective": self._objective(wu_digest, obj.seq),
                 },
             )
@@ -200,7 +200,7 @@ class Projector:
             found = legacy[0] if legacy else None
         if found is None or found.seq >= before or found.kind != "work-unit":
             return None
-        return as_str(dig(_load(found), "objective"))
+        return as_str(at(_load(found), "objective"))
 
     def _burn_notice(self, obj: StoredObject, value: Mapping[str, Any], out: Projection) -> None:
         cohort_id = as_str(value.get("cohort_id")) or ""
@@ -220,8 +220,8 @@ class Projector:
                 "reason": reason,
                 "issued_at": issued_at,
                 "recorded_at": self._appended_at,
-                "definition_digest_jcs": as_str(dig(value, "definition_digest", "jcs")),
-                "definition_digest_legacy": as_str(dig(value, "definition_digest", "legacy")),
+                "definition_digest_jcs": as_str(at(value, "definition_digest", "jcs")),
+                "definition_digest_legacy": as_str(at(value, "definition_digest", "legacy")),
                 "excluded_count": len(excluded),
             },
         )
@@ -306,8 +306,8 @@ class Projector:
                 "schema_version": as_str(value.get("schema_version")),
                 "backend": as_str(value.get("backend")),
                 "visibility": as_str(value.get("visibility")),
-                "work_unit_id": as_str(dig(value, "binding", "work_unit_id")),
-                "work_unit_digest": as_str(dig(value, "binding", "work_unit_digest")),
+                "work_unit_id": as_str(at(value, "binding", "work_unit_id")),
+                "work_unit_digest": as_str(at(value, "binding", "work_unit_digest")),
             },
         )
 
@@ -319,7 +319,7 @@ class Projector:
                 "seq": obj.seq,
                 "manifest_id": as_str(value.get("id")),
                 "status": as_str(value.get("status")),
-                "worker_id": as_str(dig(value, "worker", "id")),
+                "worker_id": as_str(at(value, "worker", "id")),
                 "work_unit_id": as_str(value.get("work_unit_id")),
             },
         )
@@ -332,17 +332,15 @@ class Projector:
                 "seq": obj.seq,
                 "result_id": as_str(value.get("id")),
                 "status": as_str(value.get("status")),
-                "recommendation": as_str(dig(value, "decision_support", "recommendation")),
-                "rationale": as_str(dig(value, "decision_support", "rationale")),
-                "verifier_id": as_str(dig(value, "verifier", "id")),
-                "verifier_adapter": as_str(dig(value, "verifier", "adapter")),
-                "verifier_adapter_version": as_str(dig(value, "verifier", "adapter_version")),
+                "recommendation": as_str(at(value, "decision_support", "recommendation")),
+                "rationale": as_str(at(value, "decision_support", "rationale")),
+                "verifier_id": as_str(at(value, "verifier", "id")),
+                "verifier_adapter": as_str(at(value, "verifier", "adapter")),
+                "verifier_adapter_version": as_str(at(value, "verifier", "adapter_version")),
                 "work_unit_id": as_str(value.get("work_unit_id")),
-                "work_unit_digest": as_str(dig(value, "provenance", "work_unit_digest")),
-                "result_manifest_digest": as_str(
-                    dig(value, "provenance", "result_manifest_digest")
-                ),
-                "plan_digest": as_str(dig(value, "provenance", "verifier_config_digest")),
+                "work_unit_digest": as_str(at(value, "provenance", "work_unit_digest")),
+                "result_manifest_digest": as_str(at(value, "provenance", "result_manifest_digest")),
+                "plan_digest": as_str(at(value, "provenance", "verifier_config_digest")),
                 "finished_at": as_str(value.get("finished_at")),
             },
         )
@@ -358,7 +356,7 @@ class Projector:
                 "verifier_id": as_str(value.get("verifier_id")),
                 "adapter": as_str(value.get("adapter")),
                 "adapter_versions": ", ".join(versions),
-                "key_id": as_str(dig(value, "public_key", "key_id")),
+                "key_id": as_str(at(value, "public_key", "key_id")),
             },
         )
 
@@ -390,8 +388,8 @@ class Projector:
         )
 
     def _attestation(self, obj: StoredObject, value: Mapping[str, Any], out: Projection) -> None:
-        subject_digest = as_str(dig(value, "subject", "digest"))
-        subject_kind = as_str(dig(value, "subject", "kind"))
+        subject_digest = as_str(at(value, "subject", "digest"))
+        subject_kind = as_str(at(value, "subject", "kind"))
         sigs = maps(value.get("signatures"))
         kid = as_str(sigs[0].get("keyid")) if len(sigs) == 1 else None
         signer, valid = self._signer(kid, subject_digest, subject_kind, value, sigs, obj.seq)
@@ -461,8 +459,8 @@ def _digest_text(value: object) -> str | None:
     """A digest member that is either a string or ``{"jcs": ..., "legacy": ...}``."""
     if isinstance(value, str):
         return value
-    jcs = as_str(dig(value, "jcs"))
-    legacy = as_str(dig(value, "legacy"))
+    jcs = as_str(at(value, "jcs"))
+    legacy = as_str(at(value, "legacy"))
     if jcs and legacy and jcs != legacy:
         return f"{jcs} (legacy {legacy})"
     return jcs or legacy

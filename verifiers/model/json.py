@@ -1,18 +1,24 @@
-"""Total accessors for JSON values that may be malformed.
+"""Total readers for JSON values that may be malformed: the one copy.
 
-Checks must report on broken documents, not crash on them: these helpers return
-None (or empty) where the shape is not what a schema-valid document would have.
+Upstream IDKMesh records are sometimes schema-invalid, and audits must report on them
+rather than crash. Every reader here is total: where the shape is not what a
+schema-valid document has, it returns None (or an empty container), never raises.
+The protocol documents (``verifiers.model.documents``) are built with these readers,
+so a check reads a typed member (``str | None``) instead of walking a dict.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Collection, Mapping, Sequence
-from typing import Any
+from typing import Any, TypeAlias
+
+#: A JSON object as read (read-only view).
+JsonObject: TypeAlias = Mapping[str, Any]
 
 
-def dig(value: object, *keys: str | int) -> Any:
-    """Walk mappings/lists by key/index; None as soon as a step does not exist."""
+def at(value: object, *keys: str | int) -> Any:
+    """Walk objects/arrays by key/index; None as soon as a step does not exist."""
     current: Any = value
     for key in keys:
         if isinstance(key, str) and isinstance(current, Mapping):
@@ -35,11 +41,16 @@ def as_str(value: object) -> str | None:
     return value if isinstance(value, str) else None
 
 
+def is_int(value: object) -> bool:
+    """A JSON integer (``bool`` is not one)."""
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
 def as_int(value: object) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
-def as_map(value: object) -> Mapping[str, Any]:
+def as_map(value: object) -> JsonObject:
     return value if isinstance(value, Mapping) else {}
 
 
@@ -49,14 +60,21 @@ def as_list(value: object) -> list[Any]:
     return []
 
 
-def maps(value: object) -> list[Mapping[str, Any]]:
-    """The mapping elements of a list (others dropped)."""
+def maps(value: object) -> list[JsonObject]:
+    """The object elements of an array (others dropped)."""
     return [item for item in as_list(value) if isinstance(item, Mapping)]
 
 
 def str_set(value: object) -> frozenset[str]:
-    """The string elements of a list as a set."""
+    """The string elements of an array as a set."""
     return frozenset(item for item in as_list(value) if isinstance(item, str))
+
+
+def str_list(value: object) -> list[str] | None:
+    """``value`` when it is an array of strings, else None."""
+    if isinstance(value, list) and all(isinstance(item, str) for item in value):
+        return list(value)
+    return None
 
 
 def shown(value: object, limit: int = 80) -> str:

@@ -1,0 +1,305 @@
+"""The IDKMesh protocol objects as frozen, typed values that carry their bytes.
+
+One class per protocol object: ``WorkUnit``, ``EvaluatorPlan``, ``ResultManifest``,
+``VerificationResult`` and ``Cohort`` (with its ``Task`` and ``Attempt`` entries). A
+document is parsed once (``parse(raw)`` from bytes, or ``of(value)`` from a value
+already strictly parsed) and then read through typed members.
+
+Invariants:
+
+- ``canonical`` is the RFC 8785 bytes of ``value`` and ``digest`` is
+  ``sha256:<hex>`` of exactly those bytes; ``legacy_digest`` is upstream IDKMesh's digest
+  of the value *as first parsed* (``parse`` and ``of`` compute it; callers that hold a
+  stored document pass the one computed at import, see ``cohorts.lookup``).
+- Parsing is tolerant of schema-invalid documents, because upstream records sometimes
+  are (the importer quarantines them and audits still report on them). Only bytes that
+  are not strict JSON raise (``ledger.errors.ParseError``, exit 3), and a JSON value
+  that is not an object raises ``ledger.errors.KindError`` ("kind-invalid", exit 3).
+  A member that is missing or has the wrong type reads as None (or an empty tuple);
+  whether a document is schema-valid is the schema validator's verdict, not the
+  model's, so every finding keeps the code and message it has always had.
+- Members that checks compare or print *as recorded* (ids, versions, digests, whose
+  drift messages show the recorded value whatever its type) are kept raw and typed
+  ``object``; members that are only ever used as strings are ``str | None``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any, ClassVar, Self
+
+from ledger.encoding.canonical import canonicalize, encode
+from ledger.encoding.digest import legacy_digest, sha256_digest
+from ledger.errors import KindError
+from verifiers.model.json import JsonObject, as_map, as_str, at, maps, str_set
+
+
+@dataclass(frozen=True)
+class Ref:
+    """A reference member (``{"id", "version", "digest"}``), each value as recorded."""
+
+    id: object = None
+    version: object = None
+    digest: object = None
+
+    @classmethod
+    def read(cls, value: object) -> Ref:
+        member = as_map(value)
+        return cls(member.get("id"), member.get("version"), member.get("digest"))
+
+    @property
+    def key(self) -> tuple[object, object]:
+        """(id, version): what names a WorkUnit across cohorts."""
+        return (self.id, self.version)
+
+
+@dataclass(frozen=True)
+class Document:
+    """A protocol document: its value, its canonical bytes and both digests."""
+
+    kind: ClassVar[str] = ""
+
+    value: JsonObject = field(repr=False, compare=False)
+    canonical: bytes = field(repr=False)
+    digest: str
+    legacy_digest: str
+
+    @classmethod
+    def parse(cls, raw: bytes) -> Self:
+        """Strict parse of ``raw`` (one pass: value, RFC 8785 bytes, legacy bytes)."""
+        encoded = encode(raw)
+        value = _require_object(cls.kind, encoded.value)
+        digest = sha256_digest(encoded.canonical)
+        legacy = digest if encoded.legacy == encoded.canonical else sha256_digest(encoded.legacy)
+        return cls(value, encoded.canonical, digest, legacy)
+
+    @classmethod
+    def of(cls, value: object, *, legacy: str | None = None) -> Self:
+        """A document of a value already strictly parsed (canonicalized here, once)."""
+        obj = _require_object(cls.kind, value)
+        data = canonicalize(obj)
+        return cls(obj, data, sha256_digest(data), legacy or legacy_digest(obj))
+
+    def at(self, *keys: str | int) -> Any:
+        """The member at ``keys`` as recorded, None when a step is missing."""
+        return at(self.value, *keys)
+
+    @property
+    def id(self) -> object:
+        return self.value.get("id")
+
+    @property
+    def digests(self) -> frozenset[str]:
+        """Both digests that name this document (RFC 8785 and upstream legacy)."""
+        return frozenset((self.digest, self.legacy_digest))
+
+
+def _require_object(kind: str, value: object) -> JsonObject:
+    if not isinstance(value, Mapping):
+        raise KindError(
+            f"{kind or 'document'} is not a JSON object, got {type(value).__name__},"
+            " expected an object"
+        )
+    return value
+
+
+class _BoundToWorkUnit(Document):
+    """Manifest and result each name their WorkUnit by id, version and digest."""
+
+    @property
+    def work_unit(self) -> tuple[object, object]:
+        """(work_unit_id, work_unit_version) as recorded."""
+        return (self.value.get("work_unit_id"), self.value.get("work_unit_version"))
+
+    @property
+    def work_unit_digest(self) -> object:
+        return self.at("provenance", "work_unit_digest")
+
+    @property
+    def source_revision(self) -> object:
+        return self.at("provenance", "source_revision")
+
+    @property
+    def resources(self) -> JsonObject:
+        return as_map(self.value.get("resources"))
+
+
+@dataclass(frozen=True)
+class WorkUnit(Document):
+    """An IDKMesh WorkUnit: the task a worker was given."""
+
+    kind: ClassVar[str] = "work-unit"
+
+    @property
+    def version(self) -> object:
+        return self.value.get("version")
+
+
+@dataclass(frozen=True)
+class EvaluatorPlan(Document):
+    """An IDKMesh EvaluatorPlan: how a verifier judges a candidate."""
+
+    kind: ClassVar[str] = "evaluator-plan"
+
+    @property
+    def schema_version(self) -> str | None:
+        return as_str(self.value.get("schema_version"))
+
+    @property
+    def verifier(self) -> tuple[object, object, object]:
+        """(id, adapter, adapter_version) of the planned verifier, as recorded."""
+        return _verifier(self)
+
+
+@dataclass(frozen=True)
+class ResultManifest(_BoundToWorkUnit):
+    """An IDKMesh ResultManifest: what a worker says it produced."""
+
+    kind: ClassVar[str] = "result-manifest"
+
+    @property
+    def expected_validator_ids(self) -> frozenset[str]:
+        return str_set(self.at("verification_request", "expected_validator_ids"))
+
+
+@dataclass(frozen=True)
+class VerificationResult(_BoundToWorkUnit):
+    """An IDKMesh VerificationResult: a verifier's verdict on one ResultManifest."""
+
+    kind: ClassVar[str] = "verification-result"
+
+    @property
+    def status(self) -> str | None:
+        return as_str(self.value.get("status"))
+
+    @property
+    def recommendation(self) -> object:
+        """``decision_support.recommendation`` as recorded."""
+        return self.at("decision_support", "recommendation")
+
+    @property
+    def result_manifest_id(self) -> object:
+        return self.value.get("result_manifest_id")
+
+    @property
+    def result_manifest_digest(self) -> object:
+        return self.at("provenance", "result_manifest_digest")
+
+    @property
+    def verifier_config_digest(self) -> object:
+        return self.at("provenance", "verifier_config_digest")
+
+    @property
+    def independent_from_worker(self) -> object:
+        return self.at("independence", "independent_from_worker")
+
+    @property
+    def verifier(self) -> tuple[object, object, object]:
+        """(id, adapter, adapter_version) of the verifier that ran, as recorded."""
+        return _verifier(self)
+
+    @property
+    def finding_categories(self) -> tuple[object, ...]:
+        return tuple(f.get("category") for f in maps(self.value.get("findings")))
+
+
+def _verifier(doc: Document) -> tuple[object, object, object]:
+    return (
+        doc.at("verifier", "id"),
+        doc.at("verifier", "adapter"),
+        doc.at("verifier", "adapter_version"),
+    )
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """One evidence attempt a cohort task lists (``evidence.attempts[index]``)."""
+
+    index: int
+    value: JsonObject = field(repr=False, compare=False)
+
+    @property
+    def label(self) -> str:
+        """The attempt id, or its position when it has none."""
+        return as_str(self.value.get("attempt_id")) or f"attempts[{self.index}]"
+
+    @property
+    def outcome(self) -> object:
+        return self.value.get("outcome")
+
+    @property
+    def structural_signature(self) -> object:
+        return self.value.get("structural_signature")
+
+    @property
+    def result_manifest(self) -> Ref:
+        return Ref.read(self.value.get("result_manifest"))
+
+    @property
+    def verification_result(self) -> Ref:
+        return Ref.read(self.value.get("verification_result"))
+
+
+@dataclass(frozen=True)
+class Task:
+    """One task of a cohort (``tasks[index]``)."""
+
+    index: int
+    value: JsonObject = field(repr=False, compare=False)
+
+    def at(self, *keys: str | int) -> Any:
+        return at(self.value, *keys)
+
+    @property
+    def id(self) -> object:
+        return self.value.get("id")
+
+    @property
+    def split(self) -> object:
+        return self.value.get("split")
+
+    @property
+    def work_unit(self) -> Ref:
+        return Ref.read(self.value.get("work_unit"))
+
+    @property
+    def source_revision(self) -> object:
+        return self.at("source", "revision")
+
+    @property
+    def plan_digest(self) -> object:
+        return self.at("evaluator", "plan_digest")
+
+    @property
+    def declared_signatures(self) -> frozenset[str]:
+        return str_set(self.value.get("declared_structural_signatures"))
+
+    @property
+    def required_metrics(self) -> frozenset[str]:
+        return str_set(self.at("accounting", "required_metrics"))
+
+    @cached_property
+    def attempts(self) -> tuple[Attempt, ...]:
+        return tuple(Attempt(i, a) for i, a in enumerate(maps(self.at("evidence", "attempts"))))
+
+
+@dataclass(frozen=True)
+class Cohort(Document):
+    """An IDKMesh benchmark cohort: its tasks, stage and lineage extensions."""
+
+    kind: ClassVar[str] = "benchmark-cohort"
+
+    @property
+    def stage(self) -> object:
+        return self.value.get("stage")
+
+    @cached_property
+    def tasks(self) -> tuple[Task, ...]:
+        """The object entries of ``tasks`` (non-objects dropped), in order."""
+        return tuple(Task(i, t) for i, t in enumerate(maps(self.value.get("tasks"))))
+
+    @property
+    def extensions(self) -> JsonObject:
+        return as_map(self.value.get("extensions"))
