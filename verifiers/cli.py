@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import sys
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -22,11 +23,13 @@ from ledger.cli.common import DbOption, DryRunOption, JsonOption, dry_run_note, 
 from ledger.errors import ProblemsReported
 
 if TYPE_CHECKING:
+    from ledger.encoding.canonical import Encoded
     from ledger.store.base import AppendResult, Store
     from ledger.trust.judgement import AttestationVerdict
-    from ledger.trust.keys import Ed25519Signer
+    from ledger.trust.keys import Ed25519Signer, Signer
     from verifiers.calibration import CalibrationTable, Fixture
     from verifiers.record import RunRecord
+    from verifiers.runner import VerificationOutcome
 
 behavioral_app = new_app("Behavioural channel: evaluator-owned probes on a patched copy of a tree.")
 
@@ -64,12 +67,13 @@ def _read(path: Path, what: str, limit: int | None = None) -> bytes:
     return read_bounded(path, DOCUMENT_LIMIT if limit is None else limit, what)
 
 
-def _parse(raw: bytes, path: Path) -> Any:
-    from ledger.encoding.canonical import parse_strict
+def _encode(raw: bytes, path: Path) -> Encoded:
+    """Strict parse (value, canonical and legacy bytes in one pass); errors name the file."""
+    from ledger.encoding.canonical import encode
     from ledger.errors import LedgerError
 
     try:
-        return parse_strict(raw)
+        return encode(raw)
     except LedgerError as exc:
         raise type(exc)(f"{path}: {exc}") from None
 
@@ -159,50 +163,96 @@ def run_verifier(
     inline observations, the VerificationResult and its DSSE attestation by KEY. A
     sovereignty refusal exits 4 and records nothing.
     """
-    from ledger.encoding.digest import canonical_digest
     from ledger.errors import InputError
-    from ledger.files import shown
-    from ledger.schema.validation import validate
     from ledger.store.sqlite import open_store
-    from verifiers.record import run_record
-    from verifiers.runner import evaluate
 
     signer = _signer(key, passphrase_env)
     if output is not None and (output.is_dir() or not output.parent.is_dir()):
         raise InputError(f"--output, got {output}, expected a file path in an existing directory")
-    raw = {
-        "work_unit": _read(work_unit, "WorkUnit"),
-        "plan": _read(plan, "EvaluatorPlan"),
-        "manifest": _read(manifest, "ResultManifest"),
-    }
-    wu_value = _parse(raw["work_unit"], work_unit)
-    plan_value = _parse(raw["plan"], plan)
-    manifest_value = _parse(raw["manifest"], manifest)
+    inputs = _RunInputs.read(work_unit, plan, manifest)
     with open_store(db, dry_run=dry_run) as store:
-        outcome = evaluate(
-            wu_value,
-            plan_value,
-            manifest_value,
-            candidate_root,
-            plan,
-            output,
-            plan_digest=canonical_digest(plan_value),
-            clock=_now,
-            validate=validate,
-        )
-        record = run_record(
-            work_unit=raw["work_unit"],
-            plan=raw["plan"],
-            manifest=raw["manifest"],
-            outcome=outcome,
-            signer=signer,
-        )
+        outcome = _judge(inputs, candidate_root, plan, output)
+        record = _run_record(inputs, outcome, signer)
         written = None if output is None or dry_run else (output, outcome.result_bytes)
         rows = _append(store, record, written)
         attestation = record.only("attestation").digest
         (verdict,) = _check_attestations(store, [attestation])
-    result = outcome.result
-    info: dict[str, Any] = {
+    info = _run_info(outcome, record, rows, verdict, output)
+    if json_out:
+        emit_json(info)
+    else:
+        _print_run(info)
+    dry_run_note(dry_run)
+    if not outcome.passed:
+        raise ProblemsReported(f"candidate {outcome.status}")
+
+
+@dataclass(frozen=True)
+class _RunInputs:
+    """The three input files of a run, each parsed exactly once (``encode``).
+
+    They stay ``Encoded`` until the sovereignty checks have judged them: a file that is
+    JSON but not an object is the verifier's refusal (SOV-INPUT-TYPE, exit 4), not a
+    parse error. The record then admits the same parse (``verifiers.record.admit``).
+    """
+
+    work_unit: Encoded
+    plan: Encoded
+    manifest: Encoded
+
+    @classmethod
+    def read(cls, work_unit: Path, plan: Path, manifest: Path) -> _RunInputs:
+        return cls(
+            _encode(_read(work_unit, "WorkUnit"), work_unit),
+            _encode(_read(plan, "EvaluatorPlan"), plan),
+            _encode(_read(manifest, "ResultManifest"), manifest),
+        )
+
+
+def _judge(
+    inputs: _RunInputs, candidate_root: Path, plan_path: Path, output: Path | None
+) -> VerificationOutcome:
+    from ledger.encoding.digest import sha256_digest
+    from ledger.schema.validation import validate
+    from verifiers.runner import evaluate
+
+    return evaluate(
+        inputs.work_unit.value,
+        inputs.plan.value,
+        inputs.manifest.value,
+        candidate_root,
+        plan_path,
+        output,
+        plan_digest=sha256_digest(inputs.plan.canonical),
+        clock=_now,
+        validate=validate,
+    )
+
+
+def _run_record(inputs: _RunInputs, outcome: VerificationOutcome, signer: Signer) -> RunRecord:
+    from verifiers.model import EvaluatorPlan, ResultManifest, WorkUnit
+    from verifiers.record import admit, run_record
+
+    return run_record(
+        work_unit=admit(WorkUnit.from_encoded(inputs.work_unit)),
+        plan=admit(EvaluatorPlan.from_encoded(inputs.plan)),
+        manifest=admit(ResultManifest.from_encoded(inputs.manifest)),
+        outcome=outcome,
+        signer=signer,
+    )
+
+
+def _run_info(
+    outcome: VerificationOutcome,
+    record: RunRecord,
+    rows: list[dict[str, Any]],
+    verdict: AttestationVerdict,
+    output: Path | None,
+) -> dict[str, Any]:
+    """The run as ``run-verifier --json`` prints it (docs/VERIFIERS.md)."""
+    from ledger.files import shown
+
+    return {
         "status": outcome.status,
         "recommendation": outcome.recommendation,
         "exit_code": outcome.exit_code,
@@ -211,25 +261,18 @@ def run_verifier(
         "work_unit_digest": record.only("work-unit").digest,
         "result_manifest_digest": record.only("result-manifest").digest,
         "result_digest": outcome.result_digest,
-        "attestation_digest": attestation,
+        "attestation_digest": record.only("attestation").digest,
         "attestation": _verdict_json(verdict),
         "summary": outcome.summary.split("; "),
         "checks": [
             {"id": c["id"], "status": c["status"], "summary": c["summary"]}
-            for c in result["checks"]
+            for c in outcome.result["checks"]
         ],
         "recorded": rows,
         "not_recorded": [u.as_json() for u in record.unrecorded],
         "sovereignty": outcome.sovereignty.as_json(),
         "output": None if output is None else shown(output),
     }
-    if json_out:
-        emit_json(info)
-    else:
-        _print_run(info)
-    dry_run_note(dry_run)
-    if not outcome.passed:
-        raise ProblemsReported(f"candidate {outcome.status}")
 
 
 def _print_run(info: dict[str, Any]) -> None:
@@ -460,7 +503,7 @@ def behavioral_run(
     from ledger.bounded import PATCH_LIMIT
 
     patch_bytes = _read(patch, "patch", PATCH_LIMIT)
-    plan_value = _parse(_read(probes, "probe plan"), probes)
+    plan_value = _encode(_read(probes, "probe plan"), probes).value
     plan = load_probe_plan(plan_value)
     if not unsandboxed:
         find_sandbox()  # refuse (exit 4) before the ledger is opened

@@ -29,13 +29,20 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from ledger.encoding.canonical import canonicalize
-from ledger.store.prepared import Prepared, prepare_blob, prepare_json, prepare_value
+from ledger.store.prepared import (
+    Prepared,
+    prepare_blob,
+    prepare_encoded,
+    prepare_json,
+    prepare_value,
+)
 from ledger.trust.attestation import attest_prepared
 from ledger.trust.keys import Signer
 from verifiers.behavioral import ProbePlan
 from verifiers.calibration import CalibrationRow, CalibrationTable
 from verifiers.errors import VerifierError
 from verifiers.model.json import at
+from verifiers.model.documents import Document, VerificationResult
 from verifiers.runner import VerificationOutcome
 
 CALIBRATION_KIND: Final = "calibration-record"
@@ -132,35 +139,40 @@ def _mismatch(what: str, got: str, expected: Sequence[str | None]) -> VerifierEr
     )
 
 
-def _named_by(prepared: Prepared, digest: Any, what: str) -> None:
+def _named_by(prepared: Prepared, digest: object, what: str) -> None:
     # Upstream documents may name each other by the legacy digest; either scheme binds.
     if digest not in (prepared.digest, prepared.legacy_digest):
         raise _mismatch(what, str(digest), [prepared.digest, prepared.legacy_digest])
 
 
+def admit(doc: Document) -> Prepared:
+    """The ledger record of a protocol document, from its one parse when it has one."""
+    if doc.source is not None:
+        return prepare_encoded(doc.source, doc.kind)
+    return prepare_value(doc.value, doc.kind)
+
+
 def run_record(
     *,
-    work_unit: bytes,
-    plan: bytes,
-    manifest: bytes,
+    work_unit: Prepared,
+    plan: Prepared,
+    manifest: Prepared,
     outcome: VerificationOutcome,
     signer: Signer,
 ) -> RunRecord:
     """Everything one ``run-verifier`` appends, in append order (module invariants).
 
-    ``work_unit``, ``plan`` and ``manifest`` are the exact input file bytes the outcome
-    was computed from.
+    ``work_unit``, ``plan`` and ``manifest`` are the admitted input documents (``admit``)
+    the outcome was computed from.
     """
-    wu = prepare_json(work_unit, "work-unit")
-    pl = prepare_json(plan, "evaluator-plan")
-    rm = prepare_json(manifest, "result-manifest")
-    result = prepare_json(outcome.result_bytes, "verification-result")
+    wu, pl, rm = work_unit, plan, manifest
+    verdict = VerificationResult.parse(outcome.result_bytes)
+    result = admit(verdict)
     if result.digest != outcome.result_digest or result.data != outcome.result_bytes:
         raise _mismatch("recorded VerificationResult bytes", result.digest, [outcome.result_digest])
-    value = outcome.result
     _named_by(pl, outcome.plan_digest, "EvaluatorPlan file")
-    _named_by(rm, at(value, "provenance", "result_manifest_digest"), "ResultManifest file")
-    _named_by(wu, at(value, "provenance", "work_unit_digest"), "WorkUnit file")
+    _named_by(rm, verdict.result_manifest_digest, "ResultManifest file")
+    _named_by(wu, verdict.work_unit_digest, "WorkUnit file")
 
     items = [
         RecordItem("work-unit", str(wu.object_id), wu),
@@ -235,29 +247,29 @@ def calibration_record_value(
 
 @dataclass(frozen=True)
 class CalibrationInputs:
-    """The exact bytes of a fixture's documents, keyed by their ledger digests."""
+    """A fixture's documents, each parsed and admitted once, keyed by their digests."""
 
     fixture_id: str
-    work_unit: bytes
-    plans: Mapping[str, bytes]
-    manifests: Mapping[str, bytes]
+    work_unit: Prepared
+    plans: Mapping[str, Prepared]
+    manifests: Mapping[str, Prepared]
 
     @classmethod
     def of(
         cls, fixture_id: str, work_unit: bytes, plans: Iterable[bytes], manifests: Iterable[bytes]
     ) -> CalibrationInputs:
-        def by_digest(docs: Iterable[bytes], kind: str) -> dict[str, bytes]:
-            out: dict[str, bytes] = {}
+        def by_digest(docs: Iterable[bytes], kind: str) -> dict[str, Prepared]:
+            out: dict[str, Prepared] = {}
             for raw in docs:
                 p = prepare_json(raw, kind)
                 for digest in (p.digest, p.legacy_digest):
                     if digest is not None:
-                        out.setdefault(digest, raw)
+                        out.setdefault(digest, p)
             return out
 
         return cls(
             fixture_id,
-            work_unit,
+            prepare_json(work_unit, "work-unit"),
             by_digest(plans, "evaluator-plan"),
             by_digest(manifests, "result-manifest"),
         )
@@ -274,19 +286,19 @@ def calibration_record(
     per row, de-duplicated, for one ``append_many``."""
     records: list[RunRecord] = []
     for row, outcome in zip(table.rows, table.outcomes, strict=True):
-        manifest_digest = at(outcome.result, "provenance", "result_manifest_digest")
-        plan_raw = inputs.plans.get(row.plan_digest)
-        manifest_raw = inputs.manifests.get(str(manifest_digest))
-        if plan_raw is None or manifest_raw is None:
-            missing = row.plan_digest if plan_raw is None else str(manifest_digest)
+        manifest_digest = VerificationResult.of(outcome.result).result_manifest_digest
+        plan = inputs.plans.get(row.plan_digest)
+        manifest = inputs.manifests.get(str(manifest_digest))
+        if plan is None or manifest is None:
+            missing = row.plan_digest if plan is None else str(manifest_digest)
             raise VerifierError(
                 f"calibration fixture files changed during the run, got no document with digest"
                 f" {missing}, expected the files the table was computed from"
             )
         run = run_record(
             work_unit=inputs.work_unit,
-            plan=plan_raw,
-            manifest=manifest_raw,
+            plan=plan,
+            manifest=manifest,
             outcome=outcome,
             signer=signer,
         )

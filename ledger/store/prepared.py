@@ -49,7 +49,12 @@ def prepare_json(raw: bytes, kind: str | None = None, limits: Limits = DEFAULT_L
     if kind == BLOB:
         return prepare_blob(raw)
     # One pass gives the value, its RFC 8785 bytes and the legacy bytes.
-    encoded = encode(raw, limits)
+    return prepare_encoded(encode(raw, limits), kind)
+
+
+def prepare_encoded(encoded: Encoded, kind: str | None = None) -> Prepared:
+    """``prepare_json`` of a document already parsed once by ``encoding.canonical.encode``
+    (no second parse: the canonical and legacy bytes are the ones ``encode`` made)."""
     return _prepare(encoded.value, kind, encoded)
 
 

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, ClassVar, Self
 
-from ledger.encoding.canonical import canonicalize, encode
+from ledger.encoding.canonical import Encoded, canonicalize, encode
 from ledger.encoding.digest import legacy_digest, sha256_digest
 from ledger.errors import KindError
 from verifiers.model.json import JsonObject, as_map, as_str, at, maps, str_set
@@ -65,15 +65,22 @@ class Document:
     canonical: bytes = field(repr=False)
     digest: str
     legacy_digest: str
+    #: The one parse this document came from (``parse``), kept so that admission to the
+    #: ledger (``ledger.store.prepared.prepare_encoded``) does not parse it again.
+    source: Encoded | None = field(default=None, repr=False, compare=False)
 
     @classmethod
     def parse(cls, raw: bytes) -> Self:
         """Strict parse of ``raw`` (one pass: value, RFC 8785 bytes, legacy bytes)."""
-        encoded = encode(raw)
+        return cls.from_encoded(encode(raw))
+
+    @classmethod
+    def from_encoded(cls, encoded: Encoded) -> Self:
+        """The document of bytes already parsed by ``ledger.encoding.canonical.encode``."""
         value = _require_object(cls.kind, encoded.value)
         digest = sha256_digest(encoded.canonical)
         legacy = digest if encoded.legacy == encoded.canonical else sha256_digest(encoded.legacy)
-        return cls(value, encoded.canonical, digest, legacy)
+        return cls(value, encoded.canonical, digest, legacy, encoded)
 
     @classmethod
     def of(cls, value: object, *, legacy: str | None = None) -> Self:
