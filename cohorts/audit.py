@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from cohorts.burn import (
@@ -61,6 +61,14 @@ from cohorts.upstream import (
     required_validator_ids,
 )
 from cohorts.validation import schema_validator
+from verifiers.model import (
+    Attempt,
+    Cohort,
+    EvaluatorPlan,
+    ResultManifest,
+    Task,
+    VerificationResult,
+)
 from verifiers.model.json import as_map, as_str, at, json_key, maps, member, shown, str_set
 
 REPORT_VERSION = "0.1"
@@ -342,158 +350,184 @@ def _ref_findings(
     return found
 
 
+@dataclass
+class _AttemptCheck:
+    """Findings about one listed attempt, in the order they are found."""
+
+    task: Task
+    refs: TaskRefs
+    attempt: Attempt
+    found: list[CohortFinding] = field(default_factory=list)
+
+    def drift(self, code: str, what: str, got: object, expected: object) -> None:
+        self.found.append(
+            error(
+                code,
+                f"{what} drift, got {shown(got)}, expected {shown(expected)}",
+                self.refs.task_id,
+                self.attempt.label,
+            )
+        )
+
+
 def _attempt(
-    task: Mapping[str, Any],
+    task: Task,
     refs: TaskRefs,
-    index: int,
-    attempt: Mapping[str, Any],
+    attempt: Attempt,
     lookup: CohortLookup,
     validate: Validator | None,
 ) -> tuple[AttemptAudit, list[CohortFinding]]:
-    label = refs.task_id
-    aid = as_str(attempt.get("attempt_id")) or f"attempts[{index}]"
-    rm_ref = as_map(attempt.get("result_manifest"))
-    vr_ref = as_map(attempt.get("verification_result"))
-    rm = resolve(lookup, RESULT_MANIFEST, rm_ref.get("id"), rm_ref.get("digest"))
-    vr = resolve(lookup, VERIFICATION_RESULT, vr_ref.get("id"), vr_ref.get("digest"))
+    """Resolve an attempt's ResultManifest and VerificationResult, then replay the
+    binding task -> WorkUnit -> manifest -> verification -> plan."""
+    rm_ref, vr_ref = attempt.result_manifest, attempt.verification_result
+    rm = resolve(lookup, RESULT_MANIFEST, rm_ref.id, rm_ref.digest)
+    vr = resolve(lookup, VERIFICATION_RESULT, vr_ref.id, vr_ref.digest)
     facts = AttemptAudit(
-        aid,
-        as_str(attempt.get("outcome")),
-        as_str(attempt.get("structural_signature")),
+        attempt.label,
+        as_str(attempt.outcome),
+        as_str(attempt.structural_signature),
         rm,
         vr,
         None if vr.value is None else strength_of(refs.plan.value, vr.value),
     )
-    found: list[CohortFinding] = []
-
-    def drift(code: str, what: str, got: object, expected: object) -> None:
-        found.append(
-            error(code, f"{what} drift, got {shown(got)}, expected {shown(expected)}", label, aid)
+    check = _AttemptCheck(task, refs, attempt)
+    _check_signature(check)
+    for res, name, what, kind in (
+        (rm, "result_manifest", "ResultManifest", RESULT_MANIFEST),
+        (vr, "verification_result", "VerificationResult", VERIFICATION_RESULT),
+    ):
+        check.found += _ref_findings(
+            res, name, what, kind, validate, refs.task_id, attempt.label, lookup
         )
+    manifest = rm.model(ResultManifest)
+    verification = vr.model(VerificationResult)
+    if manifest is not None:
+        _check_manifest(check, manifest)
+    if verification is not None:
+        _check_verification(check, verification, rm)
+    if manifest is not None and verification is not None:
+        _check_accounting(check, manifest, verification)
+    return facts, check.found
 
-    signature = attempt.get("structural_signature")
-    declared = str_set(task.get("declared_structural_signatures"))
+
+def _check_signature(check: _AttemptCheck) -> None:
+    signature = check.attempt.structural_signature
+    declared = check.task.declared_signatures
     if not member(signature, declared):
-        drift(
+        check.drift(
             "attempt.signature",
             "structural signature not predeclared;",
             signature,
             sorted(declared),
         )
-    found += _ref_findings(
-        rm, "result_manifest", "ResultManifest", RESULT_MANIFEST, validate, label, aid, lookup
-    )
-    found += _ref_findings(
-        vr,
-        "verification_result",
-        "VerificationResult",
-        VERIFICATION_RESULT,
-        validate,
-        label,
-        aid,
-        lookup,
-    )
 
-    wu_ref = as_map(task.get("work_unit"))
-    revision = at(task, "source", "revision")
-    wu_digests = refs.work_unit.digests()
 
-    def work_unit_binding(doc: Mapping[str, Any], code: str, label: str) -> None:
-        # Manifest and result each name the task's WorkUnit by id, version and digest.
-        got_wu = (doc.get("work_unit_id"), doc.get("work_unit_version"))
-        if got_wu != (wu_ref.get("id"), wu_ref.get("version")):
-            drift(
-                f"attempt.{code}.work_unit",
-                f"{label} WorkUnit",
-                got_wu,
-                (wu_ref.get("id"), wu_ref.get("version")),
-            )
-        got = at(doc, "provenance", "work_unit_digest")
-        if not member(got, wu_digests):
-            drift(
-                f"attempt.{code}.work_unit_digest",
-                f"{label} WorkUnit digest",
-                got,
-                wu_ref.get("digest"),
+def _check_work_unit_binding(
+    check: _AttemptCheck, doc: ResultManifest | VerificationResult, code: str, label: str
+) -> None:
+    """Manifest and result each name the task's WorkUnit by id, version and digest."""
+    wu_ref = check.task.work_unit
+    if doc.work_unit != wu_ref.key:
+        check.drift(f"attempt.{code}.work_unit", f"{label} WorkUnit", doc.work_unit, wu_ref.key)
+    got = doc.work_unit_digest
+    if not member(got, check.refs.work_unit.digests()):
+        check.drift(
+            f"attempt.{code}.work_unit_digest", f"{label} WorkUnit digest", got, wu_ref.digest
+        )
+
+
+def _check_manifest(check: _AttemptCheck, manifest: ResultManifest) -> None:
+    _check_work_unit_binding(check, manifest, "manifest", "ResultManifest")
+    revision = check.task.source_revision
+    if manifest.source_revision != revision:
+        check.drift(
+            "attempt.manifest.source_revision",
+            "ResultManifest source revision",
+            manifest.source_revision,
+            revision,
+        )
+    work_unit = check.refs.work_unit.value
+    if work_unit is not None:
+        wanted = required_validator_ids(work_unit)
+        asked = manifest.expected_validator_ids
+        if not wanted <= asked:
+            check.drift(
+                "attempt.manifest.validators",
+                "ResultManifest validator request",
+                sorted(asked),
+                f"a superset of {sorted(wanted)}",
             )
 
-    manifest = rm.value
-    if manifest is not None:
-        work_unit_binding(manifest, "manifest", "ResultManifest")
-        got = at(manifest, "provenance", "source_revision")
-        if got != revision:
-            drift(
-                "attempt.manifest.source_revision", "ResultManifest source revision", got, revision
-            )
-        if refs.work_unit.value is not None:
-            wanted = required_validator_ids(refs.work_unit.value)
-            asked = str_set(at(manifest, "verification_request", "expected_validator_ids"))
-            if not wanted <= asked:
-                drift(
-                    "attempt.manifest.validators",
-                    "ResultManifest validator request",
-                    sorted(asked),
-                    f"a superset of {sorted(wanted)}",
-                )
 
-    verification = vr.value
-    if verification is not None:
-        if verification.get("result_manifest_id") != rm_ref.get("id"):
-            drift(
-                "attempt.verification.result_manifest",
-                "VerificationResult ResultManifest id",
-                verification.get("result_manifest_id"),
-                rm_ref.get("id"),
-            )
-        work_unit_binding(verification, "verification", "VerificationResult")
-        got = at(verification, "provenance", "result_manifest_digest")
-        if not member(got, rm.digests()):
-            drift(
-                "attempt.verification.result_manifest_digest",
-                "VerificationResult ResultManifest digest",
-                got,
-                rm_ref.get("digest"),
-            )
-        got = at(verification, "provenance", "source_revision")
-        if got != revision:
-            drift(
-                "attempt.verification.source_revision",
-                "VerificationResult source revision",
-                got,
-                revision,
-            )
-        got = at(verification, "provenance", "verifier_config_digest")
-        if not member(got, refs.plan.digests()):
-            drift(
-                "attempt.verification.plan_digest",
-                "VerificationResult plan binding",
-                got,
-                at(task, "evaluator", "plan_digest"),
-            )
-        if refs.plan.value is not None:
-            keys = ("id", "adapter", "adapter_version")
-            ran = tuple(at(verification, "verifier", k) for k in keys)
-            planned = tuple(at(refs.plan.value, "verifier", k) for k in keys)
-            if ran != planned:
-                drift("attempt.verification.verifier", "verifier identity/version", ran, planned)
-        independent = at(verification, "independence", "independent_from_worker")
-        if independent is not True:
-            drift("attempt.verification.independence", "verifier independence", independent, True)
-        recommendation = at(verification, "decision_support", "recommendation")
-        expected = RECOMMENDATION_TO_OUTCOME.get(str(recommendation))
-        if attempt.get("outcome") != expected:
-            drift(
-                "attempt.outcome",
-                f"indexed outcome vs recommendation {recommendation}",
-                attempt.get("outcome"),
-                expected,
-            )
-    if manifest is not None and verification is not None:
-        have = set(as_map(manifest.get("resources"))) | set(as_map(verification.get("resources")))
-        for metric in str_set(at(task, "accounting", "required_metrics")):
-            if metric not in have:
-                drift("attempt.accounting", "required accounting metric", None, metric)
-    return facts, found
+def _check_verification(
+    check: _AttemptCheck, verification: VerificationResult, rm: Resolution
+) -> None:
+    rm_ref = check.attempt.result_manifest
+    if verification.result_manifest_id != rm_ref.id:
+        check.drift(
+            "attempt.verification.result_manifest",
+            "VerificationResult ResultManifest id",
+            verification.result_manifest_id,
+            rm_ref.id,
+        )
+    _check_work_unit_binding(check, verification, "verification", "VerificationResult")
+    if not member(verification.result_manifest_digest, rm.digests()):
+        check.drift(
+            "attempt.verification.result_manifest_digest",
+            "VerificationResult ResultManifest digest",
+            verification.result_manifest_digest,
+            rm_ref.digest,
+        )
+    revision = check.task.source_revision
+    if verification.source_revision != revision:
+        check.drift(
+            "attempt.verification.source_revision",
+            "VerificationResult source revision",
+            verification.source_revision,
+            revision,
+        )
+    _check_plan_binding(check, verification)
+    independent = verification.independent_from_worker
+    if independent is not True:
+        check.drift("attempt.verification.independence", "verifier independence", independent, True)
+    recommendation = verification.recommendation
+    expected = RECOMMENDATION_TO_OUTCOME.get(str(recommendation))
+    if check.attempt.outcome != expected:
+        check.drift(
+            "attempt.outcome",
+            f"indexed outcome vs recommendation {recommendation}",
+            check.attempt.outcome,
+            expected,
+        )
+
+
+def _check_plan_binding(check: _AttemptCheck, verification: VerificationResult) -> None:
+    """The result names the task's plan by digest and ran the planned verifier."""
+    got = verification.verifier_config_digest
+    if not member(got, check.refs.plan.digests()):
+        check.drift(
+            "attempt.verification.plan_digest",
+            "VerificationResult plan binding",
+            got,
+            check.task.plan_digest,
+        )
+    plan = check.refs.plan.model(EvaluatorPlan)
+    if plan is not None and verification.verifier != plan.verifier:
+        check.drift(
+            "attempt.verification.verifier",
+            "verifier identity/version",
+            verification.verifier,
+            plan.verifier,
+        )
+
+
+def _check_accounting(
+    check: _AttemptCheck, manifest: ResultManifest, verification: VerificationResult
+) -> None:
+    have = set(manifest.resources) | set(verification.resources)
+    for metric in check.task.required_metrics:
+        if metric not in have:
+            check.drift("attempt.accounting", "required accounting metric", None, metric)
 
 
 # --- per task ----------------------------------------------------------------------------
@@ -604,21 +638,73 @@ def _known_cohorts(lookup: CohortLookup, own_id: object) -> list[_Known]:
     ]
 
 
-def _relations(
-    cohort: Mapping[str, Any], lookup: CohortLookup
-) -> tuple[Relations, tuple[TaskReason, ...], list[CohortFinding]]:
-    own_id = cohort.get("id")
-    names = _names(cohort)
-    stage = cohort.get("stage")
-    others = _known_cohorts(lookup, own_id)
-    by_id = {json_key(k.doc.value.get("id")): k for k in others}
-    bindings = list(lookup.of_kind(COHORT_BINDING))
-    notices = [n for n in lookup.of_kind(BURN_NOTICE) if n.value.get("cohort_id") == own_id]
-    found: list[CohortFinding] = []
+@dataclass(frozen=True)
+class _Lineage:
+    """What the ledger records around one cohort: the other cohorts, bindings, notices."""
 
+    cohort: Cohort
+    names: frozenset[str]  # the cohort's recorded and recomputed definition digests
+    others: tuple[_Known, ...]
+    bindings: tuple[StoredDoc, ...]
+    notices: tuple[StoredDoc, ...]  # burn notices naming this cohort
+
+    @classmethod
+    def of(cls, cohort: Cohort, lookup: CohortLookup) -> _Lineage:
+        return cls(
+            cohort,
+            _names(cohort.value),
+            tuple(_known_cohorts(lookup, cohort.id)),
+            tuple(lookup.of_kind(COHORT_BINDING)),
+            tuple(n for n in lookup.of_kind(BURN_NOTICE) if n.value.get("cohort_id") == cohort.id),
+        )
+
+    def bound(self, predecessor: object, successor: object) -> bool:
+        """A cohort-binding records the succession predecessor -> successor."""
+        return any(
+            b.value.get("predecessor_id") == predecessor
+            and b.value.get("successor_id") == successor
+            for b in self.bindings
+        )
+
+
+def _relations(
+    cohort: Cohort, lookup: CohortLookup
+) -> tuple[Relations, tuple[TaskReason, ...], list[CohortFinding]]:
+    lineage = _Lineage.of(cohort, lookup)
+    own_id = cohort.id
+    predecessors, found = _predecessor_findings(lineage)
+    found += _binding_findings(lineage, lookup)
+    successors, successor_found = _successors(lineage)
+    found += successor_found
+    excluded, burn_found = _burn_findings(lineage)
+    found += burn_found
+    by_id = {json_key(k.doc.value.get("id")): k for k in lineage.others}
+    found += _held_out_findings(cohort.value, lookup, by_id)
+    if cohort.stage != "burned":
+        found += _outcomes_elsewhere(cohort.value, lineage.others)
+    relations = Relations(
+        tuple(predecessors),
+        tuple(successors),
+        tuple(sorted(n.jcs_digest for n in lineage.notices)),
+        tuple(
+            sorted(
+                b.jcs_digest
+                for b in lineage.bindings
+                if own_id in (b.value.get("successor_id"), b.value.get("predecessor_id"))
+            )
+        ),
+    )
+    return relations, excluded, found
+
+
+def _predecessor_findings(
+    lineage: _Lineage,
+) -> tuple[list[tuple[str, str | None]], list[CohortFinding]]:
+    """Each claimed predecessor: stored, burned, and bound to this cohort."""
     predecessors: list[tuple[str, str | None]] = []
-    for namespace, key, digest in predecessor_claims(cohort):
-        pred = next((k for k in others if digest in k.names), None)
+    found: list[CohortFinding] = []
+    for namespace, key, digest in predecessor_claims(lineage.cohort.value):
+        pred = next((k for k in lineage.others if digest in k.names), None)
         pred_id = as_str(pred.doc.value.get("id")) if pred else None
         predecessors.append((digest, pred_id))
         if pred is None:
@@ -638,11 +724,7 @@ def _relations(
                     f" {shown(pred.doc.value.get('stage'))}, expected burned",
                 )
             )
-        bound = any(
-            b.value.get("successor_id") == own_id and b.value.get("predecessor_id") == pred_id
-            for b in bindings
-        )
-        if not bound:
+        if not lineage.bound(pred_id, lineage.cohort.id):
             found.append(
                 warning(
                     "relation.unbound",
@@ -650,68 +732,75 @@ def _relations(
                     " expected one recorded after the successor gate passed",
                 )
             )
+    return predecessors, found
 
-    for b in bindings:
+
+def _binding_findings(lineage: _Lineage, lookup: CohortLookup) -> list[CohortFinding]:
+    """Bindings naming this cohort: by one of its definitions; a successor's cites a
+    stored burn notice."""
+    own_id = lineage.cohort.id
+    found: list[CohortFinding] = []
+    for b in lineage.bindings:
         for role in ("successor", "predecessor"):
             if b.value.get(f"{role}_id") != own_id:
                 continue
             stated = [at(b.value, f"{role}_definition_digest", s) for s in ("legacy", "jcs")]
-            if not any(member(s, names) for s in stated):
+            if not any(member(s, lineage.names) for s in stated):
                 found.append(
                     error(
                         "relation.binding.definition",
                         f"binding {b.jcs_digest} names this cohort as {role} with another"
                         f" definition, got {sorted(map(str, stated))}, expected one of"
-                        f" {sorted(names)}",
+                        f" {sorted(lineage.names)}",
                     )
                 )
             if role == "successor":
-                notice_digest = b.value.get("burn_notice_digest")
-                stored = lookup.by_digest(notice_digest) if isinstance(notice_digest, str) else None
-                if stored is None or stored.kind != BURN_NOTICE:
-                    found.append(
-                        error(
-                            "relation.binding.burn_notice",
-                            f"binding {b.jcs_digest} cites a burn notice not in ledger, got"
-                            f" {shown(notice_digest)}, expected a stored burn notice",
-                        )
-                    )
+                found += _binding_notice_findings(b, lookup)
+    return found
 
+
+def _binding_notice_findings(binding: StoredDoc, lookup: CohortLookup) -> list[CohortFinding]:
+    notice_digest = binding.value.get("burn_notice_digest")
+    stored = lookup.by_digest(notice_digest) if isinstance(notice_digest, str) else None
+    if stored is not None and stored.kind == BURN_NOTICE:
+        return []
+    return [
+        error(
+            "relation.binding.burn_notice",
+            f"binding {binding.jcs_digest} cites a burn notice not in ledger, got"
+            f" {shown(notice_digest)}, expected a stored burn notice",
+        )
+    ]
+
+
+def _successors(lineage: _Lineage) -> tuple[list[str], list[CohortFinding]]:
+    """Cohorts that claim (in extensions) or are bound to succeed this one."""
     successors = sorted(
         str(k.doc.value.get("id"))
-        for k in others
-        if any(digest in names for _, _, digest in predecessor_claims(k.doc.value))
-        or any(
-            b.value.get("predecessor_id") == own_id
-            and b.value.get("successor_id") == k.doc.value.get("id")
-            for b in bindings
-        )
+        for k in lineage.others
+        if any(digest in lineage.names for _, _, digest in predecessor_claims(k.doc.value))
+        or lineage.bound(lineage.cohort.id, k.doc.value.get("id"))
     )
-    if len(successors) > 1:
-        found.append(
-            warning(
-                "relation.successors.multiple",
-                f"several cohorts claim to succeed this one, got {successors},"
-                " expected one successor line",
-            )
+    if len(successors) <= 1:
+        return successors, []
+    return successors, [
+        warning(
+            "relation.successors.multiple",
+            f"several cohorts claim to succeed this one, got {successors},"
+            " expected one successor line",
         )
+    ]
 
+
+def _burn_findings(lineage: _Lineage) -> tuple[tuple[TaskReason, ...], list[CohortFinding]]:
+    """Stage against burn notices and burn facts; the outcomes a burn excludes."""
+    cohort, notices, stage = lineage.cohort.value, lineage.notices, lineage.cohort.stage
+    found: list[CohortFinding] = []
     excluded: tuple[TaskReason, ...] = ()
     if stage == "burned":
         excluded = excluded_tasks(cohort)
         if not notices:
-            try:
-                facts = burn_facts_from_extensions(cohort)
-            except CohortInputError:
-                facts = None
-            where = " (burn facts exist only in upstream extensions)" if facts else ""
-            found.append(
-                warning(
-                    "burn.notice.missing",
-                    f"burned cohort has no burn notice{where}, got none,"
-                    " expected a burn-notice object in the ledger",
-                )
-            )
+            found.append(_missing_notice(cohort))
     elif notices:
         found.append(
             error(
@@ -734,23 +823,20 @@ def _relations(
             TaskReason(str(i.get("task")), str(i.get("reason")))
             for i in maps(notice.value.get("excluded_outcomes"))
         )
+    return excluded, found
 
-    found += _held_out_findings(cohort, lookup, by_id)
-    if stage != "burned":
-        found += _outcomes_elsewhere(cohort, others)
-    relations = Relations(
-        tuple(predecessors),
-        tuple(successors),
-        tuple(sorted(n.jcs_digest for n in notices)),
-        tuple(
-            sorted(
-                b.jcs_digest
-                for b in bindings
-                if own_id in (b.value.get("successor_id"), b.value.get("predecessor_id"))
-            )
-        ),
+
+def _missing_notice(cohort: Mapping[str, Any]) -> CohortFinding:
+    try:
+        facts = burn_facts_from_extensions(cohort)
+    except CohortInputError:
+        facts = None
+    where = " (burn facts exist only in upstream extensions)" if facts else ""
+    return warning(
+        "burn.notice.missing",
+        f"burned cohort has no burn notice{where}, got none,"
+        " expected a burn-notice object in the ledger",
     )
-    return relations, excluded, found
 
 
 def _has_burn_facts(cohort: Mapping[str, Any]) -> bool:
@@ -881,7 +967,7 @@ def _successor_links(cohort: Mapping[str, Any], lookup: CohortLookup) -> tuple[S
 
 
 def audit_cohort(
-    cohort: Mapping[str, Any],
+    cohort: Cohort | Mapping[str, Any],
     lookup: CohortLookup,
     validate: Validator = schema_validator,
     *,
@@ -902,10 +988,41 @@ def audit_cohort(
 
 
 def _audit_cohort(
-    cohort: Mapping[str, Any], lookup: CohortLookup, validate: Validator | None
+    value: Cohort | Mapping[str, Any], lookup: CohortLookup, validate: Validator | None
 ) -> CohortAuditReport:
+    cohort = value if isinstance(value, Cohort) else Cohort.of(value)
+    stage = as_str(cohort.stage)
+    found = _cohort_findings(cohort, validate)
+    tasks: list[TaskAudit] = []
+    for task in cohort.tasks:
+        audit, task_found = _task_audit(task, stage, lookup, validate)
+        tasks.append(audit)
+        found += task_found
+    found += _behavioral_findings(tasks, lookup)
+    relations, excluded, relation_found = _relations(cohort, lookup)
+    found += relation_found
+    try:
+        digests: DefinitionDigests | None = definition_digests(cohort.value)
+    except DefinitionError:
+        digests = None
+    return CohortAuditReport(
+        burn=_burn_view(cohort.value, lookup),
+        successor_links=_successor_links(cohort.value, lookup),
+        cohort_id=as_str(cohort.id),
+        stage=stage,
+        recorded_definition_digest=recorded_definition_digest(cohort.value),
+        definition_digest=digests,
+        tasks=tuple(tasks),
+        excluded_outcomes=tuple(sorted(excluded, key=lambda e: e.task)),
+        relations=relations,
+        findings=tuple(sorted(problems(found), key=sort_key)),
+    )
+
+
+def _cohort_findings(cohort: Cohort, validate: Validator | None) -> list[CohortFinding]:
+    """The cohort on its own: schema, stage, definition digest, structure, signatures."""
+    value, stage = cohort.value, as_str(cohort.stage)
     found: list[CohortFinding] = []
-    stage = as_str(cohort.get("stage"))
     if validate is not None:
         found += [
             error(
@@ -913,7 +1030,7 @@ def _audit_cohort(
                 f"{BENCHMARK_COHORT} schema violation, got {message},"
                 f" expected a schema-valid {BENCHMARK_COHORT}",
             )
-            for message in validate(BENCHMARK_COHORT, cohort)
+            for message in validate(BENCHMARK_COHORT, value)
         ]
     if stage not in STAGES:
         found.append(
@@ -927,54 +1044,37 @@ def _audit_cohort(
                 " tasks count as benchmark evidence",
             )
         )
-    found += definition_findings(cohort, required=stage in FIXED_STAGES)
-    found += structure_findings(cohort)
+    found += definition_findings(value, required=stage in FIXED_STAGES)
+    found += structure_findings(value)
     if stage in FIXED_STAGES:
-        found += size_findings(cohort)
-    found += _signature_findings(cohort)
+        found += size_findings(value)
+    found += _signature_findings(value)
+    return found
 
-    tasks: list[TaskAudit] = []
-    for index, task in enumerate(maps(cohort.get("tasks"))):
-        refs, task_found = check_task_refs(task, index, lookup, validate)
-        if stage != "scaffold":
-            revision = at(task, "source", "revision")
-            if not isinstance(revision, str) or not FULL_GIT_SHA.match(revision):
-                task_found.append(
-                    error(
-                        "task.source.revision",
-                        f"source revision not immutable, got {shown(revision)},"
-                        " expected a full 40-hex commit id",
-                        refs.task_id,
-                    )
+
+def _task_audit(
+    task: Task, stage: str | None, lookup: CohortLookup, validate: Validator | None
+) -> tuple[TaskAudit, list[CohortFinding]]:
+    """One task: its references, source revision, negative evidence and attempts."""
+    refs, found = check_task_refs(task.value, task.index, lookup, validate)
+    if stage != "scaffold":
+        revision = task.source_revision
+        if not isinstance(revision, str) or not FULL_GIT_SHA.match(revision):
+            found.append(
+                error(
+                    "task.source.revision",
+                    f"source revision not immutable, got {shown(revision)},"
+                    " expected a full 40-hex commit id",
+                    refs.task_id,
                 )
-        task_found += _negative_evidence(task, refs.task_id, lookup)
-        attempts: list[AttemptAudit] = []
-        for a_index, attempt in enumerate(maps(at(task, "evidence", "attempts"))):
-            facts, attempt_found = _attempt(task, refs, a_index, attempt, lookup, validate)
-            attempts.append(facts)
-            task_found += attempt_found
-        tasks.append(_task_facts(task, refs, task_found, validate, tuple(attempts)))
-        found += task_found
-
-    found += _behavioral_findings(tasks, lookup)
-    relations, excluded, relation_found = _relations(cohort, lookup)
-    found += relation_found
-    try:
-        digests: DefinitionDigests | None = definition_digests(cohort)
-    except DefinitionError:
-        digests = None
-    return CohortAuditReport(
-        burn=_burn_view(cohort, lookup),
-        successor_links=_successor_links(cohort, lookup),
-        cohort_id=as_str(cohort.get("id")),
-        stage=stage,
-        recorded_definition_digest=recorded_definition_digest(cohort),
-        definition_digest=digests,
-        tasks=tuple(tasks),
-        excluded_outcomes=tuple(sorted(excluded, key=lambda e: e.task)),
-        relations=relations,
-        findings=tuple(sorted(problems(found), key=sort_key)),
-    )
+            )
+    found += _negative_evidence(task.value, refs.task_id, lookup)
+    attempts: list[AttemptAudit] = []
+    for attempt in task.attempts:
+        facts, attempt_found = _attempt(task, refs, attempt, lookup, validate)
+        attempts.append(facts)
+        found += attempt_found
+    return _task_facts(task.value, refs, found, validate, tuple(attempts)), found
 
 
 def _behavioral_findings(tasks: Sequence[TaskAudit], lookup: CohortLookup) -> list[CohortFinding]:

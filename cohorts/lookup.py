@@ -12,10 +12,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, TypeVar
 
 from cohorts.findings import DigestScheme
-from ledger.encoding.digest import canonical_digest, legacy_digest
+from ledger.encoding.canonical import canonicalize
+from ledger.encoding.digest import legacy_digest, sha256_digest
+from verifiers.model.documents import Document
+
+D = TypeVar("D", bound=Document)
 
 #: (kind, document) -> one-line schema error messages; empty means valid. Kinds are the
 #: ledger's kind names: "benchmark-cohort", "work-unit", "evaluator-plan",
@@ -59,11 +63,20 @@ class StoredDoc:
     value: Mapping[str, Any] = field(compare=False)
     jcs_digest: str
     legacy_digest: str
+    #: The canonical (RFC 8785) bytes when the reader has them (the stored bytes).
+    data: bytes | None = field(default=None, compare=False, repr=False)
 
     @classmethod
     def from_value(cls, kind: str, value: Mapping[str, Any]) -> StoredDoc:
         """Compute both digests from a freshly parsed value (floats as parsed)."""
-        return cls(kind, value, canonical_digest(value), legacy_digest(value))
+        data = canonicalize(value)
+        return cls(kind, value, sha256_digest(data), legacy_digest(value), data)
+
+    def model(self, cls: type[D]) -> D:
+        """This document as the protocol model's typed ``cls`` (no parse: same value,
+        bytes and digests; the legacy digest is the one computed at import)."""
+        data = canonicalize(self.value) if self.data is None else self.data
+        return cls(self.value, data, self.jcs_digest, self.legacy_digest)
 
     def scheme_for(self, digest: object) -> DigestScheme | None:
         """Which scheme(s) produce ``digest`` for this document, or None."""
@@ -152,6 +165,10 @@ class Resolution:
     @property
     def value(self) -> Mapping[str, Any] | None:
         return None if self.doc is None else self.doc.value
+
+    def model(self, cls: type[D]) -> D | None:
+        """The resolved document as the typed ``cls``, None when nothing resolved."""
+        return None if self.doc is None else self.doc.model(cls)
 
     def digests(self) -> frozenset[str]:
         """Digests that name this object: the recorded one, plus both of the stored

@@ -42,6 +42,7 @@ from ledger.store.base import AppendResult, LedgerReader, Store
 from ledger.store.prepared import Prepared, prepare_value
 from ledger.trust.attestation import attest_prepared
 from ledger.trust.keys import Signer
+from verifiers.model import Cohort
 from verifiers.model.json import as_map, as_str, maps, shown
 
 CALIBRATION_RECORD = "calibration-record"
@@ -620,7 +621,7 @@ def audit(reader: LedgerReader, cohort_id: str) -> CohortAuditReport:
                         " attestation, expected one before it counts (not counted)",
                     )
                 )
-    report = audit_cohort(doc.value, standing, schema_validator)
+    report = audit_cohort(doc.model(Cohort), standing, schema_validator)
     if not extra:
         return report
     return dataclasses.replace(

@@ -50,7 +50,7 @@ class StoreLookup:
             return self._cache[obj.digest]
         value = stored_value(obj)
         doc = (
-            StoredDoc(obj.kind, value, obj.digest, obj.legacy_digest or obj.digest)
+            StoredDoc(obj.kind, value, obj.digest, obj.legacy_digest or obj.digest, obj.data)
             if isinstance(value, Mapping)
             else None
         )
