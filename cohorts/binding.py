@@ -34,6 +34,7 @@ from cohorts.lookup import EVALUATOR_PLAN, WORK_UNIT, CohortLookup, Resolution, 
 from cohorts.task_checks import binding_problems
 from cohorts.upstream import FULL_GIT_SHA, predecessor_claims, version_key
 from ledger.encoding.digest import canonical_digest
+from verifiers.model import Task
 from verifiers.model.json import as_int, as_map, as_str, at, maps, shown, str_set
 
 KIND = "cohort-binding"
@@ -306,6 +307,19 @@ def _calibration_item(
     )
 
 
+@dataclass(frozen=True)
+class _Gate:
+    """What every successor task is judged against."""
+
+    lookup: CohortLookup
+    runs: tuple[CalibrationResult, ...]
+    carried: tuple[CarryOver, ...]
+    pred_refs: Mapping[str, tuple[Resolution, Resolution]]  # task id -> (WorkUnit, plan)
+    banned: frozenset[str]  # predecessor tasks never again held out
+    baseline_plan: Profile | None
+    baseline_wu: Profile | None
+
+
 def successor_gate(
     predecessor: Mapping[str, Any],
     burn_notice: Mapping[str, Any],
@@ -314,47 +328,14 @@ def successor_gate(
     calibrations: Iterable[CalibrationResult] = (),
 ) -> GateReport:
     """Evaluate every successor gate item; never raises for a failed item."""
-    runs = tuple(calibrations)
-    items: list[CohortFinding] = []
-
-    stage = predecessor.get("stage")
-    items.append(
-        _check(
-            stage == "burned",
-            "gate.predecessor.stage",
-            "predecessor is burned",
-            f"predecessor not burned, got stage {shown(stage)}, expected burned",
-        )
-    )
-    pred_digests, item = _definition(predecessor, "predecessor", "gate.predecessor.definition")
-    items.append(item)
-    notice_problems = [
-        f
-        for f in check_burn_notice(predecessor, burn_notice)
-        if f.severity == "error" and f.code != "burn.stage"
-    ]
-    items += [error("gate.burn_notice", f.message, f.task) for f in notice_problems] or [
-        info("gate.burn_notice", "burn notice names the predecessor and its unchanged definition")
-    ]
-
-    succ_stage = successor.get("stage")
-    items.append(
-        _check(
-            succ_stage in ("frozen", "burned"),
-            "gate.successor.stage",
-            f"successor definition fixed at stage {succ_stage}",
-            f"successor not frozen, got stage {shown(succ_stage)}, expected frozen",
-        )
-    )
-    _, item = _definition(successor, "successor", "gate.successor.definition")
-    items.append(item)
-    items += _claim_items(successor, pred_digests)
-
+    pred_digests, items = _predecessor_items(predecessor, burn_notice)
+    items += _successor_items(successor, pred_digests)
     carried = carried_over_tasks(predecessor, successor)
-    pred_by_id = {as_str(t.get("id")): t for t in maps(predecessor.get("tasks"))}
-    pred_refs = {tid: _resolve_task(lookup, t) for tid, t in pred_by_id.items() if tid}
-    banned = never_again_tasks(burn_notice)
-
+    pred_refs = {
+        tid: _resolve_task(lookup, t.value)
+        for t in Task.all_of(predecessor)
+        if (tid := as_str(t.id))
+    }
     baseline_plan, baseline_wu, baseline_missing = _baseline(pred_refs)
     if baseline_missing:
         items.append(
@@ -365,56 +346,125 @@ def successor_gate(
             )
         )
     items += _revision_strength(predecessor, successor)
-
-    for task in maps(successor.get("tasks")):
-        task_id = as_str(task.get("id")) or "?"
-        wu, plan = _resolve_task(lookup, task)
-        items += _present(wu, "gate.work_unit", "WorkUnit", task_id)
-        items += _present(plan, "gate.plan", "EvaluatorPlan", task_id)
-        if plan.doc is not None:
-            problems = binding_problems(task, plan.doc.value, wu)
-            items += [
-                error("gate.plan.binding", f"plan binding drift, {message}", task_id)
-                for _, message in problems
-            ] or [info("gate.plan.binding", "plan bound to its WorkUnit and source", task_id)]
-
-        mine = [c for c in carried if c.task == task_id]
-        for carry in mine:
-            pred_wu, pred_plan = pred_refs.get(carry.predecessor_task, (None, None))
-            items += _carry_items(task_id, carry, plan, pred_plan, runs)
-            if carry.predecessor_task in banned:
-                split = task.get("split")
-                items.append(
-                    _check(
-                        split != "held_out",
-                        "gate.held_out",
-                        f"continuation of banned {carry.predecessor_task} is labelled"
-                        f" {shown(split)}, not held_out",
-                        f"task presented as untouched held-out evidence, got split held_out for"
-                        f" a continuation of {carry.predecessor_task}, expected pilot, train or"
-                        " development",
-                        task_id,
-                    )
-                )
-            items += _strength_items(
-                task_id,
-                plan,
-                wu,
-                plan_profile(pred_plan.doc.value) if pred_plan and pred_plan.doc else None,
-                work_unit_profile(pred_wu.doc.value) if pred_wu and pred_wu.doc else None,
-                f"burned task {carry.predecessor_task}",
-            )
-        if not mine:
-            items += _strength_items(
-                task_id, plan, wu, baseline_plan, baseline_wu, "every predecessor task"
-            )
-
-    for task_id in sorted(banned):
-        if not any(c.predecessor_task == task_id for c in carried):
-            items.append(
-                info("gate.held_out", f"banned task {task_id} is not carried over", task_id)
-            )
+    gate = _Gate(
+        lookup,
+        tuple(calibrations),
+        carried,
+        pred_refs,
+        frozenset(never_again_tasks(burn_notice)),
+        baseline_plan,
+        baseline_wu,
+    )
+    for task in Task.all_of(successor):
+        items += _task_items(gate, task)
+    items += _uncarried_banned_items(gate)
     return GateReport(tuple(sorted(items, key=sort_key)), carried)
+
+
+def _predecessor_items(
+    predecessor: Mapping[str, Any], burn_notice: Mapping[str, Any]
+) -> tuple[DefinitionDigests | None, list[CohortFinding]]:
+    """The predecessor is burned, its definition unchanged and named by the notice."""
+    stage = predecessor.get("stage")
+    items = [
+        _check(
+            stage == "burned",
+            "gate.predecessor.stage",
+            "predecessor is burned",
+            f"predecessor not burned, got stage {shown(stage)}, expected burned",
+        )
+    ]
+    pred_digests, item = _definition(predecessor, "predecessor", "gate.predecessor.definition")
+    items.append(item)
+    notice_problems = [
+        f
+        for f in check_burn_notice(predecessor, burn_notice)
+        if f.severity == "error" and f.code != "burn.stage"
+    ]
+    items += [error("gate.burn_notice", f.message, f.task) for f in notice_problems] or [
+        info("gate.burn_notice", "burn notice names the predecessor and its unchanged definition")
+    ]
+    return pred_digests, items
+
+
+def _successor_items(
+    successor: Mapping[str, Any], pred_digests: DefinitionDigests | None
+) -> list[CohortFinding]:
+    """The successor is frozen, its definition digest holds, it claims the predecessor."""
+    succ_stage = successor.get("stage")
+    items = [
+        _check(
+            succ_stage in ("frozen", "burned"),
+            "gate.successor.stage",
+            f"successor definition fixed at stage {succ_stage}",
+            f"successor not frozen, got stage {shown(succ_stage)}, expected frozen",
+        )
+    ]
+    _, item = _definition(successor, "successor", "gate.successor.definition")
+    items.append(item)
+    return items + _claim_items(successor, pred_digests)
+
+
+def _task_items(gate: _Gate, task: Task) -> list[CohortFinding]:
+    """One successor task: its objects stored and bound, each carry-over justified."""
+    task_id = task.label
+    wu, plan = _resolve_task(gate.lookup, task.value)
+    items = _present(wu, "gate.work_unit", "WorkUnit", task_id)
+    items += _present(plan, "gate.plan", "EvaluatorPlan", task_id)
+    if plan.doc is not None:
+        problems = binding_problems(task.value, plan.doc.value, wu)
+        items += [
+            error("gate.plan.binding", f"plan binding drift, {message}", task_id)
+            for _, message in problems
+        ] or [info("gate.plan.binding", "plan bound to its WorkUnit and source", task_id)]
+    mine = [c for c in gate.carried if c.task == task_id]
+    for carry in mine:
+        items += _carry_over_items(gate, task, carry, wu, plan)
+    if not mine:
+        items += _strength_items(
+            task_id, plan, wu, gate.baseline_plan, gate.baseline_wu, "every predecessor task"
+        )
+    return items
+
+
+def _carry_over_items(
+    gate: _Gate, task: Task, carry: CarryOver, wu: Resolution, plan: Resolution
+) -> list[CohortFinding]:
+    """A carried-over task: calibrated, not held out when banned, no weaker than before."""
+    task_id = task.label
+    pred_wu, pred_plan = gate.pred_refs.get(carry.predecessor_task, (None, None))
+    items = _carry_items(task_id, carry, plan, pred_plan, gate.runs)
+    if carry.predecessor_task in gate.banned:
+        split = task.split
+        items.append(
+            _check(
+                split != "held_out",
+                "gate.held_out",
+                f"continuation of banned {carry.predecessor_task} is labelled"
+                f" {shown(split)}, not held_out",
+                f"task presented as untouched held-out evidence, got split held_out for"
+                f" a continuation of {carry.predecessor_task}, expected pilot, train or"
+                " development",
+                task_id,
+            )
+        )
+    items += _strength_items(
+        task_id,
+        plan,
+        wu,
+        plan_profile(pred_plan.doc.value) if pred_plan and pred_plan.doc else None,
+        work_unit_profile(pred_wu.doc.value) if pred_wu and pred_wu.doc else None,
+        f"burned task {carry.predecessor_task}",
+    )
+    return items
+
+
+def _uncarried_banned_items(gate: _Gate) -> list[CohortFinding]:
+    return [
+        info("gate.held_out", f"banned task {task_id} is not carried over", task_id)
+        for task_id in sorted(gate.banned)
+        if not any(c.predecessor_task == task_id for c in gate.carried)
+    ]
 
 
 def _claim_items(

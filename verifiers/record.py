@@ -41,8 +41,8 @@ from ledger.trust.keys import Signer
 from verifiers.behavioral import ProbePlan
 from verifiers.calibration import CalibrationRow, CalibrationTable
 from verifiers.errors import VerifierError
-from verifiers.model.json import at
 from verifiers.model.documents import Document, VerificationResult
+from verifiers.model.json import at
 from verifiers.runner import VerificationOutcome
 
 CALIBRATION_KIND: Final = "calibration-record"

@@ -256,8 +256,18 @@ class Task:
     index: int
     value: JsonObject = field(repr=False, compare=False)
 
+    @classmethod
+    def all_of(cls, cohort: object) -> tuple[Task, ...]:
+        """The object entries of a cohort value's ``tasks`` (non-objects dropped), in order."""
+        return tuple(cls(i, t) for i, t in enumerate(maps(at(cohort, "tasks"))))
+
     def at(self, *keys: str | int) -> Any:
         return at(self.value, *keys)
+
+    @property
+    def label(self) -> str:
+        """The task id, or ``?`` when it has none."""
+        return as_str(self.id) or "?"
 
     @property
     def id(self) -> object:
@@ -305,7 +315,7 @@ class Cohort(Document):
     @cached_property
     def tasks(self) -> tuple[Task, ...]:
         """The object entries of ``tasks`` (non-objects dropped), in order."""
-        return tuple(Task(i, t) for i, t in enumerate(maps(self.value.get("tasks"))))
+        return Task.all_of(self.value)
 
     @property
     def extensions(self) -> JsonObject:
