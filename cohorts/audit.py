@@ -382,13 +382,14 @@ def _attempt(
     rm_ref, vr_ref = attempt.result_manifest, attempt.verification_result
     rm = resolve(lookup, RESULT_MANIFEST, rm_ref.id, rm_ref.digest)
     vr = resolve(lookup, VERIFICATION_RESULT, vr_ref.id, vr_ref.digest)
+    verdict = vr.model(VerificationResult)
     facts = AttemptAudit(
         attempt.label,
         as_str(attempt.outcome),
         as_str(attempt.structural_signature),
         rm,
         vr,
-        None if vr.value is None else strength_of(refs.plan.value, vr.value),
+        None if verdict is None else strength_of(refs.plan.model(EvaluatorPlan), verdict),
     )
     check = _AttemptCheck(task, refs, attempt)
     _check_signature(check)
@@ -400,7 +401,7 @@ def _attempt(
             res, name, what, kind, validate, refs.task_id, attempt.label, lookup
         )
     manifest = rm.model(ResultManifest)
-    verification = vr.model(VerificationResult)
+    verification = verdict
     if manifest is not None:
         _check_manifest(check, manifest)
     if verification is not None:

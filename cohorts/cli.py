@@ -487,20 +487,17 @@ def verification_notes(reader: Any, obj: Any) -> list[str]:
         return []
     from cohorts.store_lookup import StoreLookup
     from cohorts.strength import BEHAVIOURAL, strength_of, verdict_line
+    from verifiers.model import EvaluatorPlan, VerificationResult
 
     lookup = StoreLookup(reader)
-    result = lookup.doc(obj)
-    if result is None:
+    stored = lookup.doc(obj)
+    if stored is None:
         return []
-    config = result.value.get("provenance", {})
-    plan_digest = config.get("verifier_config_digest") if isinstance(config, dict) else None
+    result = stored.model(VerificationResult)
+    plan_digest = result.verifier_config_digest
     plan = lookup.by_digest(plan_digest) if isinstance(plan_digest, str) else None
-    lines = [
-        "verdict "
-        + verdict_line(
-            result.value, strength_of(None if plan is None else plan.value, result.value)
-        )
-    ]
+    strength = strength_of(None if plan is None else plan.model(EvaluatorPlan), result)
+    lines = ["verdict " + verdict_line(result, strength)]
     for source, _rel in reader.refs_to(obj.digest, "verification-result"):
         linked = reader.get(source)
         if linked is not None and linked.kind == "behavioral-evidence":

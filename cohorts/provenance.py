@@ -33,7 +33,8 @@ from cohorts.validation import schema_validator
 from ledger.encoding.digest import sha256_digest
 from ledger.errors import LedgerError
 from ledger.store.base import LedgerReader
-from verifiers.model.json import as_list, as_map, as_str, at, maps, shown
+from verifiers.model import EvaluatorPlan, ResultManifest, Task, VerificationResult, WorkUnit
+from verifiers.model.json import as_map, as_str, at, shown
 
 Status = Literal["passed", "failed"]
 
@@ -170,7 +171,7 @@ def _names(doc: StoredDoc | None, digest: Any) -> bool:
     return doc is not None and doc.scheme_for(digest) is not None
 
 
-def _blobs(chain: _Chain, refs: list[tuple[str, Any]]) -> Check:
+def _blobs(chain: _Chain, refs: list[tuple[str, object]]) -> Check:
     children: list[Check] = []
     for label, digest in refs:
         obj = chain.reader.get(digest) if isinstance(digest, str) else None
@@ -198,6 +199,7 @@ def _blobs(chain: _Chain, refs: list[tuple[str, Any]]) -> Check:
                 )
             )
             continue
+        assert isinstance(digest, str)  # a row was read by it
         ok = sha256_digest(raw_bytes(obj.data)) == digest
         children.append(
             _c(label, ok, "present, sha256 matches", f"bytes hash differs from {digest}", digest)
@@ -289,18 +291,18 @@ def _cohorts(chain: _Chain, result: StoredDoc) -> tuple[Check, str]:
             latest[cid] = doc
     burned_ids = {as_str(n.value.get("cohort_id")) for n in chain.lookup.of_kind("burn-notice")}
     for cid, doc in sorted(latest.items()):
-        for task in maps(doc.value.get("tasks")):
-            for attempt in maps(at(task, "evidence", "attempts")):
-                ref = as_map(attempt.get("verification_result"))
-                recorded = ref.get("digest")
+        for task in Task.all_of(doc.value):
+            for attempt in task.attempts:
+                ref = attempt.verification_result
+                recorded = ref.digest
                 where = (
                     f"cohort {cid} (stage {doc.value.get('stage')}) lists task"
-                    f" {task.get('id')} attempt {attempt.get('attempt_id')}"
-                    f" (indexed outcome {attempt.get('outcome')}) under {recorded}"
+                    f" {task.id} attempt {attempt.value.get('attempt_id')}"
+                    f" (indexed outcome {attempt.outcome}) under {recorded}"
                 )
                 if _names(result, recorded):
                     burned = doc.value.get("stage") == "burned" or cid in burned_ids
-                    excluded = burned or at(task, "evidence", "status") == "excluded"
+                    excluded = burned or task.at("evidence", "status") == "excluded"
                     outcome = "excluded" if excluded else "counted"
                     meaning = (
                         "the cohort is burned: this outcome is excluded from claims"
@@ -318,7 +320,7 @@ def _cohorts(chain: _Chain, result: StoredDoc) -> tuple[Check, str]:
                             cid,
                         )
                     )
-                elif ref.get("id") == result.object_id and result.object_id is not None:
+                elif ref.id == result.object_id and result.object_id is not None:
                     if outcome == "unlisted":
                         outcome = "mismatched"
                     hits.append(
@@ -348,7 +350,8 @@ def _strength(chain: _Chain, result: StoredDoc, plan: StoredDoc | None) -> Check
     """What the verdict can mean (from the plan version) and any behavioural evidence."""
     from cohorts.strength import BEHAVIOURAL, strength_of, verdict_line
 
-    strength = strength_of(None if plan is None else plan.value, result.value)
+    verdict = result.model(VerificationResult)
+    strength = strength_of(None if plan is None else plan.model(EvaluatorPlan), verdict)
     children: list[Check] = []
     for source, _rel in chain.reader.refs_to(result.jcs_digest, "verification-result"):
         obj = chain.reader.get(source)
@@ -372,7 +375,7 @@ def _strength(chain: _Chain, result: StoredDoc, plan: StoredDoc | None) -> Check
     return Check(
         "evidence strength",
         "passed",
-        verdict_line(result.value, strength) + linked,
+        verdict_line(verdict, strength) + linked,
         strength.plan_version,
         tuple(children),
     )
@@ -425,16 +428,16 @@ def _listed_under(reader: LedgerReader, digest: str) -> str:
     """Where stored cohorts list ``digest`` as a VerificationResult, and what holds its id."""
     lookup = StoreLookup(reader)
     for cohort in lookup.of_kind("benchmark-cohort"):
-        for task in maps(cohort.value.get("tasks")):
-            for attempt in maps(at(task, "evidence", "attempts")):
-                ref = as_map(attempt.get("verification_result"))
-                if ref.get("digest") != digest:
+        for task in Task.all_of(cohort.value):
+            for attempt in task.attempts:
+                ref = attempt.verification_result
+                if ref.digest != digest:
                     continue
                 text = (
-                    f"; cohort {cohort.value.get('id')} lists it for task {task.get('id')}"
-                    f" attempt {attempt.get('attempt_id')} (id {ref.get('id')})"
+                    f"; cohort {cohort.value.get('id')} lists it for task {task.id}"
+                    f" attempt {attempt.value.get('attempt_id')} (id {ref.id})"
                 )
-                object_id = ref.get("id")
+                object_id = ref.id
                 stored = (
                     lookup.find("verification-result", object_id)
                     if isinstance(object_id, str)
@@ -472,44 +475,67 @@ def provenance_of(store: LedgerReader, ref: str) -> ProvenanceReport:
 def provenance(store: LedgerReader, digest: str) -> ProvenanceReport:
     """Check the whole chain of the VerificationResult ``digest`` (either scheme)."""
     chain = _Chain(store)
-    result, result_checks = chain.object_checks("VerificationResult", "verification-result", digest)
+    stored, result_checks = chain.object_checks("VerificationResult", "verification-result", digest)
     checks = [_group("verification result", result_checks, digest)]
-    if result is None:
+    if stored is None:
         return ProvenanceReport(digest, tuple(checks), None)
-    r = result.value
-    prov = as_map(r.get("provenance"))
+    result = stored.model(VerificationResult)
+    manifest, m_check = _manifest_link(chain, result)
+    wu, w_check = _work_unit_link(chain, result, manifest)
+    plan, p_check = _plan_link(chain, result, wu)
+    checks += [m_check, w_check, p_check]
+    checks.append(_blobs(chain, _artifact_refs(result, manifest)))
+    checks.append(_attestations(chain, stored.jcs_digest, stored.value))
+    behavioral = _behavioral(chain, stored.jcs_digest)
+    if behavioral is not None:
+        checks.append(behavioral)
+    cohort_check, outcome = _cohorts(chain, stored)
+    checks.append(cohort_check)
+    checks.append(_strength(chain, stored, plan))
+    checks.append(_inclusion(chain))
+    return ProvenanceReport(digest, tuple(checks), outcome)
 
-    manifest, m_checks = chain.object_checks(
+
+def _manifest_link(
+    chain: _Chain, result: VerificationResult
+) -> tuple[ResultManifest | None, Check]:
+    """The ResultManifest the result names: stored, and agreeing on id, WorkUnit, attempt."""
+    stored, checks = chain.object_checks(
         "ResultManifest",
         "result-manifest",
-        prov.get("result_manifest_digest"),
-        r.get("result_manifest_id"),
+        result.result_manifest_digest,
+        result.result_manifest_id,
     )
+    manifest = None if stored is None else stored.model(ResultManifest)
     if manifest is not None:
-        m = manifest.value
-        m_checks += [
-            _eq("id", m.get("id"), r.get("result_manifest_id"), "manifest id"),
-            _eq("work unit", m.get("work_unit_id"), r.get("work_unit_id"), "manifest WorkUnit id"),
-            _eq("attempt", m.get("attempt"), r.get("attempt"), "attempt number"),
+        checks += [
+            _eq("id", manifest.id, result.result_manifest_id, "manifest id"),
+            _eq("work unit", manifest.work_unit_id, result.work_unit_id, "manifest WorkUnit id"),
+            _eq("attempt", manifest.attempt, result.attempt, "attempt number"),
         ]
-    checks.append(_group("result manifest", m_checks))
+    return manifest, _group("result manifest", checks)
 
-    wu, w_checks = chain.object_checks(
+
+def _work_unit_link(
+    chain: _Chain, result: VerificationResult, manifest: ResultManifest | None
+) -> tuple[StoredDoc | None, Check]:
+    """The WorkUnit the result names: stored, same id and version, the manifest's too."""
+    wu, checks = chain.object_checks(
         "WorkUnit",
         "work-unit",
-        prov.get("work_unit_digest"),
-        r.get("work_unit_id"),
-        r.get("work_unit_version"),
+        result.work_unit_digest,
+        result.work_unit_id,
+        result.work_unit_version,
     )
     if wu is not None:
-        w = wu.value
-        w_checks += [
-            _eq("id", w.get("id"), r.get("work_unit_id"), "WorkUnit id"),
-            _eq("version", w.get("version"), r.get("work_unit_version"), "WorkUnit version"),
+        work_unit = wu.model(WorkUnit)
+        checks += [
+            _eq("id", work_unit.id, result.work_unit_id, "WorkUnit id"),
+            _eq("version", work_unit.version, result.work_unit_version, "WorkUnit version"),
         ]
         if manifest is not None:
-            md = at(manifest.value, "provenance", "work_unit_digest")
-            w_checks.append(
+            md = manifest.work_unit_digest
+            checks.append(
                 _c(
                     "manifest binding",
                     _names(wu, md),
@@ -517,33 +543,39 @@ def provenance(store: LedgerReader, digest: str) -> ProvenanceReport:
                     f"manifest names WorkUnit {md}, expected {wu.legacy_digest}",
                 )
             )
-            w_checks.append(
+            checks.append(
                 _eq(
                     "source revision",
-                    prov.get("source_revision"),
-                    at(manifest.value, "provenance", "source_revision"),
+                    result.source_revision,
+                    manifest.source_revision,
                     "result vs manifest source revision",
                 )
             )
-    checks.append(_group("work unit", w_checks))
+    return wu, _group("work unit", checks)
 
-    plan, p_checks = chain.object_checks(
-        "EvaluatorPlan", "evaluator-plan", prov.get("verifier_config_digest")
+
+def _plan_link(
+    chain: _Chain, result: VerificationResult, wu: StoredDoc | None
+) -> tuple[StoredDoc | None, Check]:
+    """The EvaluatorPlan the result ran under: stored, bound to the same WorkUnit and
+    source, naming the verifier that ran and the checks it reports."""
+    stored, checks = chain.object_checks(
+        "EvaluatorPlan", "evaluator-plan", result.verifier_config_digest
     )
-    if plan is not None:
-        p = plan.value
-        binding = as_map(p.get("binding"))
-        p_checks += [
+    if stored is not None:
+        plan = stored.model(EvaluatorPlan)
+        binding = plan.binding
+        checks += [
             _eq(
                 "binding.work_unit_id",
                 binding.get("work_unit_id"),
-                r.get("work_unit_id"),
+                result.work_unit_id,
                 "plan binding WorkUnit id",
             ),
             _eq(
                 "binding.work_unit_version",
                 binding.get("work_unit_version"),
-                r.get("work_unit_version"),
+                result.work_unit_version,
                 "plan binding WorkUnit version",
             ),
             _c(
@@ -555,39 +587,32 @@ def provenance(store: LedgerReader, digest: str) -> ProvenanceReport:
             _eq(
                 "binding.source_revision",
                 binding.get("source_revision"),
-                prov.get("source_revision"),
+                result.source_revision,
                 "plan binding source revision",
             ),
             _eq(
                 "verifier",
-                as_map(r.get("verifier")),
-                as_map(p.get("verifier")),
+                as_map(result.value.get("verifier")),
+                as_map(plan.value.get("verifier")),
                 "verifier that ran vs plan",
             ),
             _eq(
                 "required checks",
-                sorted(str(c.get("id")) for c in maps(r.get("checks"))),
-                sorted(str(i) for i in as_list(p.get("required_validator_ids"))),
+                sorted(str(i) for i in result.check_ids),
+                sorted(str(i) for i in plan.required_validator_ids),
                 "result checks vs plan required validators",
             ),
         ]
-    checks.append(_group("evaluator plan", p_checks))
+    return stored, _group("evaluator plan", checks)
 
-    refs: list[tuple[str, Any]] = []
+
+def _artifact_refs(
+    result: VerificationResult, manifest: ResultManifest | None
+) -> list[tuple[str, object]]:
+    """(label, digest) of every artifact, log and evidence blob the chain names."""
+    refs: list[tuple[str, object]] = []
     if manifest is not None:
-        for a in maps(manifest.value.get("produced_artifacts")):
-            refs.append((f"artifact {a.get('id')}", a.get("digest")))
-        for log in maps(manifest.value.get("logs")):
-            refs.append((f"log {log.get('type')}", log.get("digest")))
-    for e in maps(r.get("evidence")):
-        refs.append((f"evidence {e.get('id')}", e.get("digest")))
-    checks.append(_blobs(chain, refs))
-    checks.append(_attestations(chain, result.jcs_digest, r))
-    behavioral = _behavioral(chain, result.jcs_digest)
-    if behavioral is not None:
-        checks.append(behavioral)
-    cohort_check, outcome = _cohorts(chain, result)
-    checks.append(cohort_check)
-    checks.append(_strength(chain, result, plan))
-    checks.append(_inclusion(chain))
-    return ProvenanceReport(digest, tuple(checks), outcome)
+        refs += [(f"artifact {a.get('id')}", a.get("digest")) for a in manifest.produced_artifacts]
+        refs += [(f"log {log.get('type')}", log.get("digest")) for log in manifest.logs]
+    refs += [(f"evidence {e.get('id')}", e.get("digest")) for e in result.evidence]
+    return refs

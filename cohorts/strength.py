@@ -12,11 +12,11 @@ Labels are stable strings (reports and tests compare them).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from verifiers.model.json import as_str, at
+from verifiers.model import EvaluatorPlan, VerificationResult
+from verifiers.model.json import as_str
 
 #: plan schema_version -> (label, what a pass means).
 PLAN_STRENGTH: dict[str, tuple[str, str]] = {
@@ -65,13 +65,13 @@ class Strength:
 
 
 def strength_of(
-    plan: Mapping[str, Any] | None, result: Mapping[str, Any] | None = None
+    plan: EvaluatorPlan | None, result: VerificationResult | None = None
 ) -> Strength:
     """Strength from the plan's schema version, else from the verifier's adapter version."""
-    version = as_str(plan.get("schema_version")) if plan is not None else None
+    version = plan.schema_version if plan is not None else None
     source = "plan"
     if version not in PLAN_STRENGTH and result is not None:
-        adapter = as_str(at(result, "verifier", "adapter_version"))
+        adapter = as_str(result.verifier[2])
         version = ADAPTER_TO_PLAN.get(adapter or "")
         source = "verifier"
     if version is None or version not in PLAN_STRENGTH:
@@ -80,8 +80,8 @@ def strength_of(
     return Strength(version, label, meaning, source)
 
 
-def verdict_line(result: Mapping[str, Any], strength: Strength) -> str:
+def verdict_line(result: VerificationResult, strength: Strength) -> str:
     """``passed (accept_candidate) under v0.4 ...: meaning`` - never more than it is."""
-    status = as_str(result.get("status")) or "?"
-    recommendation = as_str(at(result, "decision_support", "recommendation")) or "?"
+    status = result.status or "?"
+    recommendation = as_str(result.recommendation) or "?"
     return f"{status} ({recommendation}), {strength.label}: {strength.meaning}"

@@ -33,7 +33,7 @@ from typing import Any, ClassVar, Self
 from ledger.encoding.canonical import Encoded, canonicalize, encode
 from ledger.encoding.digest import legacy_digest, sha256_digest
 from ledger.errors import KindError
-from verifiers.model.json import JsonObject, as_map, as_str, at, maps, str_set
+from verifiers.model.json import JsonObject, as_list, as_map, as_str, at, maps, str_set
 
 
 @dataclass(frozen=True)
@@ -116,9 +116,21 @@ class _BoundToWorkUnit(Document):
     """Manifest and result each name their WorkUnit by id, version and digest."""
 
     @property
+    def work_unit_id(self) -> object:
+        return self.value.get("work_unit_id")
+
+    @property
+    def work_unit_version(self) -> object:
+        return self.value.get("work_unit_version")
+
+    @property
     def work_unit(self) -> tuple[object, object]:
         """(work_unit_id, work_unit_version) as recorded."""
-        return (self.value.get("work_unit_id"), self.value.get("work_unit_version"))
+        return (self.work_unit_id, self.work_unit_version)
+
+    @property
+    def attempt(self) -> object:
+        return self.value.get("attempt")
 
     @property
     def work_unit_digest(self) -> object:
@@ -159,12 +171,29 @@ class EvaluatorPlan(Document):
         """(id, adapter, adapter_version) of the planned verifier, as recorded."""
         return _verifier(self)
 
+    @property
+    def binding(self) -> JsonObject:
+        """What the plan is bound to (WorkUnit id, version, digest; source revision)."""
+        return as_map(self.value.get("binding"))
+
+    @property
+    def required_validator_ids(self) -> tuple[object, ...]:
+        return tuple(as_list(self.value.get("required_validator_ids")))
+
 
 @dataclass(frozen=True)
 class ResultManifest(_BoundToWorkUnit):
     """An IDKMesh ResultManifest: what a worker says it produced."""
 
     kind: ClassVar[str] = "result-manifest"
+
+    @property
+    def produced_artifacts(self) -> tuple[JsonObject, ...]:
+        return tuple(maps(self.value.get("produced_artifacts")))
+
+    @property
+    def logs(self) -> tuple[JsonObject, ...]:
+        return tuple(maps(self.value.get("logs")))
 
     @property
     def expected_validator_ids(self) -> frozenset[str]:
@@ -206,6 +235,15 @@ class VerificationResult(_BoundToWorkUnit):
     def verifier(self) -> tuple[object, object, object]:
         """(id, adapter, adapter_version) of the verifier that ran, as recorded."""
         return _verifier(self)
+
+    @property
+    def check_ids(self) -> tuple[object, ...]:
+        """The ``id`` of every check the verifier reports, as recorded."""
+        return tuple(c.get("id") for c in maps(self.value.get("checks")))
+
+    @property
+    def evidence(self) -> tuple[JsonObject, ...]:
+        return tuple(maps(self.value.get("evidence")))
 
     @property
     def finding_categories(self) -> tuple[object, ...]:
