@@ -165,7 +165,7 @@ class BurnView:
     issued_at: str | None  # None: upstream recorded no date
     reason: str | None
     never_again_held_out: tuple[TaskReason, ...]
-    references: tuple[Mapping[str, Any], ...]
+    references: tuple[Mapping[str, object], ...]
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -535,7 +535,7 @@ def _check_accounting(
 
 
 def _negative_evidence(
-    task: Mapping[str, Any], label: str, lookup: CohortLookup
+    task: Mapping[str, object], label: str, lookup: CohortLookup
 ) -> list[CohortFinding]:
     negative = as_map(task.get("negative_case"))
     if negative.get("evidence_status") != "verified":
@@ -585,7 +585,7 @@ def _negative_evidence(
     return found
 
 
-def _signature_findings(cohort: Mapping[str, Any]) -> list[CohortFinding]:
+def _signature_findings(cohort: Mapping[str, object]) -> list[CohortFinding]:
     """Warn on tasks whose signature set departs from a clear majority taxonomy."""
     tasks = maps(cohort.get("tasks"))
     sets = [str_set(t.get("declared_structural_signatures")) for t in tasks]
@@ -617,7 +617,7 @@ class _Known:
     names: frozenset[str]  # recorded + recomputed definition digests
 
 
-def _names(cohort: Mapping[str, Any]) -> frozenset[str]:
+def _names(cohort: Mapping[str, object]) -> frozenset[str]:
     names: set[str] = set()
     recorded = recorded_definition_digest(cohort)
     if recorded:
@@ -827,7 +827,7 @@ def _burn_findings(lineage: _Lineage) -> tuple[tuple[TaskReason, ...], list[Coho
     return excluded, found
 
 
-def _missing_notice(cohort: Mapping[str, Any]) -> CohortFinding:
+def _missing_notice(cohort: Mapping[str, object]) -> CohortFinding:
     try:
         facts = burn_facts_from_extensions(cohort)
     except CohortInputError:
@@ -840,7 +840,7 @@ def _missing_notice(cohort: Mapping[str, Any]) -> CohortFinding:
     )
 
 
-def _has_burn_facts(cohort: Mapping[str, Any]) -> bool:
+def _has_burn_facts(cohort: Mapping[str, object]) -> bool:
     return any(
         isinstance(as_map(m).get("burn"), Mapping)
         for m in as_map(cohort.get("extensions")).values()
@@ -848,7 +848,7 @@ def _has_burn_facts(cohort: Mapping[str, Any]) -> bool:
 
 
 def _held_out_findings(
-    cohort: Mapping[str, Any], lookup: CohortLookup, by_id: Mapping[str, _Known]
+    cohort: Mapping[str, object], lookup: CohortLookup, by_id: Mapping[str, _Known]
 ) -> list[CohortFinding]:
     """Tasks a burn notice bans, presented again as held-out evidence."""
     found: list[CohortFinding] = []
@@ -878,7 +878,9 @@ def _held_out_findings(
     return found
 
 
-def _outcomes_elsewhere(cohort: Mapping[str, Any], others: Sequence[_Known]) -> list[CohortFinding]:
+def _outcomes_elsewhere(
+    cohort: Mapping[str, object], others: Sequence[_Known]
+) -> list[CohortFinding]:
     """WorkUnits of this not-yet-burned cohort whose outcomes another cohort records."""
     found: list[CohortFinding] = []
     for task in maps(cohort.get("tasks")):
@@ -905,7 +907,7 @@ def _outcomes_elsewhere(cohort: Mapping[str, Any], others: Sequence[_Known]) -> 
     return found
 
 
-def _burn_view(cohort: Mapping[str, Any], lookup: CohortLookup) -> BurnView | None:
+def _burn_view(cohort: Mapping[str, object], lookup: CohortLookup) -> BurnView | None:
     own_id = cohort.get("id")
     notices = [n for n in lookup.of_kind(BURN_NOTICE) if n.value.get("cohort_id") == own_id]
     if notices:
@@ -939,7 +941,9 @@ def _burn_view(cohort: Mapping[str, Any], lookup: CohortLookup) -> BurnView | No
     )
 
 
-def _successor_links(cohort: Mapping[str, Any], lookup: CohortLookup) -> tuple[SuccessorLink, ...]:
+def _successor_links(
+    cohort: Mapping[str, object], lookup: CohortLookup
+) -> tuple[SuccessorLink, ...]:
     own_id = cohort.get("id")
     names = _names(cohort)
     bindings = [
@@ -968,7 +972,7 @@ def _successor_links(cohort: Mapping[str, Any], lookup: CohortLookup) -> tuple[S
 
 
 def audit_cohort(
-    cohort: Cohort | Mapping[str, Any],
+    cohort: Cohort | Mapping[str, object],
     lookup: CohortLookup,
     validate: Validator = schema_validator,
     *,
@@ -989,7 +993,7 @@ def audit_cohort(
 
 
 def _audit_cohort(
-    value: Cohort | Mapping[str, Any], lookup: CohortLookup, validate: Validator | None
+    value: Cohort | Mapping[str, object], lookup: CohortLookup, validate: Validator | None
 ) -> CohortAuditReport:
     cohort = value if isinstance(value, Cohort) else Cohort.of(value)
     stage = as_str(cohort.stage)
@@ -1106,7 +1110,7 @@ def _behavioral_findings(tasks: Sequence[TaskAudit], lookup: CohortLookup) -> li
 
 
 def _task_facts(
-    task: Mapping[str, Any],
+    task: Mapping[str, object],
     refs: TaskRefs,
     found: Sequence[CohortFinding],
     validate: Validator | None,

@@ -95,7 +95,7 @@ class GateReport:
 
 
 def carried_over_tasks(
-    predecessor: Mapping[str, Any], successor: Mapping[str, Any]
+    predecessor: Mapping[str, object], successor: Mapping[str, object]
 ) -> tuple[CarryOver, ...]:
     """Successor tasks matching a predecessor task by task id or WorkUnit id."""
     pred_tasks = maps(predecessor.get("tasks"))
@@ -124,7 +124,7 @@ def _check(ok: bool, code: str, passed: str, failed: str, task: str | None = Non
 
 
 def _definition(
-    cohort: Mapping[str, Any], role: str, code: str
+    cohort: Mapping[str, object], role: str, code: str
 ) -> tuple[DefinitionDigests | None, CohortFinding]:
     """Recorded definition digest present and reproducing (either scheme)."""
     recorded = recorded_definition_digest(cohort)
@@ -165,7 +165,7 @@ _WU_FLAGS = (
 Profile = dict[str, Any]
 
 
-def plan_profile(plan: Mapping[str, Any]) -> Profile:
+def plan_profile(plan: Mapping[str, object]) -> Profile:
     """The digest/provenance checks a plan enforces (missing = not enforced)."""
     profile: Profile = {".".join(p): at(plan, *p) is True for p in _PLAN_FLAGS}
     profile["backend.required_log_types"] = str_set(at(plan, "backend", "required_log_types"))
@@ -173,7 +173,7 @@ def plan_profile(plan: Mapping[str, Any]) -> Profile:
     return profile
 
 
-def work_unit_profile(work_unit: Mapping[str, Any]) -> Profile:
+def work_unit_profile(work_unit: Mapping[str, object]) -> Profile:
     """The independence/evidence requirements a WorkUnit enforces."""
     profile: Profile = {".".join(p): at(work_unit, *p) is True for p in _WU_FLAGS}
     profile["verification_policy.minimum_independent_verifiers"] = (
@@ -225,7 +225,9 @@ def weakenings(before: Profile, after: Profile) -> list[str]:
 # --- the gate ----------------------------------------------------------------------------
 
 
-def _resolve_task(lookup: CohortLookup, task: Mapping[str, Any]) -> tuple[Resolution, Resolution]:
+def _resolve_task(
+    lookup: CohortLookup, task: Mapping[str, object]
+) -> tuple[Resolution, Resolution]:
     wu = as_map(task.get("work_unit"))
     ev = as_map(task.get("evaluator"))
     return (
@@ -321,9 +323,9 @@ class _Gate:
 
 
 def successor_gate(
-    predecessor: Mapping[str, Any],
-    burn_notice: Mapping[str, Any],
-    successor: Mapping[str, Any],
+    predecessor: Mapping[str, object],
+    burn_notice: Mapping[str, object],
+    successor: Mapping[str, object],
     lookup: CohortLookup,
     calibrations: Iterable[CalibrationResult] = (),
 ) -> GateReport:
@@ -362,7 +364,7 @@ def successor_gate(
 
 
 def _predecessor_items(
-    predecessor: Mapping[str, Any], burn_notice: Mapping[str, Any]
+    predecessor: Mapping[str, object], burn_notice: Mapping[str, object]
 ) -> tuple[DefinitionDigests | None, list[CohortFinding]]:
     """The predecessor is burned, its definition unchanged and named by the notice."""
     stage = predecessor.get("stage")
@@ -388,7 +390,7 @@ def _predecessor_items(
 
 
 def _successor_items(
-    successor: Mapping[str, Any], pred_digests: DefinitionDigests | None
+    successor: Mapping[str, object], pred_digests: DefinitionDigests | None
 ) -> list[CohortFinding]:
     """The successor is frozen, its definition digest holds, it claims the predecessor."""
     succ_stage = successor.get("stage")
@@ -468,7 +470,7 @@ def _uncarried_banned_items(gate: _Gate) -> list[CohortFinding]:
 
 
 def _claim_items(
-    successor: Mapping[str, Any], pred_digests: DefinitionDigests | None
+    successor: Mapping[str, object], pred_digests: DefinitionDigests | None
 ) -> list[CohortFinding]:
     claims = predecessor_claims(successor)
     if not claims:
@@ -505,9 +507,9 @@ def _baseline(
 
 
 def _revision_strength(
-    predecessor: Mapping[str, Any], successor: Mapping[str, Any]
+    predecessor: Mapping[str, object], successor: Mapping[str, object]
 ) -> list[CohortFinding]:
-    def pinned(cohort: Mapping[str, Any]) -> bool:
+    def pinned(cohort: Mapping[str, object]) -> bool:
         return all(
             isinstance(r, str) and FULL_GIT_SHA.match(r) is not None
             for r in (at(t, "source", "revision") for t in maps(cohort.get("tasks")))
@@ -600,9 +602,9 @@ def _strength_items(
 
 
 def build_binding(
-    predecessor: Mapping[str, Any],
-    burn_notice: Mapping[str, Any],
-    successor: Mapping[str, Any],
+    predecessor: Mapping[str, object],
+    burn_notice: Mapping[str, object],
+    successor: Mapping[str, object],
     report: GateReport,
     *,
     evaluator_plans: Sequence[Mapping[str, str]] | None = None,
@@ -658,9 +660,9 @@ def _gate_json(items: Sequence[CohortFinding]) -> list[dict[str, str]]:
 
 
 def bind_successor(
-    predecessor: Mapping[str, Any],
-    burn_notice: Mapping[str, Any],
-    successor: Mapping[str, Any],
+    predecessor: Mapping[str, object],
+    burn_notice: Mapping[str, object],
+    successor: Mapping[str, object],
     lookup: CohortLookup,
     calibrations: Iterable[CalibrationResult] = (),
 ) -> dict[str, Any]:

@@ -105,7 +105,7 @@ def build_burn_notice(
     excluded_outcomes: Iterable[TaskReason] = (),
     never_again_held_out: Iterable[TaskReason] = (),
     references: Iterable[Reference] = (),
-    extensions: Mapping[str, Any] | None = None,
+    extensions: Mapping[str, object] | None = None,
 ) -> dict[str, Any]:
     """The burn-notice object. Duplicates are dropped and lists sorted (stable bytes)."""
     if not cohort_id or not reason:
@@ -146,7 +146,7 @@ def _task_list(items: Iterable[TaskReason], what: str) -> list[dict[str, str]]:
 
 
 def burn_notice_for(
-    cohort: Mapping[str, Any],
+    cohort: Mapping[str, object],
     *,
     reason: str,
     issued_at: str,
@@ -172,7 +172,7 @@ def burn_notice_for(
     )
 
 
-def excluded_tasks(cohort: Mapping[str, Any]) -> tuple[TaskReason, ...]:
+def excluded_tasks(cohort: Mapping[str, object]) -> tuple[TaskReason, ...]:
     """Tasks whose ``evidence.status`` is ``excluded``, with their exclusion reason."""
     out: list[TaskReason] = []
     for task in maps(cohort.get("tasks")):
@@ -186,7 +186,7 @@ def excluded_tasks(cohort: Mapping[str, Any]) -> tuple[TaskReason, ...]:
     return tuple(out)
 
 
-def _repository(cohort: Mapping[str, Any]) -> str | None:
+def _repository(cohort: Mapping[str, object]) -> str | None:
     repos = [at(task, "source", "repository") for task in maps(cohort.get("tasks"))]
     if repos and all(isinstance(r, str) and r == repos[0] for r in repos):
         return str(repos[0])
@@ -210,7 +210,7 @@ class BurnFacts:
     excluded_outcomes: tuple[TaskReason, ...]
     never_again_held_out: tuple[TaskReason, ...]
     namespace: str = PHASE_B2_NAMESPACE
-    raw: Mapping[str, Any] = field(default_factory=dict, compare=False)
+    raw: Mapping[str, object] = field(default_factory=dict, compare=False)
 
     def references(self) -> tuple[Reference, ...]:
         """Successor and observation references implied by the facts."""
@@ -260,7 +260,7 @@ class BurnFacts:
 
 
 def burn_facts_from_extensions(
-    cohort: Mapping[str, Any], namespace: str = PHASE_B2_NAMESPACE
+    cohort: Mapping[str, object], namespace: str = PHASE_B2_NAMESPACE
 ) -> BurnFacts | None:
     """Read ``extensions[namespace].burn``; None when the cohort records no burn facts.
 
@@ -335,7 +335,9 @@ def _observed_reason(pr: int | None, commit: str | None) -> str:
     return ", ".join(parts)
 
 
-def check_burn_notice(cohort: Mapping[str, Any], notice: Mapping[str, Any]) -> list[CohortFinding]:
+def check_burn_notice(
+    cohort: Mapping[str, object], notice: Mapping[str, object]
+) -> list[CohortFinding]:
     """Does ``notice`` truthfully describe burning ``cohort``? All problems, never raises."""
     found: list[CohortFinding] = []
     if notice.get("provledger_kind") != KIND or notice.get("schema_version") != SCHEMA_VERSION:
@@ -393,7 +395,9 @@ def check_burn_notice(cohort: Mapping[str, Any], notice: Mapping[str, Any]) -> l
     return found
 
 
-def _notice_definition(cohort: Mapping[str, Any], notice: Mapping[str, Any]) -> list[CohortFinding]:
+def _notice_definition(
+    cohort: Mapping[str, object], notice: Mapping[str, object]
+) -> list[CohortFinding]:
     try:
         digests = definition_digests(cohort)
     except DefinitionError as exc:
@@ -420,7 +424,9 @@ def _notice_definition(cohort: Mapping[str, Any], notice: Mapping[str, Any]) -> 
     return found
 
 
-def require_burnable(cohort: Mapping[str, Any], notice: Mapping[str, Any]) -> list[CohortFinding]:
+def require_burnable(
+    cohort: Mapping[str, object], notice: Mapping[str, object]
+) -> list[CohortFinding]:
     """``check_burn_notice``, raising ``GateError`` with every error when any failed."""
     found = check_burn_notice(cohort, notice)
     failed = errors(found)
@@ -429,7 +435,7 @@ def require_burnable(cohort: Mapping[str, Any], notice: Mapping[str, Any]) -> li
     return found
 
 
-def never_again_tasks(notice: Mapping[str, Any]) -> frozenset[str]:
+def never_again_tasks(notice: Mapping[str, object]) -> frozenset[str]:
     """Task ids a burn notice bans from ever being held-out evidence again."""
     return frozenset(
         t for t in (as_str(i.get("task")) for i in maps(notice.get("never_again_held_out"))) if t

@@ -117,7 +117,7 @@ def _task(task: object, path: str) -> dict[str, Any]:
     }
 
 
-def projection(cohort: Mapping[str, Any]) -> dict[str, Any]:
+def projection(cohort: Mapping[str, object]) -> dict[str, Any]:
     """The pre-outcome definition (upstream's rule); a fresh value sharing nothing."""
     tasks_raw = _array(_member(cohort, "tasks", "$"), "$.tasks")
     tasks = [_task(task, f"$.tasks[{index}]") for index, task in enumerate(tasks_raw)]
@@ -143,12 +143,12 @@ def projection(cohort: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def definition_digest_legacy(cohort: Mapping[str, Any]) -> str:
+def definition_digest_legacy(cohort: Mapping[str, object]) -> str:
     """Upstream's definition digest: legacy serialization of the projection."""
     return legacy_digest(projection(cohort))
 
 
-def definition_digest_jcs(cohort: Mapping[str, Any]) -> str:
+def definition_digest_jcs(cohort: Mapping[str, object]) -> str:
     """RFC 8785 digest of the same projection."""
     return canonical_digest(projection(cohort))
 
@@ -176,13 +176,13 @@ class DefinitionDigests:
         return {"legacy": self.legacy, "jcs": self.jcs}
 
 
-def definition_digests(cohort: Mapping[str, Any]) -> DefinitionDigests:
+def definition_digests(cohort: Mapping[str, object]) -> DefinitionDigests:
     """Both digests from one projection."""
     projected = projection(cohort)
     return DefinitionDigests(legacy_digest(projected), canonical_digest(projected))
 
 
-def recorded_definition_digest(cohort: Mapping[str, Any]) -> str | None:
+def recorded_definition_digest(cohort: Mapping[str, object]) -> str | None:
     """The ``definition_digest`` the document records, if it records a string."""
     value = cohort.get("definition_digest")
     return value if isinstance(value, str) else None

@@ -61,14 +61,14 @@ def check_transition(old_stage: str, new_stage: str) -> None:
         )
 
 
-def _digests(cohort: Mapping[str, Any], which: str) -> DefinitionDigests:
+def _digests(cohort: Mapping[str, object], which: str) -> DefinitionDigests:
     try:
         return definition_digests(cohort)
     except DefinitionError as exc:
         raise CohortInputError(f"{which} cohort has no computable definition: {exc}") from None
 
 
-def check_update(previous: Mapping[str, Any] | None, new: Mapping[str, Any]) -> None:
+def check_update(previous: Mapping[str, object] | None, new: Mapping[str, object]) -> None:
     """Refuse ``new`` as the next document of the cohort ``previous`` last recorded.
 
     Checks the stage transition and, when ``previous`` is frozen or burned, that the
@@ -102,7 +102,7 @@ def check_update(previous: Mapping[str, Any] | None, new: Mapping[str, Any]) -> 
         )
 
 
-def definition_findings(cohort: Mapping[str, Any], *, required: bool) -> list[CohortFinding]:
+def definition_findings(cohort: Mapping[str, object], *, required: bool) -> list[CohortFinding]:
     """Recorded ``definition_digest`` vs the recomputed one (either scheme).
 
     ``required``: a missing recording is an error (frozen/burned); otherwise nothing.
@@ -141,7 +141,7 @@ def definition_findings(cohort: Mapping[str, Any], *, required: bool) -> list[Co
     ]
 
 
-def structure_findings(cohort: Mapping[str, Any]) -> list[CohortFinding]:
+def structure_findings(cohort: Mapping[str, object]) -> list[CohortFinding]:
     """Upstream's cross-task rules: unique task ids, no WorkUnit counted twice,
     unique attempt ids, attempts only on verified tasks."""
     found: list[CohortFinding] = []
@@ -196,7 +196,7 @@ def structure_findings(cohort: Mapping[str, Any]) -> list[CohortFinding]:
     return found
 
 
-def _revision_findings(cohort: Mapping[str, Any]) -> list[CohortFinding]:
+def _revision_findings(cohort: Mapping[str, object]) -> list[CohortFinding]:
     found: list[CohortFinding] = []
     for index, task in enumerate(maps(cohort.get("tasks"))):
         revision = at(task, "source", "revision")
@@ -212,7 +212,7 @@ def _revision_findings(cohort: Mapping[str, Any]) -> list[CohortFinding]:
     return found
 
 
-def size_findings(cohort: Mapping[str, Any]) -> list[CohortFinding]:
+def size_findings(cohort: Mapping[str, object]) -> list[CohortFinding]:
     """At least ``minimum_final_tasks`` tasks; every required family represented."""
     found: list[CohortFinding] = []
     tasks = maps(cohort.get("tasks"))
@@ -238,7 +238,7 @@ def size_findings(cohort: Mapping[str, Any]) -> list[CohortFinding]:
 
 
 def freeze_findings(
-    cohort: Mapping[str, Any], lookup: CohortLookup, validate: Validator
+    cohort: Mapping[str, object], lookup: CohortLookup, validate: Validator
 ) -> list[CohortFinding]:
     """Every check that decides whether ``cohort`` may be (or is validly) frozen.
 
@@ -274,7 +274,7 @@ def freeze_findings(
 
 
 def require_freezable(
-    cohort: Mapping[str, Any], lookup: CohortLookup, validate: Validator
+    cohort: Mapping[str, object], lookup: CohortLookup, validate: Validator
 ) -> list[CohortFinding]:
     """``freeze_findings``, raising ``GateError`` with every error when any failed."""
     found = freeze_findings(cohort, lookup, validate)
@@ -284,7 +284,9 @@ def require_freezable(
     return found
 
 
-def freeze(cohort: Mapping[str, Any], lookup: CohortLookup, validate: Validator) -> dict[str, Any]:
+def freeze(
+    cohort: Mapping[str, object], lookup: CohortLookup, validate: Validator
+) -> dict[str, Any]:
     """The frozen document: ``cohort`` with stage ``frozen`` and its legacy definition
     digest recorded (upstream's convention), after the gate passed on that document."""
     frozen = dict(cohort)

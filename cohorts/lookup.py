@@ -24,7 +24,7 @@ D = TypeVar("D", bound=Document)
 #: (kind, document) -> one-line schema error messages; empty means valid. Kinds are the
 #: ledger's kind names: "benchmark-cohort", "work-unit", "evaluator-plan",
 #: "result-manifest", "verification-result", "burn-notice", "cohort-binding".
-Validator = Callable[[str, Mapping[str, Any]], Sequence[str]]
+Validator = Callable[[str, Mapping[str, object]], Sequence[str]]
 
 WORK_UNIT = "work-unit"
 EVALUATOR_PLAN = "evaluator-plan"
@@ -36,7 +36,7 @@ COHORT_BINDING = "cohort-binding"
 BEHAVIORAL_EVIDENCE = "behavioral-evidence"
 
 
-def behavioral_confinement(evidence: Mapping[str, Any]) -> str | None:
+def behavioral_confinement(evidence: Mapping[str, object]) -> str | None:
     """None when behavioural evidence says its probes ran in a sandbox, else why not.
 
     Evidence recorded with ``--unsandboxed``, or before sandboxing existed (no
@@ -60,14 +60,14 @@ class StoredDoc:
     """
 
     kind: str
-    value: Mapping[str, Any] = field(compare=False)
+    value: Mapping[str, object] = field(compare=False)
     jcs_digest: str
     legacy_digest: str
     #: The canonical (RFC 8785) bytes when the reader has them (the stored bytes).
     data: bytes | None = field(default=None, compare=False, repr=False)
 
     @classmethod
-    def from_value(cls, kind: str, value: Mapping[str, Any]) -> StoredDoc:
+    def from_value(cls, kind: str, value: Mapping[str, object]) -> StoredDoc:
         """Compute both digests from a freshly parsed value (floats as parsed)."""
         data = canonicalize(value)
         return cls(kind, value, sha256_digest(data), legacy_digest(value), data)
@@ -127,7 +127,7 @@ class MemoryLookup:
         self._by_digest.setdefault(doc.legacy_digest, doc)
         return doc
 
-    def add(self, kind: str, value: Mapping[str, Any]) -> StoredDoc:
+    def add(self, kind: str, value: Mapping[str, object]) -> StoredDoc:
         return self.put(StoredDoc.from_value(kind, value))
 
     def by_digest(self, digest: str) -> StoredDoc | None:
@@ -163,7 +163,7 @@ class Resolution:
     scheme: DigestScheme | None
 
     @property
-    def value(self) -> Mapping[str, Any] | None:
+    def value(self) -> Mapping[str, object] | None:
         return None if self.doc is None else self.doc.value
 
     def model(self, cls: type[D]) -> D | None:

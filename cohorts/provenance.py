@@ -210,7 +210,7 @@ def _blobs(chain: _Chain, refs: list[tuple[str, object]]) -> Check:
     return _group("artifacts", children)
 
 
-def _attestations(chain: _Chain, digest: str, result: Mapping[str, Any]) -> Check:
+def _attestations(chain: _Chain, digest: str, result: Mapping[str, object]) -> Check:
     from ledger.trust.judgement import check_subject_attestations, subject_verdict
 
     try:

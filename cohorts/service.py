@@ -119,7 +119,7 @@ def unattested_burn_notices(reader: LedgerReader, cohort_id: str) -> list[Stored
 
 
 def freeze_document(
-    cohort: Mapping[str, Any], reader: LedgerReader
+    cohort: Mapping[str, object], reader: LedgerReader
 ) -> tuple[dict[str, Any], list[CohortFinding]]:
     """The document to append and the gate's findings; raises on any refusal.
 
@@ -141,7 +141,7 @@ def freeze_document(
     return doc, found
 
 
-def freeze_cohort(store: Store, cohort: Mapping[str, Any], signer: Signer) -> Written:
+def freeze_cohort(store: Store, cohort: Mapping[str, object], signer: Signer) -> Written:
     """Append the frozen cohort and the authority's attestation over it when the freeze
     gate holds (atomically re-checked)."""
     check_authority(store, signer)
@@ -373,7 +373,7 @@ def calibration_evidence(
 
 def _plan_items(
     reader: LedgerReader,
-    successor: Mapping[str, Any],
+    successor: Mapping[str, object],
     carried: Sequence[CarryOver],
     choices: Sequence[PlanChoice],
 ) -> tuple[list[CohortFinding], list[dict[str, str]]]:
@@ -433,7 +433,7 @@ def _plan_items(
 
 def _bind_plan(
     reader: LedgerReader,
-    successor_ref: Mapping[str, Any] | str,
+    successor_ref: Mapping[str, object] | str,
     predecessor_id: str,
     choices: Sequence[PlanChoice],
     calibrations: Sequence[str],
@@ -525,7 +525,7 @@ def _bind_plan(
 
 def bind_cohort(
     store: Store,
-    successor: Mapping[str, Any] | str,
+    successor: Mapping[str, object] | str,
     predecessor_id: str,
     signer: Signer,
     *,

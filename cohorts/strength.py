@@ -64,9 +64,7 @@ class Strength:
         }
 
 
-def strength_of(
-    plan: EvaluatorPlan | None, result: VerificationResult | None = None
-) -> Strength:
+def strength_of(plan: EvaluatorPlan | None, result: VerificationResult | None = None) -> Strength:
     """Strength from the plan's schema version, else from the verifier's adapter version."""
     version = plan.schema_version if plan is not None else None
     source = "plan"

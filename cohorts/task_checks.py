@@ -38,14 +38,14 @@ class TaskRefs:
     visibility: str | None
 
 
-def task_label(task: Mapping[str, Any], index: int) -> str:
+def task_label(task: Mapping[str, object], index: int) -> str:
     """The task id, or a positional label when the id is missing."""
     task_id = as_str(task.get("id"))
     return task_id if task_id else f"$.tasks[{index}]"
 
 
 def _schema(
-    validate: Validator | None, kind: str, doc: Mapping[str, Any], code: str, task: str
+    validate: Validator | None, kind: str, doc: Mapping[str, object], code: str, task: str
 ) -> list[CohortFinding]:
     if validate is None:
         return []
@@ -76,7 +76,7 @@ def _digest_finding(res: Resolution, code: str, what: str, task: str) -> CohortF
 
 
 def check_work_unit(
-    task: Mapping[str, Any], label: str, lookup: CohortLookup, validate: Validator | None
+    task: Mapping[str, object], label: str, lookup: CohortLookup, validate: Validator | None
 ) -> tuple[Resolution, list[CohortFinding]]:
     ref = as_map(task.get("work_unit"))
     res = resolve(lookup, WORK_UNIT, ref.get("id"), ref.get("digest"), ref.get("version"))
@@ -134,7 +134,7 @@ def check_work_unit(
 
 
 def check_plan(
-    task: Mapping[str, Any],
+    task: Mapping[str, object],
     label: str,
     work_unit: Resolution,
     lookup: CohortLookup,
@@ -214,7 +214,7 @@ def check_plan(
 
 
 def binding_problems(
-    task: Mapping[str, Any], plan: Mapping[str, Any], work_unit: Resolution
+    task: Mapping[str, object], plan: Mapping[str, object], work_unit: Resolution
 ) -> list[tuple[str, str]]:
     """(member, message) for every way ``plan.binding`` disagrees with the task.
 
@@ -276,8 +276,8 @@ def binding_problems(
 
 
 def binding_findings(
-    task: Mapping[str, Any],
-    plan: Mapping[str, Any],
+    task: Mapping[str, object],
+    plan: Mapping[str, object],
     work_unit: Resolution,
     label: str,
     prefix: str,
@@ -289,7 +289,7 @@ def binding_findings(
 
 
 def check_task_refs(
-    task: Mapping[str, Any],
+    task: Mapping[str, object],
     index: int,
     lookup: CohortLookup,
     validate: Validator | None,
@@ -302,7 +302,7 @@ def check_task_refs(
     return TaskRefs(label, work_unit, plan, visibility), found + plan_found
 
 
-def plan_facts(plan: Mapping[str, Any] | None) -> dict[str, Any]:
+def plan_facts(plan: Mapping[str, object] | None) -> dict[str, Any]:
     """Plan schema version and verifier identity/version (for reports)."""
     if plan is None:
         return {"schema_version": None, "verifier": None}
@@ -317,7 +317,7 @@ def plan_facts(plan: Mapping[str, Any] | None) -> dict[str, Any]:
     }
 
 
-def work_unit_facts(work_unit: Mapping[str, Any] | None) -> dict[str, Any]:
+def work_unit_facts(work_unit: Mapping[str, object] | None) -> dict[str, Any]:
     if work_unit is None:
         return {"schema_version": None, "version": None}
     return {

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Any
 
 from verifiers.model.json import as_map, as_str, maps
 
@@ -45,7 +44,7 @@ def version_key(version: object) -> tuple[int, ...] | None:
     return tuple(int(part) for part in version.split("."))
 
 
-def predecessor_claims(cohort: Mapping[str, Any]) -> list[tuple[str, str, str]]:
+def predecessor_claims(cohort: Mapping[str, object]) -> list[tuple[str, str, str]]:
     """(namespace, member, digest) for every predecessor-digest claim in ``extensions``."""
     claims: list[tuple[str, str, str]] = []
     for namespace, members in sorted(as_map(cohort.get("extensions")).items()):
@@ -56,10 +55,9 @@ def predecessor_claims(cohort: Mapping[str, Any]) -> list[tuple[str, str, str]]:
     return claims
 
 
-def required_validator_ids(work_unit: Mapping[str, Any]) -> frozenset[str]:
+def required_validator_ids(work_unit: Mapping[str, object]) -> frozenset[str]:
     """Ids of the WorkUnit's validators marked ``required: true``."""
-    return frozenset(
-        v["id"]
-        for v in maps(work_unit.get("validators"))
-        if v.get("required") is True and isinstance(v.get("id"), str)
+    ids = (
+        as_str(v.get("id")) for v in maps(work_unit.get("validators")) if v.get("required") is True
     )
+    return frozenset(i for i in ids if i is not None)

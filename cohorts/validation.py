@@ -7,13 +7,12 @@ The document's ``schema_version`` member picks the schema. Every violation is re
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 from ledger.errors import KindError
 from ledger.schema.validation import violations
 
 
-def schema_validator(kind: str, doc: Mapping[str, Any]) -> list[str]:
+def schema_validator(kind: str, doc: Mapping[str, object]) -> list[str]:
     """Messages for every schema violation of ``doc`` as ``kind``; empty when valid."""
     version = doc.get("schema_version")
     if not isinstance(version, str):

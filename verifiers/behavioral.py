@@ -462,6 +462,6 @@ def run_probes(
     return evidence
 
 
-def evidence_bytes(evidence: Mapping[str, Any]) -> bytes:
+def evidence_bytes(evidence: Mapping[str, object]) -> bytes:
     """The canonical (RFC 8785) bytes of a behavioural-evidence object."""
     return canonicalize(evidence)

@@ -26,7 +26,7 @@ class SubCheck:
     name: str
     passed: bool
     summary: str
-    observation: Mapping[str, Any]
+    observation: Mapping[str, object]
     findings: tuple[ResultFinding, ...] = ()
 
 
@@ -35,7 +35,7 @@ class ArtifactRead:
     """The manifest entry chosen as candidate and what was observed at its locator."""
 
     artifact_id: str
-    entry: Mapping[str, Any] | None
+    entry: Mapping[str, object] | None
     problem: str | None
     file: FileObservation | None
 
@@ -80,7 +80,7 @@ class ArtifactRead:
 
 
 def read_artifact(
-    manifest: Mapping[str, Any], artifact_id: str, root: Path, *, max_bytes: int
+    manifest: Mapping[str, object], artifact_id: str, root: Path, *, max_bytes: int
 ) -> ArtifactRead:
     """Select the single produced artifact with ``artifact_id`` and observe its bytes."""
     produced = at(manifest, "produced_artifacts")
@@ -148,7 +148,7 @@ def size_check(art: ArtifactRead, max_bytes: int) -> SubCheck:
     )
 
 
-def worker_status_check(manifest: Mapping[str, Any]) -> SubCheck:
+def worker_status_check(manifest: Mapping[str, object]) -> SubCheck:
     """The worker reports ``status: succeeded``."""
     status = at(manifest, "status")
     passed = status == "succeeded"
@@ -157,11 +157,11 @@ def worker_status_check(manifest: Mapping[str, Any]) -> SubCheck:
     return SubCheck("worker-status", passed, summary, {"worker_status": status}, findings)
 
 
-def _patterns(work_unit: Mapping[str, Any], *path: str) -> list[str]:
+def _patterns(work_unit: Mapping[str, object], *path: str) -> list[str]:
     return str_list(at(work_unit, *path)) or []
 
 
-def scope_check(paths: Sequence[str] | None, work_unit: Mapping[str, Any]) -> SubCheck:
+def scope_check(paths: Sequence[str] | None, work_unit: Mapping[str, object]) -> SubCheck:
     """Each changed path avoids ``forbidden_paths`` and matches ``allowed_paths`` and
     ``filesystem_write`` (``fnmatchcase``; an empty allow-list allows nothing)."""
     forbidden = _patterns(work_unit, "constraints", "forbidden_paths")
@@ -207,7 +207,7 @@ def scope_check(paths: Sequence[str] | None, work_unit: Mapping[str, Any]) -> Su
 
 
 def logs_check(
-    manifest: Mapping[str, Any],
+    manifest: Mapping[str, object],
     root: Path,
     *,
     max_log_bytes: int,

@@ -27,7 +27,7 @@ from verifiers.checks import (
 from verifiers.diff import ChangedLine, ParsedDiff, parse_patch
 from verifiers.errors import DiffError, SovereigntyError
 from verifiers.fields import require_int, require_str, require_str_list
-from verifiers.model.json import at
+from verifiers.model.json import as_list, at
 from verifiers.report import Check, Evidence, InputArtifact, ResultFinding, VerifierReport
 from verifiers.spec import EvaluationInput
 
@@ -46,7 +46,7 @@ class PatchBackend:
     required_log_types: tuple[str, ...]
 
 
-def parse_backend(plan: Mapping[str, Any]) -> PatchBackend:
+def parse_backend(plan: Mapping[str, object]) -> PatchBackend:
     """Read the shared backend members; a malformed backend is refused, not guessed."""
     if at(plan, "backend", "type") != "unified_diff":
         raise SovereigntyError(
@@ -72,7 +72,7 @@ def parse_backend(plan: Mapping[str, Any]) -> PatchBackend:
     )
 
 
-def required_strings(plan: Mapping[str, Any], member: str) -> tuple[str, ...]:
+def required_strings(plan: Mapping[str, object], member: str) -> tuple[str, ...]:
     """A rule list from the backend: non-empty, unique, non-empty strings."""
     values = require_str_list(plan, _BACKEND, "backend", member, non_empty=True)
     if len(set(values)) != len(values) or any(not v for v in values):
@@ -89,7 +89,7 @@ class RuleResult:
 
     passed: bool
     summary: str
-    detail: Mapping[str, Any] = field(default_factory=dict)
+    detail: Mapping[str, object] = field(default_factory=dict)
     evidence: tuple[Evidence, ...] = ()
     metrics: Mapping[str, int] = field(default_factory=dict)
     findings: tuple[ResultFinding, ...] = ()
@@ -126,7 +126,9 @@ def match_records(
     return records
 
 
-def missing_findings(records: Sequence[Mapping[str, Any]], what: str) -> tuple[ResultFinding, ...]:
+def missing_findings(
+    records: Sequence[Mapping[str, object]], what: str
+) -> tuple[ResultFinding, ...]:
     """One finding per unmatched required value; ``what`` names the rule."""
     return tuple(
         ResultFinding("high", "correctness", f"Required {what} not found: {r['required']!r}.")
@@ -309,7 +311,7 @@ def run_patch(
     metrics = {
         "candidate_bytes": art.file.size if art.file is not None and art.file.size else 0,
         "changed_path_count": len(parsed.changed_paths) if parsed is not None else 0,
-        "log_count": len(logs_sc.observation["logs"]),
+        "log_count": len(as_list(logs_sc.observation["logs"])),
         "added_line_count": len(observed_added),
         "removed_line_count": len(observed_removed),
         **outcome.metrics,

@@ -323,7 +323,7 @@ def calibration_record(
 
 
 def behavioral_record(
-    evidence: Mapping[str, Any], patch: bytes, probe_plan: ProbePlan, probe_plan_value: Any
+    evidence: Mapping[str, object], patch: bytes, probe_plan: ProbePlan, probe_plan_value: Any
 ) -> RunRecord:
     """The patch blob, the probe plan (its canonical bytes as a blob, so the blob digest
     is the evidence's ``probe_plan_digest``) and the behavioural-evidence object."""

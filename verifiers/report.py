@@ -118,4 +118,4 @@ class VerifierReport:
     metrics: Mapping[str, int]
     inputs: tuple[InputArtifact, ...]
     summary: str
-    extensions: Mapping[str, Any] = field(default_factory=dict)
+    extensions: Mapping[str, object] = field(default_factory=dict)

@@ -115,7 +115,7 @@ def result_id(manifest_id: Any, suffix: str, plan_digest: str) -> str:
     return f"verification/{hashlib.sha256(base.encode('utf-8', 'replace')).hexdigest()[:40]}/{tag}"
 
 
-def _check_type(work_unit: Mapping[str, Any], validator_id: str) -> str:
+def _check_type(work_unit: Mapping[str, object], validator_id: str) -> str:
     validators = work_unit.get("validators")
     for item in validators if isinstance(validators, list) else []:
         if at(item, "id") == validator_id:
@@ -128,9 +128,9 @@ def _check_type(work_unit: Mapping[str, Any], validator_id: str) -> str:
 
 def build_result(
     *,
-    work_unit: Mapping[str, Any],
-    plan: Mapping[str, Any],
-    manifest: Mapping[str, Any],
+    work_unit: Mapping[str, object],
+    plan: Mapping[str, object],
+    manifest: Mapping[str, object],
     manifest_digest: str,
     manifest_digest_scheme: str,
     plan_digest: str,
@@ -242,9 +242,9 @@ def build_result(
 
 
 def evaluate(
-    work_unit: Mapping[str, Any],
-    plan: Mapping[str, Any],
-    manifest: Mapping[str, Any],
+    work_unit: Mapping[str, object],
+    plan: Mapping[str, object],
+    manifest: Mapping[str, object],
     candidate_root: Path,
     plan_path: Path | None,
     output_path: Path | None,

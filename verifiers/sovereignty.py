@@ -128,7 +128,7 @@ def match_digest(obj: Any, expected: Any, code: str, what: str) -> DigestMatch:
     return DigestMatch(expected, schemes[0], schemes)
 
 
-def _validate(validate: Validate, code: str, kind: str, obj: Mapping[str, Any]) -> None:
+def _validate(validate: Validate, code: str, kind: str, obj: Mapping[str, object]) -> None:
     version = obj.get("schema_version")
     try:
         validate(kind, version if isinstance(version, str) else "", obj)
@@ -143,7 +143,7 @@ def _equal(code: str, what: str, got: Any, expected: Any) -> None:
         raise SovereigntyError(code, what, got, expected)
 
 
-def required_validators(work_unit: Mapping[str, Any]) -> tuple[str, ...]:
+def required_validators(work_unit: Mapping[str, object]) -> tuple[str, ...]:
     """Ids of the WorkUnit's validators marked ``required: true``, in document order."""
     validators = work_unit.get("validators")
     if not isinstance(validators, list):
@@ -395,8 +395,8 @@ def check_pre_evaluation(
 
 def check_post_evaluation(
     report: SovereigntyReport,
-    plan: Mapping[str, Any],
-    result: Mapping[str, Any],
+    plan: Mapping[str, object],
+    result: Mapping[str, object],
     *,
     validate: Validate,
 ) -> None:

@@ -26,9 +26,9 @@ class EvaluationInput:
     returned for ``plan``.
     """
 
-    work_unit: Mapping[str, Any]
-    plan: Mapping[str, Any]
-    manifest: Mapping[str, Any]
+    work_unit: Mapping[str, object]
+    plan: Mapping[str, object]
+    manifest: Mapping[str, object]
     manifest_digest: str
     candidate_root: Path
     config: Any
@@ -44,7 +44,7 @@ class VerifierSpec:
     implemented_validators: frozenset[str]
     semantic_mode: str | None
     description: str
-    parse_config: Callable[[Mapping[str, Any]], Any]
+    parse_config: Callable[[Mapping[str, object]], Any]
     run: Callable[[EvaluationInput], VerifierReport]
     verifier_id: str = VERIFIER_ID
     verifier_type: str = "system"

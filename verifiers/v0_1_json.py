@@ -33,10 +33,10 @@ class Config:
     candidate_artifact_id: str
     allowed_files: tuple[str, ...]
     max_candidate_bytes: int
-    required_json: Mapping[str, Any]
+    required_json: Mapping[str, object]
 
 
-def parse_config(plan: Mapping[str, Any]) -> Config:
+def parse_config(plan: Mapping[str, object]) -> Config:
     allowed = require_str_list(plan, _CODE, "allowed_files", non_empty=True)
     bad = [name for name in allowed if locator_problem(name) is not None]
     if bad or len(set(allowed)) != len(allowed):

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from verifiers.diff import ParsedDiff
 from verifiers.patch_common import (
@@ -34,7 +33,7 @@ class Config:
     required_added_text: tuple[str, ...]
 
 
-def parse_config(plan: Mapping[str, Any]) -> Config:
+def parse_config(plan: Mapping[str, object]) -> Config:
     return Config(parse_backend(plan), required_strings(plan, "required_added_text"))
 
 

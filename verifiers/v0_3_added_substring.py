@@ -35,7 +35,7 @@ class Config:
     required_added_substrings: tuple[str, ...]
 
 
-def parse_config(plan: Mapping[str, Any]) -> Config:
+def parse_config(plan: Mapping[str, object]) -> Config:
     return Config(parse_backend(plan), required_strings(plan, "required_added_substrings"))
 
 

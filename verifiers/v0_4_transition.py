@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from verifiers.diff import ParsedDiff
 from verifiers.patch_common import (
@@ -39,7 +38,7 @@ class Config:
     required_removed_substrings: tuple[str, ...]
 
 
-def parse_config(plan: Mapping[str, Any]) -> Config:
+def parse_config(plan: Mapping[str, object]) -> Config:
     return Config(
         parse_backend(plan),
         required_strings(plan, "required_added_substrings"),

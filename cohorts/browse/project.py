@@ -137,7 +137,7 @@ class Projector:
         return out
 
     # -- kinds -----------------------------------------------------------------------
-    def _cohort(self, obj: StoredObject, value: Mapping[str, Any], out: Projection) -> None:
+    def _cohort(self, obj: StoredObject, value: Mapping[str, object], out: Projection) -> None:
         cohort_id = as_str(value.get("id"))
         jcs: str | None
         legacy: str | None
@@ -202,7 +202,7 @@ class Projector:
             return None
         return as_str(at(_load(found), "objective"))
 
-    def _burn_notice(self, obj: StoredObject, value: Mapping[str, Any], out: Projection) -> None:
+    def _burn_notice(self, obj: StoredObject, value: Mapping[str, object], out: Projection) -> None:
         cohort_id = as_str(value.get("cohort_id")) or ""
         excluded = maps(value.get("excluded_outcomes"))
         latest = [
@@ -260,7 +260,7 @@ class Projector:
             )
         )
 
-    def _binding(self, obj: StoredObject, value: Mapping[str, Any], out: Projection) -> None:
+    def _binding(self, obj: StoredObject, value: Mapping[str, object], out: Projection) -> None:
         carried = [
             f"{as_str(m.get('task'))} <- {as_str(m.get('predecessor_task'))}"
             for m in maps(value.get("carried_over"))
@@ -283,7 +283,7 @@ class Projector:
             },
         )
 
-    def _work_unit(self, obj: StoredObject, value: Mapping[str, Any], out: Projection) -> None:
+    def _work_unit(self, obj: StoredObject, value: Mapping[str, object], out: Projection) -> None:
         out.add(
             "work_units",
             {
@@ -296,7 +296,7 @@ class Projector:
             },
         )
 
-    def _plan(self, obj: StoredObject, value: Mapping[str, Any], out: Projection) -> None:
+    def _plan(self, obj: StoredObject, value: Mapping[str, object], out: Projection) -> None:
         out.add(
             "plans",
             {
@@ -311,7 +311,7 @@ class Projector:
             },
         )
 
-    def _manifest(self, obj: StoredObject, value: Mapping[str, Any], out: Projection) -> None:
+    def _manifest(self, obj: StoredObject, value: Mapping[str, object], out: Projection) -> None:
         out.add(
             "manifests",
             {
@@ -324,7 +324,7 @@ class Projector:
             },
         )
 
-    def _result(self, obj: StoredObject, value: Mapping[str, Any], out: Projection) -> None:
+    def _result(self, obj: StoredObject, value: Mapping[str, object], out: Projection) -> None:
         out.add(
             "results",
             {
@@ -345,7 +345,7 @@ class Projector:
             },
         )
 
-    def _identity(self, obj: StoredObject, value: Mapping[str, Any], out: Projection) -> None:
+    def _identity(self, obj: StoredObject, value: Mapping[str, object], out: Projection) -> None:
         self.remember_identity(obj)
         versions = [v for v in as_list(value.get("adapter_versions")) if isinstance(v, str)]
         out.add(
@@ -360,7 +360,7 @@ class Projector:
             },
         )
 
-    def _revocation(self, obj: StoredObject, value: Mapping[str, Any], out: Projection) -> None:
+    def _revocation(self, obj: StoredObject, value: Mapping[str, object], out: Projection) -> None:
         out.add(
             "revocations",
             {
@@ -372,7 +372,7 @@ class Projector:
             },
         )
 
-    def _quarantine(self, obj: StoredObject, value: Mapping[str, Any], out: Projection) -> None:
+    def _quarantine(self, obj: StoredObject, value: Mapping[str, object], out: Projection) -> None:
         problems = [p for p in as_list(value.get("problems")) if isinstance(p, str)]
         out.add(
             "quarantined",
@@ -387,7 +387,7 @@ class Projector:
             },
         )
 
-    def _attestation(self, obj: StoredObject, value: Mapping[str, Any], out: Projection) -> None:
+    def _attestation(self, obj: StoredObject, value: Mapping[str, object], out: Projection) -> None:
         subject_digest = as_str(at(value, "subject", "digest"))
         subject_kind = as_str(at(value, "subject", "kind"))
         sigs = maps(value.get("signatures"))
@@ -411,8 +411,8 @@ class Projector:
         kid: str | None,
         subject_digest: str | None,
         subject_kind: str | None,
-        value: Mapping[str, Any],
-        sigs: list[Mapping[str, Any]],
+        value: Mapping[str, object],
+        sigs: list[Mapping[str, object]],
         seq: int,
     ) -> tuple[str | None, bool]:
         """Who holds ``kid`` (the authority, or a registered verifier) and whether the
@@ -446,7 +446,7 @@ class Projector:
         return signer, verify(public, pae(payload_type, subject.data), sig)
 
 
-def _load(obj: StoredObject) -> Mapping[str, Any] | None:
+def _load(obj: StoredObject) -> Mapping[str, object] | None:
     """The object's JSON value with float hints applied (digests recompute exactly)."""
     try:
         value = stored_value(obj)

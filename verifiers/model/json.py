@@ -14,7 +14,7 @@ from collections.abc import Collection, Mapping, Sequence
 from typing import Any, TypeAlias
 
 #: A JSON object as read (read-only view).
-JsonObject: TypeAlias = Mapping[str, Any]
+JsonObject: TypeAlias = Mapping[str, object]
 
 
 def at(value: object, *keys: str | int) -> Any:
