@@ -87,7 +87,7 @@ class AttemptAudit:
     verification_result: Resolution
     strength: Strength | None = None
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         vr = self.verification_result.value
         return {
             "evidence_strength": None if self.strength is None else self.strength.to_json(),
@@ -115,7 +115,7 @@ class TaskAudit:
     plan_schema_valid: bool | None
     attempts: tuple[AttemptAudit, ...]
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {
             "task": self.task,
             "family": self.family,
@@ -144,7 +144,7 @@ class Relations:
     burn_notices: tuple[str, ...]
     bindings: tuple[str, ...]
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {
             "predecessors": [
                 {"definition_digest": digest, "cohort": cohort}
@@ -167,7 +167,7 @@ class BurnView:
     never_again_held_out: tuple[TaskReason, ...]
     references: tuple[Mapping[str, object], ...]
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {
             "source": self.source,
             "notice_digest": self.notice_digest,
@@ -187,7 +187,7 @@ class SuccessorLink:
     claimed_in: tuple[str, ...]  # extension members naming this cohort's digest
     bindings: tuple[str, ...]  # cohort-binding digests naming the pair
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {
             "cohort_id": self.cohort_id,
             "stage": self.stage,
@@ -245,7 +245,7 @@ class CohortAuditReport:
             for (label, status, outcome), n in sorted(tally.items())
         ]
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         """JSON-ready dict; keys are always present, lists in a deterministic order."""
         digests = self.definition_digest
         return {

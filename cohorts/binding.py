@@ -70,7 +70,7 @@ class CarryOver:
     predecessor_task: str
     matched_by: tuple[str, ...]
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {
             "task": self.task,
             "predecessor_task": self.predecessor_task,

@@ -334,7 +334,7 @@ def _audit_all(db: Path, json_out: bool) -> None:
             ],
             [
                 [
-                    r["id"],
+                    str(r["id"]),
                     str(r["stage"]),
                     str(r["tasks"]),
                     str(r["outcomes"]),

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal
 
 Severity = Literal["error", "warning", "info"]
 DigestScheme = Literal["legacy", "jcs", "both"]
@@ -29,7 +29,7 @@ class CohortFinding:
     attempt: str | None = None
     scheme: DigestScheme | None = None
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         """Stable JSON shape: every key always present."""
         return {
             "code": self.code,

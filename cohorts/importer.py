@@ -72,7 +72,7 @@ class ImportItem:
     digest: str | None = None
     new: bool = True
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {
             "path": self.path,
             "status": self.status,
@@ -96,7 +96,7 @@ class GroupSummary:
     new: int
     burn_notice: str | None = None  # "attested", "unattested", "no burn facts", None
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {
             "folder": self.folder,
             "cohort_id": self.cohort_id,
@@ -167,7 +167,7 @@ class ImportReport:
             )
         return out
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {
             "root": self.root,
             "prefix": self.prefix,

@@ -178,7 +178,7 @@ class Resolution:
             found |= {self.doc.legacy_digest, self.doc.jcs_digest}
         return frozenset(found)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {
             "id": self.object_id,
             "recorded_digest": self.digest,

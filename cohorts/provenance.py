@@ -53,7 +53,7 @@ class Check:
     def ok(self) -> bool:
         return self.status == "passed" and all(c.ok for c in self.children)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {
             "name": self.name,
             "status": "passed" if self.ok else "failed",
@@ -73,7 +73,7 @@ class ProvenanceReport:
     def ok(self) -> bool:
         return all(c.ok for c in self.checks)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {
             "digest": self.digest,
             "ok": self.ok,

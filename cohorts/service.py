@@ -55,7 +55,7 @@ class Written:
     objects: tuple[tuple[str, str, bool], ...]
     findings: tuple[CohortFinding, ...] = ()
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {
             "objects": [{"kind": k, "digest": d, "new": n} for k, d, n in self.objects],
             "findings": [f.to_json() for f in self.findings],
@@ -685,7 +685,7 @@ class CohortRow:
     record_digest: str
     attested: str
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {
             "id": self.cohort_id,
             "stage": self.stage,

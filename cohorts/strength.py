@@ -13,7 +13,6 @@ Labels are stable strings (reports and tests compare them).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from verifiers.model import EvaluatorPlan, VerificationResult
 from verifiers.model.json import as_str
@@ -55,7 +54,7 @@ class Strength:
     meaning: str
     source: str  # "plan" (the plan's schema_version) or "verifier" (its adapter_version)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {
             "plan_version": self.plan_version,
             "label": self.label,

@@ -75,7 +75,7 @@ class CalibrationRow:
         """Whether the plan's declared expectation held (None when it declares none)."""
         return None if self.expected_status is None else self.expected_status == self.status
 
-    def as_json(self) -> dict[str, Any]:
+    def as_json(self) -> dict[str, object]:
         return {
             "plan_id": self.plan_id,
             "plan_version": self.plan_version,

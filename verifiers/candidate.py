@@ -23,7 +23,7 @@ import os
 import stat
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 ReadStatus = Literal[
     "read", "too_large", "missing", "unsafe_locator", "symlink", "not_regular", "unreadable"
@@ -48,7 +48,7 @@ class FileObservation:
         """True when every byte was read and hashed (status ``read``)."""
         return self.status == "read"
 
-    def as_json(self) -> dict[str, Any]:
+    def as_json(self) -> dict[str, object]:
         return {
             "locator": self.locator,
             "status": self.status,

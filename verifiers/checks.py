@@ -68,7 +68,7 @@ class ArtifactRead:
             media_type=media if isinstance(media, str) else "application/octet-stream",
         )
 
-    def as_json(self) -> dict[str, Any]:
+    def as_json(self) -> dict[str, object]:
         out: dict[str, Any] = {
             "artifact_id": self.artifact_id,
             "selection_problem": self.problem,

@@ -81,7 +81,7 @@ class Unrecorded:
     size: int
     reason: str
 
-    def as_json(self) -> dict[str, Any]:
+    def as_json(self) -> dict[str, object]:
         return {
             "role": self.role,
             "name": self.name,

@@ -43,7 +43,7 @@ class Evidence:
             body=body,
         )
 
-    def as_json(self) -> dict[str, Any]:
+    def as_json(self) -> dict[str, object]:
         return {
             "id": self.id,
             "type": self.type,
@@ -64,7 +64,7 @@ class ResultFinding:
     path: str | None = None
     line: int | None = None
 
-    def as_json(self) -> dict[str, Any]:
+    def as_json(self) -> dict[str, object]:
         out: dict[str, Any] = {
             "severity": self.severity,
             "category": self.category,

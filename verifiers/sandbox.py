@@ -201,7 +201,7 @@ class ProbeCgroup:
                 return
             time.sleep(0.01)
 
-    def as_json(self) -> dict[str, Any]:
+    def as_json(self) -> dict[str, object]:
         return {"version": 1, "memory_bytes": self.memory_bytes, "pids": self.pids}
 
 

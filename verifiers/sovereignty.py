@@ -80,7 +80,7 @@ class DigestMatch:
     scheme: Scheme
     schemes: tuple[Scheme, ...]
 
-    def as_json(self) -> dict[str, Any]:
+    def as_json(self) -> dict[str, object]:
         return {"digest": self.digest, "scheme": self.scheme, "schemes": list(self.schemes)}
 
 
@@ -97,7 +97,7 @@ class SovereigntyReport:
     plan_digest: DigestMatch
     checked: tuple[str, ...]
 
-    def as_json(self) -> dict[str, Any]:
+    def as_json(self) -> dict[str, object]:
         return {
             "plan_schema_version": self.spec.plan_schema_version,
             "required_validators": list(self.required_validators),

@@ -23,7 +23,6 @@ import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import sqlite_utils
 import sqlite_utils.db
@@ -49,7 +48,7 @@ class IndexReport:
     def new_entries(self) -> int:
         return self.size - self.previous_size
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {
             "out": str(self.out),
             "previous_size": self.previous_size,
