@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol, TypeVar
+from typing import Literal, Protocol, TypeVar
 
 from cohorts.findings import DigestScheme
 from ledger.encoding.canonical import canonicalize
@@ -91,7 +91,7 @@ class StoredDoc:
         return None
 
     @property
-    def object_id(self) -> Any:
+    def object_id(self) -> object:
         return self.value.get("id")
 
 

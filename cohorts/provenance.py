@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Literal
 
 from cohorts.lookup import BEHAVIORAL_EVIDENCE, StoredDoc, behavioral_confinement
 from cohorts.standing import StandingLookup
@@ -158,7 +158,7 @@ def raw_bytes(data: object) -> bytes:
     return str(data).encode("utf-8")
 
 
-def _eq(name: str, got: Any, expected: Any, what: str) -> Check:
+def _eq(name: str, got: object, expected: object, what: str) -> Check:
     return _c(
         name,
         got == expected,
@@ -167,7 +167,7 @@ def _eq(name: str, got: Any, expected: Any, what: str) -> Check:
     )
 
 
-def _names(doc: StoredDoc | None, digest: Any) -> bool:
+def _names(doc: StoredDoc | None, digest: object) -> bool:
     return doc is not None and doc.scheme_for(digest) is not None
 
 

@@ -94,7 +94,7 @@ class ProbePlan:
 def load_probe_plan(value: Any) -> ProbePlan:
     """Read a probe plan object; a malformed plan raises ``ProbeError``."""
 
-    def bad(what: str, got: Any, expected: str) -> ProbeError:
+    def bad(what: str, got: object, expected: str) -> ProbeError:
         return ProbeError(f"bad probe plan {what}, got {got!r}, expected {expected}")
 
     if not isinstance(value, Mapping):

@@ -8,20 +8,18 @@ cannot judge without are read here, which raise the given ``SovereigntyError`` c
 
 from __future__ import annotations
 
-from typing import Any
-
 from verifiers.errors import SovereigntyError
 from verifiers.model.json import at, is_int, str_list
 
 
-def require_str(obj: Any, code: str, *path: str) -> str:
+def require_str(obj: object, code: str, *path: str) -> str:
     value = at(obj, *path)
     if not isinstance(value, str):
         raise SovereigntyError(code, f"missing string at $.{'.'.join(path)}", value, "a string")
     return value
 
 
-def require_int(obj: Any, code: str, *path: str, minimum: int = 0) -> int:
+def require_int(obj: object, code: str, *path: str, minimum: int = 0) -> int:
     value = at(obj, *path)
     if not is_int(value) or value < minimum:
         raise SovereigntyError(
@@ -30,7 +28,7 @@ def require_int(obj: Any, code: str, *path: str, minimum: int = 0) -> int:
     return int(value)
 
 
-def require_str_list(obj: Any, code: str, *path: str, non_empty: bool = False) -> list[str]:
+def require_str_list(obj: object, code: str, *path: str, non_empty: bool = False) -> list[str]:
     value = str_list(at(obj, *path))
     if value is None or (non_empty and not value):
         raise SovereigntyError(

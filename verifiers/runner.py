@@ -102,7 +102,7 @@ def rfc3339(moment: datetime) -> str:
     return utc.replace(tzinfo=None).isoformat(timespec=spec) + "Z"
 
 
-def result_id(manifest_id: Any, suffix: str, plan_digest: str) -> str:
+def result_id(manifest_id: object, suffix: str, plan_digest: str) -> str:
     """``<manifest id>/<suffix>/<12 hex of the plan digest>``, hashed when too long.
 
     Including the plan digest keeps results of different plans on one candidate apart.

@@ -108,7 +108,7 @@ class SovereigntyReport:
         }
 
 
-def _digests(obj: Any) -> dict[Scheme, str]:
+def _digests(obj: object) -> dict[Scheme, str]:
     out: dict[Scheme, str] = {}
     # A value outside I-JSON simply has no digest under that scheme.
     with contextlib.suppress(LedgerError, TypeError, ValueError):
@@ -118,7 +118,7 @@ def _digests(obj: Any) -> dict[Scheme, str]:
     return out
 
 
-def match_digest(obj: Any, expected: Any, code: str, what: str) -> DigestMatch:
+def match_digest(obj: object, expected: object, code: str, what: str) -> DigestMatch:
     """``expected`` must be the RFC 8785 or the legacy digest of ``obj``."""
     digests = _digests(obj)
     schemes = tuple(s for s, d in digests.items() if d == expected)
@@ -138,7 +138,7 @@ def _validate(validate: Validate, code: str, kind: str, obj: Mapping[str, object
         ) from exc
 
 
-def _equal(code: str, what: str, got: Any, expected: Any) -> None:
+def _equal(code: str, what: str, got: object, expected: object) -> None:
     if got != expected or type(got) is not type(expected):
         raise SovereigntyError(code, what, got, expected)
 

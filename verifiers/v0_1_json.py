@@ -52,7 +52,7 @@ def parse_config(plan: Mapping[str, object]) -> Config:
     )
 
 
-def json_equal(a: Any, b: Any) -> bool:
+def json_equal(a: object, b: object) -> bool:
     """JSON value equality: numbers by value, ``true`` never equals ``1``."""
     if isinstance(a, bool) or isinstance(b, bool):
         return type(a) is type(b) and a == b

@@ -83,7 +83,7 @@ def shown(value: object, limit: int = 80) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def member(value: object, collection: Collection[Any]) -> bool:
+def member(value: object, collection: Collection[object]) -> bool:
     """``value in collection``, False (not TypeError) for unhashable JSON values."""
     try:
         return value in collection
