@@ -113,6 +113,29 @@ def test_ledger_does_not_import_the_idkmesh_edge() -> None:
     assert found == []
 
 
+def test_the_protocol_model_sits_below_both_edge_packages() -> None:
+    """``verifiers.model`` imports only ``ledger`` and itself; ``verifiers`` never imports
+    ``cohorts`` (cohorts builds on the verifiers' protocol model, not the reverse)."""
+    found = [
+        f"{imp.source}:{imp.line} imports {imp.target}"
+        for imp in IMPORTS
+        if imp.source.split(".")[0] == "verifiers" and imp.target.split(".")[0] == "cohorts"
+    ]
+    found += [
+        f"{imp.source}:{imp.line} imports {imp.target}"
+        for imp in IMPORTS
+        if imp.source.startswith("verifiers.model")
+        and imp.target.split(".")[0] in PACKAGES
+        and not imp.target.startswith(("ledger", "verifiers.model"))
+    ]
+    assert found == []
+    assert any(
+        imp.target.startswith("verifiers.model")
+        for imp in IMPORTS
+        if imp.source.startswith("cohorts.")
+    )
+
+
 def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     """Strongly connected components with more than one module (Tarjan)."""
     index: dict[str, int] = {}
