@@ -190,9 +190,9 @@ def _outside(code: str, what: str, path: Path | None, root: Path) -> None:
 
 
 def check_pre_evaluation(
-    work_unit: Any,
-    plan: Any,
-    manifest: Any,
+    work_unit: object,
+    plan: object,
+    manifest: object,
     *,
     candidate_root: Path,
     plan_path: Path | None,
@@ -203,18 +203,53 @@ def check_pre_evaluation(
     """Run every pre-evaluation rule (module docstring); raise the first violation.
 
     ``plan_path``/``output_path`` None mean "not on the filesystem" (e.g. read from or
-    written to the ledger) and cannot be inside the candidate root.
+    written to the ledger) and cannot be inside the candidate root. The rules run in a
+    fixed order; ``checked`` lists the code of each rule that held, in that order.
     """
     checked: list[str] = []
+    wu = _object("WorkUnit", work_unit)
+    pl = _object("plan", plan)
+    rm = _object("ResultManifest", manifest)
+    checked.append("SOV-INPUT-TYPE")
+    spec, config = _check_plan(pl, wu, rm, validate, checked)
+    binding, wu_version, revision = _check_binding(pl, wu, checked)
+    manifest_wu = _check_manifest_binding(rm, wu, wu_version, revision, checked)
+    plan_required = _check_validators(spec, pl, wu, rm, checked)
+    _check_worker(pl, rm, checked)
+    root = _check_paths(candidate_root, plan_path, output_path, checked)
+    if not isinstance(plan_digest, str) or not is_digest(plan_digest):
+        raise SovereigntyError(
+            "SOV-PLAN-DIGEST", "plan digest", plan_digest, "sha256:<64 lowercase hex>"
+        )
+    plan_match = match_digest(pl, plan_digest, "SOV-PLAN-DIGEST", "given plan digest")
+    checked.append("SOV-PLAN-DIGEST")
+    return SovereigntyReport(
+        spec=spec,
+        config=config,
+        candidate_root=root,
+        required_validators=tuple(plan_required),
+        work_unit_binding=binding,
+        manifest_work_unit=manifest_wu,
+        plan_digest=plan_match,
+        checked=tuple(checked),
+    )
 
-    def ok(code: str) -> None:
-        checked.append(code)
 
-    for name, value in (("WorkUnit", work_unit), ("plan", plan), ("ResultManifest", manifest)):
-        if not isinstance(value, Mapping):
-            raise SovereigntyError("SOV-INPUT-TYPE", name, type(value).__name__, "a JSON object")
-    ok("SOV-INPUT-TYPE")
+_Doc = Mapping[str, object]
 
+
+def _object(name: str, value: object) -> _Doc:
+    """SOV-INPUT-TYPE: an input is a JSON object."""
+    if not isinstance(value, Mapping):
+        raise SovereigntyError("SOV-INPUT-TYPE", name, type(value).__name__, "a JSON object")
+    return value
+
+
+def _check_plan(
+    plan: _Doc, work_unit: _Doc, manifest: _Doc, validate: Validate, checked: list[str]
+) -> tuple[VerifierSpec, Any]:
+    """A supported plan version; all three documents schema-valid; the plan's backend
+    config, verifier identity, execution mode and policy flags what the spec requires."""
     spec = spec_for(plan.get("schema_version"))
     if spec is None:
         raise SovereigntyError(
@@ -223,16 +258,15 @@ def check_pre_evaluation(
             plan.get("schema_version"),
             f"one of {', '.join(supported_versions())}",
         )
-    ok("SOV-PLAN-VERSION")
+    checked.append("SOV-PLAN-VERSION")
     _validate(validate, "SOV-SCHEMA-WORK-UNIT", "work-unit", work_unit)
-    ok("SOV-SCHEMA-WORK-UNIT")
+    checked.append("SOV-SCHEMA-WORK-UNIT")
     _validate(validate, "SOV-SCHEMA-RESULT-MANIFEST", "result-manifest", manifest)
-    ok("SOV-SCHEMA-RESULT-MANIFEST")
+    checked.append("SOV-SCHEMA-RESULT-MANIFEST")
     _validate(validate, "SOV-SCHEMA-PLAN", "evaluator-plan", plan)
-    ok("SOV-SCHEMA-PLAN")
+    checked.append("SOV-SCHEMA-PLAN")
     config = spec.parse_config(plan)
-    ok("SOV-PLAN-BACKEND")
-
+    checked.append("SOV-PLAN-BACKEND")
     expected_verifier = {
         "id": spec.verifier_id,
         "type": spec.verifier_type,
@@ -241,27 +275,34 @@ def check_pre_evaluation(
     }
     got_verifier = {k: at(plan, "verifier", k) for k in expected_verifier}
     _equal("SOV-PLAN-VERIFIER", "plan verifier identity", got_verifier, expected_verifier)
-    ok("SOV-PLAN-VERIFIER")
+    checked.append("SOV-PLAN-VERIFIER")
     _equal(
         "SOV-PLAN-EXECUTION-MODE",
         "plan execution_mode",
         plan.get("execution_mode"),
         "metadata_only",
     )
-    ok("SOV-PLAN-EXECUTION-MODE")
+    checked.append("SOV-PLAN-EXECUTION-MODE")
     flags = {k: at(plan, "policy", k) for k in POLICY_FLAGS}
     _equal("SOV-PLAN-POLICY", "plan policy flags", flags, dict.fromkeys(POLICY_FLAGS, True))
-    ok("SOV-PLAN-POLICY")
+    checked.append("SOV-PLAN-POLICY")
+    return spec, config
 
+
+def _check_binding(
+    plan: _Doc, work_unit: _Doc, checked: list[str]
+) -> tuple[DigestMatch, int, object]:
+    """The plan is bound to this WorkUnit (id, integer version, digest, source revision).
+    Returns the digest match, the WorkUnit version and the plan's source revision."""
     _equal(
         "SOV-BINDING-WORK-UNIT-ID",
         "plan binding.work_unit_id",
         at(plan, "binding", "work_unit_id"),
         work_unit.get("id"),
     )
-    ok("SOV-BINDING-WORK-UNIT-ID")
+    checked.append("SOV-BINDING-WORK-UNIT-ID")
     wu_version = work_unit.get("version")
-    if not is_int(wu_version):
+    if not isinstance(wu_version, int) or not is_int(wu_version):
         raise SovereigntyError("SOV-SCHEMA-WORK-UNIT", "WorkUnit version", wu_version, "an integer")
     _equal(
         "SOV-BINDING-WORK-UNIT-VERSION",
@@ -269,56 +310,66 @@ def check_pre_evaluation(
         at(plan, "binding", "work_unit_version"),
         wu_version,
     )
-    ok("SOV-BINDING-WORK-UNIT-VERSION")
+    checked.append("SOV-BINDING-WORK-UNIT-VERSION")
     binding = match_digest(
         work_unit,
         at(plan, "binding", "work_unit_digest"),
         "SOV-BINDING-DIGEST",
         "plan binding.work_unit_digest",
     )
-    ok("SOV-BINDING-DIGEST")
-
+    checked.append("SOV-BINDING-DIGEST")
     revision = at(plan, "binding", "source_revision")
-    wu_revision = at(work_unit, "provenance", "source_revision")
     provenance = work_unit.get("provenance")
     if isinstance(provenance, Mapping) and "source_revision" in provenance:
         _equal(
             "SOV-BINDING-SOURCE-REVISION",
             "plan binding.source_revision vs WorkUnit",
             revision,
-            wu_revision,
+            at(work_unit, "provenance", "source_revision"),
         )
-    ok("SOV-BINDING-SOURCE-REVISION")
+    checked.append("SOV-BINDING-SOURCE-REVISION")
+    return binding, wu_version, revision
+
+
+def _check_manifest_binding(
+    manifest: _Doc, work_unit: _Doc, wu_version: int, revision: object, checked: list[str]
+) -> DigestMatch:
+    """The ResultManifest names the plan's source revision and this WorkUnit."""
     _equal(
         "SOV-MANIFEST-SOURCE-REVISION",
         "ResultManifest provenance.source_revision vs plan binding",
         at(manifest, "provenance", "source_revision"),
         revision,
     )
-    ok("SOV-MANIFEST-SOURCE-REVISION")
-
+    checked.append("SOV-MANIFEST-SOURCE-REVISION")
     _equal(
         "SOV-MANIFEST-WORK-UNIT-ID",
         "ResultManifest work_unit_id",
         manifest.get("work_unit_id"),
         work_unit.get("id"),
     )
-    ok("SOV-MANIFEST-WORK-UNIT-ID")
+    checked.append("SOV-MANIFEST-WORK-UNIT-ID")
     _equal(
         "SOV-MANIFEST-WORK-UNIT-VERSION",
         "ResultManifest work_unit_version",
         manifest.get("work_unit_version"),
         wu_version,
     )
-    ok("SOV-MANIFEST-WORK-UNIT-VERSION")
+    checked.append("SOV-MANIFEST-WORK-UNIT-VERSION")
     manifest_wu = match_digest(
         work_unit,
         at(manifest, "provenance", "work_unit_digest"),
         "SOV-MANIFEST-WORK-UNIT-DIGEST",
         "ResultManifest provenance.work_unit_digest",
     )
-    ok("SOV-MANIFEST-WORK-UNIT-DIGEST")
+    checked.append("SOV-MANIFEST-WORK-UNIT-DIGEST")
+    return manifest_wu
 
+
+def _check_validators(
+    spec: VerifierSpec, plan: _Doc, work_unit: _Doc, manifest: _Doc, checked: list[str]
+) -> list[str]:
+    """Plan, WorkUnit, backend and manifest agree on the required validators."""
     required = required_validators(work_unit)
     plan_required = str_list(plan.get("required_validator_ids"))
     if plan_required is None:
@@ -334,14 +385,14 @@ def check_pre_evaluation(
         plan_required,
         set(required),
     )
-    ok("SOV-REQUIRED-VALIDATORS")
+    checked.append("SOV-REQUIRED-VALIDATORS")
     _set_diff(
         "SOV-BACKEND-VALIDATORS",
         f"validators implemented by {spec.adapter} {spec.adapter_version}",
         sorted(spec.implemented_validators),
         set(plan_required),
     )
-    ok("SOV-BACKEND-VALIDATORS")
+    checked.append("SOV-BACKEND-VALIDATORS")
     requested = str_list(at(manifest, "verification_request", "expected_validator_ids")) or []
     uncovered = sorted(set(plan_required) - set(requested))
     if uncovered:
@@ -351,8 +402,12 @@ def check_pre_evaluation(
             sorted(requested),
             f"a superset of {sorted(plan_required)}",
         )
-    ok("SOV-MANIFEST-VALIDATORS")
+    checked.append("SOV-MANIFEST-VALIDATORS")
+    return plan_required
 
+
+def _check_worker(plan: _Doc, manifest: _Doc, checked: list[str]) -> None:
+    """The plan's verifier is not the worker that produced the candidate."""
     worker_id = at(manifest, "worker", "id")
     if at(plan, "verifier", "id") == worker_id:
         raise SovereigntyError(
@@ -361,36 +416,24 @@ def check_pre_evaluation(
             worker_id,
             "a verifier distinct from the worker",
         )
-    ok("SOV-VERIFIER-IS-WORKER")
+    checked.append("SOV-VERIFIER-IS-WORKER")
 
+
+def _check_paths(
+    candidate_root: Path, plan_path: Path | None, output_path: Path | None, checked: list[str]
+) -> Path:
+    """The candidate root exists; neither the plan file nor the output is inside it."""
     root = _real(candidate_root)
     if not root.is_dir():
         raise SovereigntyError(
             "SOV-CANDIDATE-ROOT", "candidate root", str(candidate_root), "an existing directory"
         )
-    ok("SOV-CANDIDATE-ROOT")
+    checked.append("SOV-CANDIDATE-ROOT")
     _outside("SOV-PLAN-INSIDE-CANDIDATE-ROOT", "plan file", plan_path, root)
-    ok("SOV-PLAN-INSIDE-CANDIDATE-ROOT")
+    checked.append("SOV-PLAN-INSIDE-CANDIDATE-ROOT")
     _outside("SOV-OUTPUT-INSIDE-CANDIDATE-ROOT", "output location", output_path, root)
-    ok("SOV-OUTPUT-INSIDE-CANDIDATE-ROOT")
-
-    if not isinstance(plan_digest, str) or not is_digest(plan_digest):
-        raise SovereigntyError(
-            "SOV-PLAN-DIGEST", "plan digest", plan_digest, "sha256:<64 lowercase hex>"
-        )
-    plan_match = match_digest(plan, plan_digest, "SOV-PLAN-DIGEST", "given plan digest")
-    ok("SOV-PLAN-DIGEST")
-
-    return SovereigntyReport(
-        spec=spec,
-        config=config,
-        candidate_root=root,
-        required_validators=tuple(plan_required),
-        work_unit_binding=binding,
-        manifest_work_unit=manifest_wu,
-        plan_digest=plan_match,
-        checked=tuple(checked),
-    )
+    checked.append("SOV-OUTPUT-INSIDE-CANDIDATE-ROOT")
+    return root
 
 
 def check_post_evaluation(
