@@ -68,6 +68,7 @@ from verifiers.model import (
     ResultManifest,
     Task,
     VerificationResult,
+    WorkUnit,
 )
 from verifiers.model.json import as_map, as_str, at, json_key, maps, member, shown, str_set
 
@@ -123,12 +124,12 @@ class TaskAudit:
             "evidence_status": self.evidence_status,
             "work_unit": {
                 **self.work_unit.to_json(),
-                **work_unit_facts(self.work_unit.value),
+                **work_unit_facts(self.work_unit.model(WorkUnit)),
                 "schema_valid": self.work_unit_schema_valid,
             },
             "plan": {
                 **self.plan.to_json(),
-                **plan_facts(self.plan.value),
+                **plan_facts(self.plan.model(EvaluatorPlan)),
                 "schema_valid": self.plan_schema_valid,
             },
             "attempts": [a.to_json() for a in self.attempts],
@@ -1061,7 +1062,7 @@ def _task_audit(
     task: Task, stage: str | None, lookup: CohortLookup, validate: Validator | None
 ) -> tuple[TaskAudit, list[CohortFinding]]:
     """One task: its references, source revision, negative evidence and attempts."""
-    refs, found = check_task_refs(task.value, task.index, lookup, validate)
+    refs, found = check_task_refs(task, lookup, validate)
     if stage != "scaffold":
         revision = task.source_revision
         if not isinstance(revision, str) or not FULL_GIT_SHA.match(revision):

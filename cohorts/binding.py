@@ -34,7 +34,7 @@ from cohorts.lookup import EVALUATOR_PLAN, WORK_UNIT, CohortLookup, Resolution, 
 from cohorts.task_checks import binding_problems
 from cohorts.upstream import FULL_GIT_SHA, predecessor_claims, version_key
 from ledger.encoding.digest import canonical_digest
-from verifiers.model import Task
+from verifiers.model import EvaluatorPlan, Task
 from verifiers.model.json import as_int, as_map, as_str, at, maps, shown, str_set
 
 KIND = "cohort-binding"
@@ -414,7 +414,7 @@ def _task_items(gate: _Gate, task: Task) -> list[CohortFinding]:
     items = _present(wu, "gate.work_unit", "WorkUnit", task_id)
     items += _present(plan, "gate.plan", "EvaluatorPlan", task_id)
     if plan.doc is not None:
-        problems = binding_problems(task.value, plan.doc.value, wu)
+        problems = binding_problems(task, plan.doc.model(EvaluatorPlan), wu)
         items += [
             error("gate.plan.binding", f"plan binding drift, {message}", task_id)
             for _, message in problems

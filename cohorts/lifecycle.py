@@ -22,6 +22,7 @@ from cohorts.findings import CohortFinding, error, errors, scheme_text
 from cohorts.lookup import BENCHMARK_COHORT, CohortLookup, Validator
 from cohorts.task_checks import check_task_refs, task_label
 from cohorts.upstream import FULL_GIT_SHA
+from verifiers.model import Task
 from verifiers.model.json import as_list, as_map, as_str, at, json_key, maps, shown
 
 Stage = Literal["scaffold", "collecting", "frozen", "burned"]
@@ -147,8 +148,9 @@ def structure_findings(cohort: Mapping[str, object]) -> list[CohortFinding]:
     found: list[CohortFinding] = []
     seen_ids: set[str] = set()
     seen_items: dict[str, str] = {}
-    for index, task in enumerate(maps(cohort.get("tasks"))):
-        label = task_label(task, index)
+    for view in Task.all_of(cohort):
+        task = view.value
+        label = task_label(view)
         if label in seen_ids:
             found.append(
                 error("cohort.task_ids", f"duplicate task id, got {label} twice, expected unique")
@@ -198,15 +200,15 @@ def structure_findings(cohort: Mapping[str, object]) -> list[CohortFinding]:
 
 def _revision_findings(cohort: Mapping[str, object]) -> list[CohortFinding]:
     found: list[CohortFinding] = []
-    for index, task in enumerate(maps(cohort.get("tasks"))):
-        revision = at(task, "source", "revision")
+    for task in Task.all_of(cohort):
+        revision = task.source_revision
         if not isinstance(revision, str) or not FULL_GIT_SHA.match(revision):
             found.append(
                 error(
                     "task.source.revision",
                     f"source revision not immutable, got {shown(revision)},"
                     " expected a full 40-hex commit id",
-                    task_label(task, index),
+                    task_label(task),
                 )
             )
     return found
@@ -267,8 +269,8 @@ def freeze_findings(
     found += definition_findings(cohort, required=False)
     found += structure_findings(cohort)
     found += _revision_findings(cohort)
-    for index, task in enumerate(maps(cohort.get("tasks"))):
-        found += check_task_refs(task, index, lookup, validate)[1]
+    for task in Task.all_of(cohort):
+        found += check_task_refs(task, lookup, validate)[1]
     found += size_findings(cohort)
     return found
 

@@ -9,9 +9,7 @@ once; checks that need them are then skipped rather than reported twice.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from cohorts.findings import CohortFinding, error, info, scheme_text
 from cohorts.lookup import (
@@ -25,7 +23,8 @@ from cohorts.lookup import (
     resolve,
 )
 from cohorts.upstream import required_validator_ids
-from verifiers.model.json import as_int, as_map, as_str, at, member, shown, str_set
+from verifiers.model import Document, EvaluatorPlan, EvaluatorRef, Ref, Task, WorkUnit
+from verifiers.model.json import as_int, as_str, member, shown, str_set
 
 
 @dataclass(frozen=True)
@@ -38,20 +37,20 @@ class TaskRefs:
     visibility: str | None
 
 
-def task_label(task: Mapping[str, object], index: int) -> str:
+def task_label(task: Task) -> str:
     """The task id, or a positional label when the id is missing."""
-    task_id = as_str(task.get("id"))
-    return task_id if task_id else f"$.tasks[{index}]"
+    task_id = as_str(task.id)
+    return task_id if task_id else f"$.tasks[{task.index}]"
 
 
 def _schema(
-    validate: Validator | None, kind: str, doc: Mapping[str, object], code: str, task: str
+    validate: Validator | None, kind: str, doc: Document, code: str, task: str
 ) -> list[CohortFinding]:
     if validate is None:
         return []
     return [
         error(code, f"{kind} schema violation, got {message}, expected a schema-valid {kind}", task)
-        for message in validate(kind, doc)
+        for message in validate(kind, doc.value)
     ]
 
 
@@ -75,57 +74,32 @@ def _digest_finding(res: Resolution, code: str, what: str, task: str) -> CohortF
     )
 
 
+def _drift(code: str, what: str, got: object, expected: object, label: str) -> CohortFinding:
+    return error(code, f"{what} drift, got {shown(got)}, expected {shown(expected)}", label)
+
+
 def check_work_unit(
-    task: Mapping[str, object], label: str, lookup: CohortLookup, validate: Validator | None
+    task: Task, label: str, lookup: CohortLookup, validate: Validator | None
 ) -> tuple[Resolution, list[CohortFinding]]:
-    ref = as_map(task.get("work_unit"))
-    res = resolve(lookup, WORK_UNIT, ref.get("id"), ref.get("digest"), ref.get("version"))
-    if res.doc is None:
-        bad = quarantined(lookup, WORK_UNIT, ref.get("id"), ref.get("digest"), ref.get("version"))
-        if bad is not None:
-            return res, [
-                error(
-                    "task.work_unit.schema",
-                    quarantine_message("WorkUnit", WORK_UNIT, bad, ref.get("digest")),
-                    label,
-                )
-            ]
-        return res, [
-            error(
-                "task.work_unit.missing",
-                f"WorkUnit not in ledger, got nothing for id {shown(ref.get('id'))}"
-                f" version {shown(ref.get('version'))} or digest {shown(ref.get('digest'))},"
-                " expected it stored",
-                label,
-            )
-        ]
-    doc = res.doc.value
+    ref = task.work_unit
+    res = resolve(lookup, WORK_UNIT, ref.id, ref.digest, ref.version)
+    doc = res.model(WorkUnit)
+    if doc is None:
+        return res, [_missing_work_unit(ref, label, lookup)]
     found: list[CohortFinding] = [_digest_finding(res, "task.work_unit.digest", "WorkUnit", label)]
-    if doc.get("id") != ref.get("id"):
+    if doc.id != ref.id:
+        found.append(_drift("task.work_unit.id", "WorkUnit id", doc.id, ref.id, label))
+    if doc.version != ref.version:
         found.append(
-            error(
-                "task.work_unit.id",
-                f"WorkUnit id drift, got {shown(doc.get('id'))}, expected {shown(ref.get('id'))}",
-                label,
-            )
-        )
-    if doc.get("version") != ref.get("version"):
-        found.append(
-            error(
-                "task.work_unit.version",
-                f"WorkUnit version drift, got {shown(doc.get('version'))},"
-                f" expected {shown(ref.get('version'))}",
-                label,
-            )
+            _drift("task.work_unit.version", "WorkUnit version", doc.version, ref.version, label)
         )
     found += _schema(validate, WORK_UNIT, doc, "task.work_unit.schema", label)
-    revision = at(task, "source", "revision")
-    stored_revision = at(doc, "provenance", "source_revision")
-    if stored_revision != revision:
+    revision = task.source_revision
+    if doc.source_revision != revision:
         found.append(
             error(
                 "task.work_unit.source_revision",
-                f"WorkUnit source revision drift, got {shown(stored_revision)},"
+                f"WorkUnit source revision drift, got {shown(doc.source_revision)},"
                 f" expected the task's {shown(revision)}",
                 label,
             )
@@ -133,74 +107,54 @@ def check_work_unit(
     return res, found
 
 
+def _missing_work_unit(ref: Ref, label: str, lookup: CohortLookup) -> CohortFinding:
+    """Stored only as quarantined (a schema finding), or not stored at all."""
+    bad = quarantined(lookup, WORK_UNIT, ref.id, ref.digest, ref.version)
+    if bad is not None:
+        return error(
+            "task.work_unit.schema",
+            quarantine_message("WorkUnit", WORK_UNIT, bad, ref.digest),
+            label,
+        )
+    return error(
+        "task.work_unit.missing",
+        f"WorkUnit not in ledger, got nothing for id {shown(ref.id)}"
+        f" version {shown(ref.version)} or digest {shown(ref.digest)},"
+        " expected it stored",
+        label,
+    )
+
+
 def check_plan(
-    task: Mapping[str, object],
+    task: Task,
     label: str,
     work_unit: Resolution,
     lookup: CohortLookup,
     validate: Validator | None,
 ) -> tuple[Resolution, list[CohortFinding]]:
-    evaluator = as_map(task.get("evaluator"))
-    visibility = as_str(evaluator.get("visibility"))
-    res = resolve(lookup, EVALUATOR_PLAN, evaluator.get("plan_id"), evaluator.get("plan_digest"))
-    if res.doc is None:
-        bad = quarantined(
-            lookup, EVALUATOR_PLAN, evaluator.get("plan_id"), evaluator.get("plan_digest")
-        )
-        if bad is not None:
-            return res, [
-                error(
-                    "task.plan.schema",
-                    quarantine_message(
-                        "EvaluatorPlan", EVALUATOR_PLAN, bad, evaluator.get("plan_digest")
-                    ),
-                    label,
-                )
-            ]
-        if visibility == "hidden":
-            return res, [
-                info(
-                    "task.plan.hidden",
-                    "hidden EvaluatorPlan not in ledger, got only its digest commitment"
-                    f" {shown(evaluator.get('plan_digest'))}, expected nothing more for a"
-                    " hidden plan",
-                    label,
-                )
-            ]
-        return res, [
-            error(
-                "task.plan.missing",
-                f"EvaluatorPlan not in ledger, got nothing for id {shown(evaluator.get('plan_id'))}"
-                f" or digest {shown(evaluator.get('plan_digest'))}, expected it stored",
-                label,
-            )
-        ]
-    plan = res.doc.value
+    evaluator = task.evaluator
+    res = resolve(lookup, EVALUATOR_PLAN, evaluator.plan_id, evaluator.plan_digest)
+    plan = res.model(EvaluatorPlan)
+    if plan is None:
+        return res, [_missing_plan(evaluator, label, lookup)]
     found: list[CohortFinding] = [_digest_finding(res, "task.plan.digest", "EvaluatorPlan", label)]
-    if plan.get("id") != evaluator.get("plan_id"):
-        found.append(
-            error(
-                "task.plan.id",
-                f"EvaluatorPlan id drift, got {shown(plan.get('id'))},"
-                f" expected {shown(evaluator.get('plan_id'))}",
-                label,
-            )
-        )
+    if plan.id != evaluator.plan_id:
+        found.append(_drift("task.plan.id", "EvaluatorPlan id", plan.id, evaluator.plan_id, label))
     found += _schema(validate, EVALUATOR_PLAN, plan, "task.plan.schema", label)
-    backend = at(plan, "backend", "type")
-    if backend != evaluator.get("backend"):
+    if plan.backend_type != evaluator.backend:
         found.append(
-            error(
+            _drift(
                 "task.plan.backend",
-                f"EvaluatorPlan backend drift, got {shown(backend)},"
-                f" expected {shown(evaluator.get('backend'))}",
+                "EvaluatorPlan backend",
+                plan.backend_type,
+                evaluator.backend,
                 label,
             )
         )
     found += binding_findings(task, plan, work_unit, label, "task.plan.binding")
     if work_unit.value is not None:
         wanted = required_validator_ids(work_unit.value)
-        have = str_set(plan.get("required_validator_ids"))
+        have = str_set(plan.value.get("required_validator_ids"))
         if have != wanted:
             found.append(
                 error(
@@ -213,31 +167,56 @@ def check_plan(
     return res, found
 
 
+def _missing_plan(evaluator: EvaluatorRef, label: str, lookup: CohortLookup) -> CohortFinding:
+    """Stored only as quarantined, hidden by design (info), or not stored at all."""
+    bad = quarantined(lookup, EVALUATOR_PLAN, evaluator.plan_id, evaluator.plan_digest)
+    if bad is not None:
+        return error(
+            "task.plan.schema",
+            quarantine_message("EvaluatorPlan", EVALUATOR_PLAN, bad, evaluator.plan_digest),
+            label,
+        )
+    if evaluator.visibility == "hidden":
+        return info(
+            "task.plan.hidden",
+            "hidden EvaluatorPlan not in ledger, got only its digest commitment"
+            f" {shown(evaluator.plan_digest)}, expected nothing more for a"
+            " hidden plan",
+            label,
+        )
+    return error(
+        "task.plan.missing",
+        f"EvaluatorPlan not in ledger, got nothing for id {shown(evaluator.plan_id)}"
+        f" or digest {shown(evaluator.plan_digest)}, expected it stored",
+        label,
+    )
+
+
 def binding_problems(
-    task: Mapping[str, object], plan: Mapping[str, object], work_unit: Resolution
+    task: Task, plan: EvaluatorPlan, work_unit: Resolution
 ) -> list[tuple[str, str]]:
     """(member, message) for every way ``plan.binding`` disagrees with the task.
 
     The WorkUnit digest may match the recorded digest or, when the stored WorkUnit
     matched that recording, either scheme's digest of the stored document.
     """
-    ref = as_map(task.get("work_unit"))
-    binding = as_map(plan.get("binding"))
+    ref = task.work_unit
+    binding = plan.binding
     problems: list[tuple[str, str]] = []
-    if binding.get("work_unit_id") != ref.get("id"):
+    if binding.get("work_unit_id") != ref.id:
         problems.append(
             (
                 "work_unit_id",
                 f"plan bound to WorkUnit id {shown(binding.get('work_unit_id'))},"
-                f" expected {shown(ref.get('id'))}",
+                f" expected {shown(ref.id)}",
             )
         )
-    if binding.get("work_unit_version") != ref.get("version"):
+    if binding.get("work_unit_version") != ref.version:
         problems.append(
             (
                 "work_unit_version",
                 f"plan bound to WorkUnit version {shown(binding.get('work_unit_version'))},"
-                f" expected {shown(ref.get('version'))}",
+                f" expected {shown(ref.version)}",
             )
         )
     if not member(binding.get("work_unit_digest"), work_unit.digests()):
@@ -245,10 +224,10 @@ def binding_problems(
             (
                 "work_unit_digest",
                 f"plan bound to WorkUnit digest {shown(binding.get('work_unit_digest'))},"
-                f" expected {shown(ref.get('digest'))}",
+                f" expected {shown(ref.digest)}",
             )
         )
-    revision = at(task, "source", "revision")
+    revision = task.source_revision
     if binding.get("source_revision") != revision:
         problems.append(
             (
@@ -257,10 +236,11 @@ def binding_problems(
                 f" expected the task's {shown(revision)}",
             )
         )
-    wu_revision = at(work_unit.value, "provenance", "source_revision")
+    wu = work_unit.model(WorkUnit)
+    wu_revision = None if wu is None else wu.source_revision
     # Reported separately only when the WorkUnit disagrees with the task as well.
     if (
-        work_unit.value is not None
+        wu is not None
         and wu_revision is not None
         and wu_revision != revision
         and binding.get("source_revision") != wu_revision
@@ -276,8 +256,8 @@ def binding_problems(
 
 
 def binding_findings(
-    task: Mapping[str, object],
-    plan: Mapping[str, object],
+    task: Task,
+    plan: EvaluatorPlan,
     work_unit: Resolution,
     label: str,
     prefix: str,
@@ -289,38 +269,31 @@ def binding_findings(
 
 
 def check_task_refs(
-    task: Mapping[str, object],
-    index: int,
-    lookup: CohortLookup,
-    validate: Validator | None,
+    task: Task, lookup: CohortLookup, validate: Validator | None
 ) -> tuple[TaskRefs, list[CohortFinding]]:
     """All reference checks of one task."""
-    label = task_label(task, index)
+    label = task_label(task)
     work_unit, found = check_work_unit(task, label, lookup, validate)
     plan, plan_found = check_plan(task, label, work_unit, lookup, validate)
-    visibility = as_str(at(task, "evaluator", "visibility"))
-    return TaskRefs(label, work_unit, plan, visibility), found + plan_found
+    return TaskRefs(label, work_unit, plan, task.evaluator.visibility), found + plan_found
 
 
-def plan_facts(plan: Mapping[str, object] | None) -> dict[str, Any]:
+def plan_facts(plan: EvaluatorPlan | None) -> dict[str, object]:
     """Plan schema version and verifier identity/version (for reports)."""
     if plan is None:
         return {"schema_version": None, "verifier": None}
-    verifier = as_map(plan.get("verifier"))
+    verifier_id, adapter, adapter_version = plan.verifier
     return {
-        "schema_version": as_str(plan.get("schema_version")),
+        "schema_version": plan.schema_version,
         "verifier": {
-            "id": as_str(verifier.get("id")),
-            "adapter": as_str(verifier.get("adapter")),
-            "adapter_version": as_str(verifier.get("adapter_version")),
+            "id": as_str(verifier_id),
+            "adapter": as_str(adapter),
+            "adapter_version": as_str(adapter_version),
         },
     }
 
 
-def work_unit_facts(work_unit: Mapping[str, object] | None) -> dict[str, Any]:
+def work_unit_facts(work_unit: WorkUnit | None) -> dict[str, object]:
     if work_unit is None:
         return {"schema_version": None, "version": None}
-    return {
-        "schema_version": as_str(work_unit.get("schema_version")),
-        "version": as_int(work_unit.get("version")),
-    }
+    return {"schema_version": work_unit.schema_version, "version": as_int(work_unit.version)}

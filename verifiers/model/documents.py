@@ -56,6 +56,26 @@ class Ref:
 
 
 @dataclass(frozen=True)
+class EvaluatorRef:
+    """A cohort task's ``evaluator`` member: which plan judges it, each value as recorded."""
+
+    plan_id: object = None
+    plan_digest: object = None
+    backend: object = None
+    visibility: str | None = None
+
+    @classmethod
+    def read(cls, value: object) -> EvaluatorRef:
+        member = as_map(value)
+        return cls(
+            member.get("plan_id"),
+            member.get("plan_digest"),
+            member.get("backend"),
+            as_str(member.get("visibility")),
+        )
+
+
+@dataclass(frozen=True)
 class Document:
     """A protocol document: its value, its canonical bytes and both digests."""
 
@@ -155,6 +175,14 @@ class WorkUnit(Document):
     def version(self) -> object:
         return self.value.get("version")
 
+    @property
+    def schema_version(self) -> str | None:
+        return as_str(self.value.get("schema_version"))
+
+    @property
+    def source_revision(self) -> object:
+        return self.at("provenance", "source_revision")
+
 
 @dataclass(frozen=True)
 class EvaluatorPlan(Document):
@@ -175,6 +203,10 @@ class EvaluatorPlan(Document):
     def binding(self) -> JsonObject:
         """What the plan is bound to (WorkUnit id, version, digest; source revision)."""
         return as_map(self.value.get("binding"))
+
+    @property
+    def backend_type(self) -> object:
+        return self.at("backend", "type")
 
     @property
     def required_validator_ids(self) -> tuple[object, ...]:
@@ -322,6 +354,10 @@ class Task:
     @property
     def source_revision(self) -> object:
         return self.at("source", "revision")
+
+    @property
+    def evaluator(self) -> EvaluatorRef:
+        return EvaluatorRef.read(self.value.get("evaluator"))
 
     @property
     def plan_digest(self) -> object:
