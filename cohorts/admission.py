@@ -19,6 +19,7 @@ path.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
 
 from cohorts.errors import CohortError
@@ -44,7 +45,7 @@ def _value(obj: StoredObject) -> dict[str, Any] | None:
     return value if isinstance(value, dict) else None
 
 
-def governed_what(kind: str, value: dict[str, Any] | None) -> Governed | None:
+def governed_what(kind: str, value: Mapping[str, object] | None) -> Governed | None:
     """Why a document of ``kind`` needs the authority's signature (None: it does not)."""
     value = value or {}
     if kind == BENCHMARK_COHORT and value.get("stage") in FIXED:

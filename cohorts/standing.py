@@ -34,7 +34,7 @@ class StandingLookup:
         if known is not None:
             return known
         ok = True
-        if governed_what(doc.kind, dict(doc.value)) is not None:
+        if governed_what(doc.kind, doc.value) is not None:
             obj = self.reader.get(doc.jcs_digest)
             ok = (
                 obj is not None

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from verifiers.candidate import FileObservation, read_in_root
+from verifiers.model import ResultManifest, WorkUnit
 from verifiers.model.json import at, str_list
 from verifiers.report import InputArtifact, ResultFinding
 
@@ -80,10 +81,10 @@ class ArtifactRead:
 
 
 def read_artifact(
-    manifest: Mapping[str, object], artifact_id: str, root: Path, *, max_bytes: int
+    manifest: ResultManifest, artifact_id: str, root: Path, *, max_bytes: int
 ) -> ArtifactRead:
     """Select the single produced artifact with ``artifact_id`` and observe its bytes."""
-    produced = at(manifest, "produced_artifacts")
+    produced = manifest.at("produced_artifacts")
     entries = [
         a for a in (produced if isinstance(produced, list) else []) if at(a, "id") == artifact_id
     ]
@@ -148,20 +149,20 @@ def size_check(art: ArtifactRead, max_bytes: int) -> SubCheck:
     )
 
 
-def worker_status_check(manifest: Mapping[str, object]) -> SubCheck:
+def worker_status_check(manifest: ResultManifest) -> SubCheck:
     """The worker reports ``status: succeeded``."""
-    status = at(manifest, "status")
+    status = manifest.at("status")
     passed = status == "succeeded"
     summary = f"worker status {status!r}" + ("" if passed else ", expected 'succeeded'")
     findings = () if passed else (ResultFinding("high", "policy", f"Worker {summary}."),)
     return SubCheck("worker-status", passed, summary, {"worker_status": status}, findings)
 
 
-def _patterns(work_unit: Mapping[str, object], *path: str) -> list[str]:
-    return str_list(at(work_unit, *path)) or []
+def _patterns(work_unit: WorkUnit, *path: str) -> list[str]:
+    return str_list(work_unit.at(*path)) or []
 
 
-def scope_check(paths: Sequence[str] | None, work_unit: Mapping[str, object]) -> SubCheck:
+def scope_check(paths: Sequence[str] | None, work_unit: WorkUnit) -> SubCheck:
     """Each changed path avoids ``forbidden_paths`` and matches ``allowed_paths`` and
     ``filesystem_write`` (``fnmatchcase``; an empty allow-list allows nothing)."""
     forbidden = _patterns(work_unit, "constraints", "forbidden_paths")
@@ -207,7 +208,7 @@ def scope_check(paths: Sequence[str] | None, work_unit: Mapping[str, object]) ->
 
 
 def logs_check(
-    manifest: Mapping[str, object],
+    manifest: ResultManifest,
     root: Path,
     *,
     max_log_bytes: int,
@@ -215,7 +216,7 @@ def logs_check(
 ) -> tuple[SubCheck, tuple[InputArtifact, ...]]:
     """Every log: unique locator, declared digest, regular file in the root, sha256
     matches, size <= ``max_log_bytes``; each required type appears exactly once."""
-    raw = at(manifest, "logs")
+    raw = manifest.at("logs")
     logs = raw if isinstance(raw, list) else []
     problems: list[str] = []
     records: list[dict[str, Any]] = []

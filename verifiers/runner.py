@@ -21,8 +21,9 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ledger.encoding.canonical import canonicalize
-from ledger.encoding.digest import canonical_digest, sha256_digest
+from ledger.encoding.digest import sha256_digest
 from verifiers.errors import VerifierError
+from verifiers.model import EvaluatorPlan, ResultManifest, WorkUnit
 from verifiers.model.json import at
 from verifiers.report import Evidence, InputArtifact, VerifierReport
 from verifiers.sovereignty import (
@@ -115,8 +116,8 @@ def result_id(manifest_id: object, suffix: str, plan_digest: str) -> str:
     return f"verification/{hashlib.sha256(base.encode('utf-8', 'replace')).hexdigest()[:40]}/{tag}"
 
 
-def _check_type(work_unit: Mapping[str, object], validator_id: str) -> str:
-    validators = work_unit.get("validators")
+def _check_type(work_unit: WorkUnit, validator_id: str) -> str:
+    validators = work_unit.value.get("validators")
     for item in validators if isinstance(validators, list) else []:
         if at(item, "id") == validator_id:
             declared = at(item, "type")
@@ -128,9 +129,9 @@ def _check_type(work_unit: Mapping[str, object], validator_id: str) -> str:
 
 def build_result(
     *,
-    work_unit: Mapping[str, object],
-    plan: Mapping[str, object],
-    manifest: Mapping[str, object],
+    work_unit: WorkUnit,
+    plan: EvaluatorPlan,
+    manifest: ResultManifest,
     manifest_digest: str,
     manifest_digest_scheme: str,
     plan_digest: str,
@@ -159,19 +160,19 @@ def build_result(
     passed_count = sum(1 for c in checks if c["status"] == "passed")
     passed = passed_count == len(checks)
     wall = max(0.0, (finished - started).total_seconds())
-    worker_id = at(manifest, "worker", "id")
+    worker_id = manifest.at("worker", "id")
     metrics: dict[str, int] = {
         "required_checks_passed": passed_count,
         "required_checks_failed": len(checks) - passed_count,
         **report.metrics,
     }
     extensions: dict[str, Any] = {
-        "org.idkmesh.evaluator_plan.id": plan.get("id"),
+        "org.idkmesh.evaluator_plan.id": plan.id,
         "org.idkmesh.evaluator_plan.digest": plan_digest,
-        "org.idkmesh.evaluator_plan.execution_mode": plan.get("execution_mode"),
-        "org.idkmesh.evaluator_plan.visibility": plan.get("visibility"),
+        "org.idkmesh.evaluator_plan.execution_mode": plan.value.get("execution_mode"),
+        "org.idkmesh.evaluator_plan.visibility": plan.value.get("visibility"),
         "org.idkmesh.evaluator_plan.schema_version": spec.plan_schema_version,
-        "org.idkmesh.local_verifier.policy_id": plan.get("id"),
+        "org.idkmesh.local_verifier.policy_id": plan.id,
         BEHAVIORAL_CLAIM_KEY: False,
         **report.extensions,
         "org.provledger.verifier.package_version": PACKAGE_VERSION,
@@ -185,11 +186,11 @@ def build_result(
     }
     return {
         "schema_version": "0.1",
-        "id": result_id(manifest.get("id"), spec.result_suffix, plan_digest),
-        "result_manifest_id": manifest.get("id"),
-        "work_unit_id": manifest.get("work_unit_id"),
-        "work_unit_version": manifest.get("work_unit_version"),
-        "attempt": manifest.get("attempt"),
+        "id": result_id(manifest.id, spec.result_suffix, plan_digest),
+        "result_manifest_id": manifest.id,
+        "work_unit_id": manifest.work_unit_id,
+        "work_unit_version": manifest.work_unit_version,
+        "attempt": manifest.attempt,
         "verifier": {
             "id": spec.verifier_id,
             "type": spec.verifier_type,
@@ -217,7 +218,7 @@ def build_result(
         "provenance": {
             "result_manifest_digest": manifest_digest,
             "work_unit_digest": sovereignty.work_unit_binding.digest,
-            "source_revision": at(manifest, "provenance", "source_revision"),
+            "source_revision": manifest.source_revision,
             "verifier_config_digest": plan_digest,
             "environment": {
                 "tool_versions": {
@@ -272,13 +273,15 @@ def evaluate(
         plan_digest=plan_digest,
         validate=validate,
     )
-    m_digest = manifest_digest if manifest_digest is not None else canonical_digest(manifest)
+    # The sovereignty checks established that all three are JSON objects.
+    wu, pl, rm = WorkUnit.of(work_unit), EvaluatorPlan.of(plan), ResultManifest.of(manifest)
+    m_digest = manifest_digest if manifest_digest is not None else rm.digest
     started = clock()
     report = sovereignty.spec.run(
         EvaluationInput(
-            work_unit=work_unit,
-            plan=plan,
-            manifest=manifest,
+            work_unit=wu,
+            plan=pl,
+            manifest=rm,
             manifest_digest=m_digest,
             candidate_root=sovereignty.candidate_root,
             config=sovereignty.config,
@@ -286,9 +289,9 @@ def evaluate(
     )
     finished = clock()
     result = build_result(
-        work_unit=work_unit,
-        plan=plan,
-        manifest=manifest,
+        work_unit=wu,
+        plan=pl,
+        manifest=rm,
         manifest_digest=m_digest,
         manifest_digest_scheme="rfc8785" if manifest_digest is None else "given",
         plan_digest=plan_digest,

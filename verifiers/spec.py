@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from verifiers.model import EvaluatorPlan, ResultManifest, WorkUnit
 from verifiers.report import VerifierReport
 
 VERIFIER_ID = "idkmesh-local-verifier"
@@ -20,15 +21,15 @@ VERIFIER_ID = "idkmesh-local-verifier"
 
 @dataclass(frozen=True)
 class EvaluationInput:
-    """Inputs that passed the pre-evaluation sovereignty checks.
+    """Inputs that passed the pre-evaluation sovereignty checks, as the protocol model.
 
     ``candidate_root`` is resolved; ``config`` is what the spec's ``parse_config``
     returned for ``plan``.
     """
 
-    work_unit: Mapping[str, object]
-    plan: Mapping[str, object]
-    manifest: Mapping[str, object]
+    work_unit: WorkUnit
+    plan: EvaluatorPlan
+    manifest: ResultManifest
     manifest_digest: str
     candidate_root: Path
     config: Any
