@@ -521,3 +521,51 @@ def test_a_crashing_validator_is_an_internal_error_not_a_refusal(
     monkeypatch.setenv("PROVLEDGER_DEBUG", "1")
     debug = env.runner.invoke(app, [*run_args(env), "--db", str(env.db)])
     assert isinstance(debug.exception, KeyError)  # re-raised: the traceback is shown
+
+
+def test_each_input_file_is_parsed_once(env: Env, monkeypatch: pytest.MonkeyPatch) -> None:
+    """run-verifier encodes each input file once and records that parse: its bytes never
+    reach a second parser (``parse_strict``, ``prepare_json``)."""
+    import ledger.encoding.canonical as canonical
+    import ledger.store.prepared as prepared
+    import verifiers.record as record
+
+    files = [
+        FIXTURE_DIR / "work-unit.json",
+        plan_file("0.4"),
+        FIXTURE_DIR / "manifests" / "repair.result-manifest.json",
+    ]
+    inputs = {p.read_bytes(): p.name for p in files}
+    encoded: list[str] = []
+    reparsed: list[str] = []
+    real_encode, real_parse, real_prepare = (
+        canonical.encode,
+        canonical.parse_strict,
+        prepared.prepare_json,
+    )
+
+    def encode(raw: bytes, *args: Any) -> Any:
+        if raw in inputs:
+            encoded.append(inputs[raw])
+        return real_encode(raw, *args)
+
+    def parse_strict(raw: bytes, *args: Any) -> Any:
+        if raw in inputs:
+            reparsed.append(f"parse_strict {inputs[raw]}")
+        return real_parse(raw, *args)
+
+    def prepare_json(raw: bytes, *args: Any) -> Any:
+        if raw in inputs:
+            reparsed.append(f"prepare_json {inputs[raw]}")
+        return real_prepare(raw, *args)
+
+    monkeypatch.setattr(canonical, "encode", encode)
+    monkeypatch.setattr(canonical, "parse_strict", parse_strict)
+    monkeypatch.setattr(record, "prepare_json", prepare_json)
+    info = json.loads(env.run(*run_args(env), "--json").stdout)
+    assert sorted(encoded) == sorted(p.name for p in files)
+    assert reparsed == []
+    recorded = {row["role"]: row["digest"] for row in info["recorded"]}
+    assert recorded["work-unit"] == jcs_digest(files[0])
+    assert recorded["evaluator-plan"] == jcs_digest(files[1])
+    assert recorded["result-manifest"] == jcs_digest(files[2])
