@@ -70,7 +70,7 @@ from verifiers.model import (
     VerificationResult,
     WorkUnit,
 )
-from verifiers.model.json import as_map, as_str, at, json_key, maps, member, shown, str_set
+from verifiers.model.json import as_map, as_str, at, json_key, maps, member, shown
 
 REPORT_VERSION = "0.1"
 #: Negative-case categories that must appear as a VerificationResult finding category.
@@ -89,16 +89,16 @@ class AttemptAudit:
     strength: Strength | None = None
 
     def to_json(self) -> dict[str, object]:
-        vr = self.verification_result.value
+        vr = self.verification_result.model(VerificationResult)
         return {
             "evidence_strength": None if self.strength is None else self.strength.to_json(),
-            "status": as_str(at(vr, "status")),
+            "status": None if vr is None else vr.status,
             "attempt": self.attempt,
             "outcome": self.outcome,
             "structural_signature": self.structural_signature,
             "result_manifest": self.result_manifest.to_json(),
             "verification_result": self.verification_result.to_json(),
-            "recommendation": as_str(at(vr, "decision_support", "recommendation")),
+            "recommendation": None if vr is None else as_str(vr.recommendation),
         }
 
 
@@ -239,7 +239,8 @@ class CohortAuditReport:
         for task in self.tasks:
             for attempt in task.attempts:
                 label = "no stored verdict" if attempt.strength is None else attempt.strength.label
-                status = as_str(at(attempt.verification_result.value, "status")) or "-"
+                vr = attempt.verification_result.model(VerificationResult)
+                status = (None if vr is None else vr.status) or "-"
                 tally[(label, status, attempt.outcome or "-")] += 1
         return [
             {"strength": label, "status": status, "outcome": outcome, "count": n}
@@ -563,8 +564,9 @@ def _negative_evidence(
                 label,
             )
         ]
+    verdict = doc.model(VerificationResult)
     found: list[CohortFinding] = []
-    if at(doc.value, "decision_support", "recommendation") == "accept_candidate":
+    if verdict.recommendation == "accept_candidate":
         found.append(
             error(
                 "task.negative_evidence.accepts",
@@ -573,7 +575,7 @@ def _negative_evidence(
             )
         )
     category = negative.get("expected_category")
-    categories = {json_key(f.get("category")) for f in maps(doc.value.get("findings"))}
+    categories = {json_key(c) for c in verdict.finding_categories}
     if member(category, FINDING_CATEGORIES) and json_key(category) not in categories:
         found.append(
             error(
@@ -586,10 +588,10 @@ def _negative_evidence(
     return found
 
 
-def _signature_findings(cohort: Mapping[str, object]) -> list[CohortFinding]:
+def _signature_findings(cohort: Cohort) -> list[CohortFinding]:
     """Warn on tasks whose signature set departs from a clear majority taxonomy."""
-    tasks = maps(cohort.get("tasks"))
-    sets = [str_set(t.get("declared_structural_signatures")) for t in tasks]
+    tasks = cohort.tasks
+    sets = [t.declared_signatures for t in tasks]
     tally = Counter(sets).most_common()
     if len(tally) < 2 or tally[0][1] < 2 or tally[0][1] == tally[1][1]:
         return []
@@ -603,7 +605,7 @@ def _signature_findings(cohort: Mapping[str, object]) -> list[CohortFinding]:
                     f"structural signatures depart from the cohort's taxonomy, got extra"
                     f" {sorted(have - common)} and missing {sorted(common - have)},"
                     f" expected {sorted(common)}",
-                    as_str(task.get("id")),
+                    as_str(task.id),
                 )
             )
     return out
@@ -681,9 +683,9 @@ def _relations(
     excluded, burn_found = _burn_findings(lineage)
     found += burn_found
     by_id = {json_key(k.doc.value.get("id")): k for k in lineage.others}
-    found += _held_out_findings(cohort.value, lookup, by_id)
+    found += _held_out_findings(cohort, lookup, by_id)
     if cohort.stage != "burned":
-        found += _outcomes_elsewhere(cohort.value, lineage.others)
+        found += _outcomes_elsewhere(cohort, lineage.others)
     relations = Relations(
         tuple(predecessors),
         tuple(successors),
@@ -849,7 +851,7 @@ def _has_burn_facts(cohort: Mapping[str, object]) -> bool:
 
 
 def _held_out_findings(
-    cohort: Mapping[str, object], lookup: CohortLookup, by_id: Mapping[str, _Known]
+    cohort: Cohort, lookup: CohortLookup, by_id: Mapping[str, _Known]
 ) -> list[CohortFinding]:
     """Tasks a burn notice bans, presented again as held-out evidence."""
     found: list[CohortFinding] = []
@@ -858,42 +860,35 @@ def _held_out_findings(
         if burned is None:
             continue
         for banned in sorted(never_again_tasks(notice.value)):
-            banned_task = next(
-                (t for t in maps(burned.doc.value.get("tasks")) if t.get("id") == banned), {}
+            banned_wu = next(
+                (t.work_unit.id for t in Task.all_of(burned.doc.value) if t.id == banned), None
             )
-            banned_wu = at(banned_task, "work_unit", "id")
-            for task in maps(cohort.get("tasks")):
-                same = task.get("id") == banned or (
-                    banned_wu is not None and at(task, "work_unit", "id") == banned_wu
+            for task in cohort.tasks:
+                same = task.id == banned or (
+                    banned_wu is not None and task.work_unit.id == banned_wu
                 )
-                if same and task.get("split") == "held_out":
+                if same and task.split == "held_out":
                     found.append(
                         error(
                             "relation.held_out",
                             f"task banned from held-out use by the burn of"
                             f" {notice.value.get('cohort_id')}, got split held_out,"
                             " expected pilot, train or development",
-                            as_str(task.get("id")),
+                            as_str(task.id),
                         )
                     )
     return found
 
 
-def _outcomes_elsewhere(
-    cohort: Mapping[str, object], others: Sequence[_Known]
-) -> list[CohortFinding]:
+def _outcomes_elsewhere(cohort: Cohort, others: Sequence[_Known]) -> list[CohortFinding]:
     """WorkUnits of this not-yet-burned cohort whose outcomes another cohort records."""
     found: list[CohortFinding] = []
-    for task in maps(cohort.get("tasks")):
-        key = (at(task, "work_unit", "id"), at(task, "work_unit", "version"))
+    for task in cohort.tasks:
+        key = task.work_unit.key
         seen_in = sorted(
             str(k.doc.value.get("id"))
             for k in others
-            if any(
-                (at(t, "work_unit", "id"), at(t, "work_unit", "version")) == key
-                and maps(at(t, "evidence", "attempts"))
-                for t in maps(k.doc.value.get("tasks"))
-            )
+            if any(t.work_unit.key == key and t.attempts for t in Task.all_of(k.doc.value))
         )
         if seen_in:
             found.append(
@@ -902,7 +897,7 @@ def _outcomes_elsewhere(
                     f"WorkUnit {shown(key[0])} has recorded outcomes in {seen_in}, got a"
                     " task that may no longer be outcome-unseen, expected unseen WorkUnits"
                     " before outcomes",
-                    as_str(task.get("id")),
+                    as_str(task.id),
                 )
             )
     return found
@@ -1054,7 +1049,7 @@ def _cohort_findings(cohort: Cohort, validate: Validator | None) -> list[CohortF
     found += structure_findings(value)
     if stage in FIXED_STAGES:
         found += size_findings(value)
-    found += _signature_findings(value)
+    found += _signature_findings(cohort)
     return found
 
 
