@@ -190,3 +190,55 @@ def test_every_corpus_protocol_object_parses_with_the_ledger_digests() -> None:
             assert doc.canonical == prepared.data
         seen[kind] = seen.get(kind, 0) + 1
     assert set(seen) == set(MODEL_OF), seen
+
+
+def _read_every_member(value: object) -> None:
+    """Every public member of every view over ``value``."""
+    for name in dir(value):
+        if not name.startswith("_") and name not in ("parse", "of", "from_encoded", "all_of"):
+            member = getattr(value, name)
+            if name == "at":
+                member("a", 0, "b")
+
+
+_shapes = st.fixed_dictionaries(
+    {},
+    optional={
+        k: _values
+        for k in (
+            "id",
+            "version",
+            "stage",
+            "status",
+            "tasks",
+            "provenance",
+            "verifier",
+            "binding",
+            "findings",
+            "checks",
+            "evidence",
+            "logs",
+            "decision_support",
+            "work_unit_id",
+        )
+    },
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(_shapes, st.lists(st.dictionaries(_keys, _values, max_size=4) | _values, max_size=3))
+def test_reading_any_member_of_any_object_never_raises(
+    value: dict[str, Any], tasks: list[Any]
+) -> None:
+    """Tolerance as a property: typed members are total over arbitrary JSON objects."""
+    for cls in CLASSES:
+        doc = cls.of(value)
+        _read_every_member(doc)
+    cohort = Cohort.of({**value, "tasks": [*tasks, {"evidence": {"attempts": tasks}}]})
+    for task in cohort.tasks:
+        _read_every_member(task)
+        _read_every_member(task.work_unit)
+        _read_every_member(task.evaluator)
+        for attempt in task.attempts:
+            _read_every_member(attempt)
+            _read_every_member(attempt.result_manifest)
