@@ -41,8 +41,9 @@ from ledger.errors import LedgerError, NotFound, RuleViolation
 from ledger.store.base import AppendResult, LedgerReader, Store
 from ledger.store.prepared import Prepared, prepare_value
 from ledger.trust.attestation import attest_prepared
+from ledger.trust.identity import TrustIndex
 from ledger.trust.keys import Signer
-from verifiers.model import Cohort
+from verifiers.model import Cohort, EvaluatorPlan
 from verifiers.model.json import as_map, as_str, maps, shown
 
 CALIBRATION_RECORD = "calibration-record"
@@ -276,6 +277,9 @@ def plan_choice(text: str) -> PlanChoice:
     return PlanChoice(task, plan_id, version)
 
 
+_RECORD_CMD = "provledger calibrate --record --key KEY"
+
+
 def calibration_evidence(
     reader: LedgerReader, digests: Sequence[str]
 ) -> tuple[list[CalibrationResult], list[CohortFinding]]:
@@ -286,13 +290,11 @@ def calibration_evidence(
     versions cover the record's, and when the fixture plan it ran (``plan_digest``) is
     stored with that semantics version and that adapter version."""
     from ledger.trust.identity import trust_index
-    from ledger.trust.judgement import check_subject_attestations
 
     index = trust_index(reader)
     lookup = StoreLookup(reader)
     counted: list[CalibrationResult] = []
     items: list[CohortFinding] = []
-    record_cmd = "provledger calibrate --record --key KEY"
     for digest in dict.fromkeys(digests):
         obj = reader.get(digest)
         if obj is None or obj.kind != CALIBRATION_RECORD:
@@ -301,7 +303,7 @@ def calibration_evidence(
                 error(
                     "gate.calibration.record",
                     f"calibration record {digest}, got {got}, expected a stored"
-                    f" calibration-record ({record_cmd})",
+                    f" calibration-record ({_RECORD_CMD})",
                 )
             )
             continue
@@ -312,42 +314,16 @@ def calibration_evidence(
             as_str(value.get("adapter_version")),
         )
         version = as_str(value.get("plan_schema_version"))
-        signers = []
-        for verdict in check_subject_attestations(reader, digest):
-            identity = next(
-                (i for i in index.identities if i.digest == verdict.identity_digest), None
-            )
-            if (
-                verdict.ok
-                and verdict.signer == "verifier"
-                and identity is not None
-                and index.status(identity) == "active"
-                and identity.adapter == adapter
-                and adapter_version in identity.adapter_versions
-            ):
-                signers.append(identity.verifier_id)
-        problem = None
+        signers = _calibration_signers(reader, index, digest, adapter, adapter_version)
         if not signers:
-            problem = (
+            problem: str | None = (
                 f"calibration record {digest}, got no valid attestation by a registered,"
                 f" unrevoked verifier identity holding {adapter} {adapter_version}, expected one"
                 f" (provledger identity register --adapter {adapter} --adapter-version"
-                f" {adapter_version} ..., then {record_cmd})"
+                f" {adapter_version} ..., then {_RECORD_CMD})"
             )
         else:
-            plan = lookup.by_digest(str(value.get("plan_digest")))
-            plan_version = as_str(plan.value.get("schema_version")) if plan else None
-            verifier = plan.value.get("verifier") if plan else None
-            plan_adapter = (
-                verifier.get("adapter_version") if isinstance(verifier, Mapping) else None
-            )
-            if plan is None or plan_version != version or plan_adapter != adapter_version:
-                problem = (
-                    f"calibration record {digest} ran adapter version {adapter_version} as plan"
-                    f" version {version}, got the plan {value.get('plan_digest')} at version"
-                    f" {shown(plan_version)} adapter version {shown(plan_adapter)}, expected the"
-                    f" adapter version of the plan version it calibrates ({record_cmd})"
-                )
+            problem = _calibration_plan_problem(lookup, digest, value, version, adapter_version)
         if problem is not None:
             items.append(error("gate.calibration.record", problem))
             continue
@@ -369,6 +345,55 @@ def calibration_evidence(
             )
         )
     return counted, items
+
+
+def _calibration_signers(
+    reader: LedgerReader,
+    index: TrustIndex,
+    digest: str,
+    adapter: str | None,
+    adapter_version: str | None,
+) -> list[str]:
+    """Verifier ids of the valid attestations of ``digest`` by an active identity that
+    holds ``adapter`` at ``adapter_version``."""
+    from ledger.trust.judgement import check_subject_attestations
+
+    signers = []
+    for verdict in check_subject_attestations(reader, digest):
+        identity = next((i for i in index.identities if i.digest == verdict.identity_digest), None)
+        if (
+            verdict.ok
+            and verdict.signer == "verifier"
+            and identity is not None
+            and index.status(identity) == "active"
+            and identity.adapter == adapter
+            and adapter_version in identity.adapter_versions
+        ):
+            signers.append(identity.verifier_id)
+    return signers
+
+
+def _calibration_plan_problem(
+    lookup: StoreLookup,
+    digest: str,
+    value: Mapping[str, object],
+    version: str | None,
+    adapter_version: str | None,
+) -> str | None:
+    """None when the fixture plan the record ran is stored at the record's plan version
+    and adapter version, else why not."""
+    stored = lookup.by_digest(str(value.get("plan_digest")))
+    plan = None if stored is None else stored.model(EvaluatorPlan)
+    plan_version = None if plan is None else plan.schema_version
+    plan_adapter = None if plan is None else plan.verifier[2]
+    if plan is not None and plan_version == version and plan_adapter == adapter_version:
+        return None
+    return (
+        f"calibration record {digest} ran adapter version {adapter_version} as plan"
+        f" version {version}, got the plan {value.get('plan_digest')} at version"
+        f" {shown(plan_version)} adapter version {shown(plan_adapter)}, expected the"
+        f" adapter version of the plan version it calibrates ({_RECORD_CMD})"
+    )
 
 
 def _plan_items(
@@ -439,73 +464,14 @@ def _bind_plan(
     calibrations: Sequence[str],
 ) -> dict[str, Any]:
     """Every gate item, on the ledger's state (not on how it got there); the binding."""
-    standing = StandingLookup(reader)
     raw = StoreLookup(reader)
     predecessor = require_cohort(reader, predecessor_id)
-    if isinstance(successor_ref, str):
-        succ_id = successor_ref
-        stored = standing.latest_cohort(succ_id)
-    else:
-        succ_id = as_str(successor_ref.get("id")) or ""
-        stored = standing.latest_cohort(succ_id)
-        if stored is not None and definition_digests(stored.value) != definition_digests(
-            successor_ref
-        ):
-            stored = None
-    pre: list[CohortFinding] = []
-    if stored is None:
-        history = raw.latest_cohort(succ_id)
-        why = "only unattested history" if history is not None else "nothing with this definition"
-        pre.append(
-            error(
-                "gate.successor.stored",
-                f"successor {shown(succ_id)} not frozen in the ledger, got {why}, expected it"
-                " frozen and attested first (provledger cohort freeze FILE)",
-            )
-        )
-    else:
-        # The successor's freeze gate, re-run on the stored document: how it got in
-        # (freeze, import, a hand append) does not matter, only what it is.
-        gated = dict(stored.value)
-        if gated.get("stage") == "frozen":
-            pre += [
-                error(
-                    "gate.successor.freeze",
-                    f"stored successor fails the freeze gate, {f.code}: {f.message}"
-                    " (provledger cohort freeze FILE)",
-                    f.task,
-                )
-                for f in freeze_findings(gated, raw, schema_validator)
-                if f.severity == "error"
-            ] or [info("gate.successor.freeze", "stored successor passes the freeze gate")]
+    stored, pre = _stored_successor(reader, successor_ref)
     notices = burn_notices_for(reader, predecessor_id)
     if not notices:
-        unsigned = unattested_burn_notices(reader, predecessor_id)
-        if unsigned:
-            fix = (
-                f"burn notice {unsigned[-1].jcs_digest} is unattested history, expected the"
-                f" authority's attestation (provledger sign {unsigned[-1].jcs_digest}"
-                " --key <db>.authority.key)"
-            )
-        elif predecessor.value.get("stage") == "burned":
-            fix = (
-                "the predecessor is burned but no burn notice records why, expected one"
-                " (import its upstream burn facts: provledger import idkmesh PATH)"
-            )
-        else:
-            fix = (
-                f"the predecessor is at stage {shown(predecessor.value.get('stage'))},"
-                f" expected it burned (provledger cohort burn {predecessor_id} --reason TEXT)"
-            )
-        pre.append(
-            error(
-                "gate.burn_notice",
-                f"no attested burn notice for {predecessor_id}, got none, {fix}",
-            )
-        )
+        pre.append(_missing_notice_item(reader, predecessor, predecessor_id))
     if stored is None or not notices:
         raise GateError("successor", [f for f in pre if f.severity == "error"])
-    assert stored is not None
     counted, cal_items = calibration_evidence(reader, calibrations)
     report = successor_gate(predecessor.value, notices[-1].value, stored.value, raw, counted)
     plan_items, named = _plan_items(reader, stored.value, report.carried_over, choices)
@@ -520,6 +486,76 @@ def _bind_plan(
         merged,
         evaluator_plans=named,
         calibrations=list(calibrations),
+    )
+
+
+def _stored_successor(
+    reader: LedgerReader, successor_ref: Mapping[str, object] | str
+) -> tuple[StoredDoc | None, list[CohortFinding]]:
+    """The successor as stored with standing (by id, or by id and definition), and the
+    items about it: not stored, or its freeze gate re-run on the stored document."""
+    standing = StandingLookup(reader)
+    if isinstance(successor_ref, str):
+        succ_id = successor_ref
+        stored = standing.latest_cohort(succ_id)
+    else:
+        succ_id = as_str(successor_ref.get("id")) or ""
+        stored = standing.latest_cohort(succ_id)
+        if stored is not None and definition_digests(stored.value) != definition_digests(
+            successor_ref
+        ):
+            stored = None
+    if stored is None:
+        history = StoreLookup(reader).latest_cohort(succ_id)
+        why = "only unattested history" if history is not None else "nothing with this definition"
+        return None, [
+            error(
+                "gate.successor.stored",
+                f"successor {shown(succ_id)} not frozen in the ledger, got {why}, expected it"
+                " frozen and attested first (provledger cohort freeze FILE)",
+            )
+        ]
+    # The successor's freeze gate, re-run on the stored document: how it got in
+    # (freeze, import, a hand append) does not matter, only what it is.
+    gated = dict(stored.value)
+    if gated.get("stage") != "frozen":
+        return stored, []
+    return stored, [
+        error(
+            "gate.successor.freeze",
+            f"stored successor fails the freeze gate, {f.code}: {f.message}"
+            " (provledger cohort freeze FILE)",
+            f.task,
+        )
+        for f in freeze_findings(gated, StoreLookup(reader), schema_validator)
+        if f.severity == "error"
+    ] or [info("gate.successor.freeze", "stored successor passes the freeze gate")]
+
+
+def _missing_notice_item(
+    reader: LedgerReader, predecessor: StoredDoc, predecessor_id: str
+) -> CohortFinding:
+    """No attested burn notice for the predecessor: why, and the command that fixes it."""
+    unsigned = unattested_burn_notices(reader, predecessor_id)
+    if unsigned:
+        fix = (
+            f"burn notice {unsigned[-1].jcs_digest} is unattested history, expected the"
+            f" authority's attestation (provledger sign {unsigned[-1].jcs_digest}"
+            " --key <db>.authority.key)"
+        )
+    elif predecessor.value.get("stage") == "burned":
+        fix = (
+            "the predecessor is burned but no burn notice records why, expected one"
+            " (import its upstream burn facts: provledger import idkmesh PATH)"
+        )
+    else:
+        fix = (
+            f"the predecessor is at stage {shown(predecessor.value.get('stage'))},"
+            f" expected it burned (provledger cohort burn {predecessor_id} --reason TEXT)"
+        )
+    return error(
+        "gate.burn_notice",
+        f"no attested burn notice for {predecessor_id}, got none, {fix}",
     )
 
 
