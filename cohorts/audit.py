@@ -672,9 +672,9 @@ class _Lineage:
 
 
 def _relations(
-    cohort: Cohort, lookup: CohortLookup
+    lineage: _Lineage, lookup: CohortLookup
 ) -> tuple[Relations, tuple[TaskReason, ...], list[CohortFinding]]:
-    lineage = _Lineage.of(cohort, lookup)
+    cohort = lineage.cohort
     own_id = cohort.id
     predecessors, found = _predecessor_findings(lineage)
     found += _binding_findings(lineage, lookup)
@@ -903,9 +903,9 @@ def _outcomes_elsewhere(cohort: Cohort, others: Sequence[_Known]) -> list[Cohort
     return found
 
 
-def _burn_view(cohort: Mapping[str, object], lookup: CohortLookup) -> BurnView | None:
-    own_id = cohort.get("id")
-    notices = [n for n in lookup.of_kind(BURN_NOTICE) if n.value.get("cohort_id") == own_id]
+def _burn_view(lineage: _Lineage) -> BurnView | None:
+    """When and why the cohort burned: its newest burn notice, else upstream's facts."""
+    cohort, notices = lineage.cohort.value, lineage.notices
     if notices:
         n = notices[-1]
         return BurnView(
@@ -937,16 +937,12 @@ def _burn_view(cohort: Mapping[str, object], lookup: CohortLookup) -> BurnView |
     )
 
 
-def _successor_links(
-    cohort: Mapping[str, object], lookup: CohortLookup
-) -> tuple[SuccessorLink, ...]:
-    own_id = cohort.get("id")
-    names = _names(cohort)
-    bindings = [
-        b for b in lookup.of_kind(COHORT_BINDING) if b.value.get("predecessor_id") == own_id
-    ]
+def _successor_links(lineage: _Lineage) -> tuple[SuccessorLink, ...]:
+    """Cohorts that claim (in extensions) or are bound to succeed this one."""
+    own_id, names = lineage.cohort.id, lineage.names
+    bindings = [b for b in lineage.bindings if b.value.get("predecessor_id") == own_id]
     links: list[SuccessorLink] = []
-    for known in _known_cohorts(lookup, own_id):
+    for known in lineage.others:
         other = known.doc.value
         other_id = as_str(other.get("id"))
         if other_id is None:
@@ -1000,15 +996,16 @@ def _audit_cohort(
         tasks.append(audit)
         found += task_found
     found += _behavioral_findings(tasks, lookup)
-    relations, excluded, relation_found = _relations(cohort, lookup)
+    lineage = _Lineage.of(cohort, lookup)
+    relations, excluded, relation_found = _relations(lineage, lookup)
     found += relation_found
     try:
         digests: DefinitionDigests | None = definition_digests(cohort.value)
     except DefinitionError:
         digests = None
     return CohortAuditReport(
-        burn=_burn_view(cohort.value, lookup),
-        successor_links=_successor_links(cohort.value, lookup),
+        burn=_burn_view(lineage),
+        successor_links=_successor_links(lineage),
         cohort_id=as_str(cohort.id),
         stage=stage,
         recorded_definition_digest=recorded_definition_digest(cohort.value),
