@@ -77,7 +77,12 @@ class EvaluatorRef:
 
 @dataclass(frozen=True)
 class Document:
-    """A protocol document: its value, its canonical bytes and both digests."""
+    """A protocol document: its value, its canonical bytes and both digests.
+
+    Build one with ``parse`` or ``of``, which derive bytes and digests. The plain
+    constructor is for a reader that already holds a stored row whose bytes the store
+    checked against its digest (``cohorts.lookup.StoredDoc.model``).
+    """
 
     kind: ClassVar[str] = ""
 
