@@ -7,15 +7,16 @@ under the key name = the log origin. The ledger never stores two roots for one s
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
-
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from typing import TYPE_CHECKING, Any
 
 from ledger.errors import InputError, IntegrityError, NotFound, RuleViolation
 from ledger.log import merkle
 from ledger.log.leaf import entry_record, utc_now
 from ledger.log.note import Checkpoint, open_checkpoint, parse_verifier_key, sign_note
 from ledger.store.base import CheckpointRow, Entry, LedgerReader, Store
+
+if TYPE_CHECKING:
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 
 def origin_of(store: LedgerReader) -> str:

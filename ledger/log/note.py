@@ -24,12 +24,15 @@ import hashlib
 import re
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Final
-
-from cryptography.exceptions import InvalidSignature
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
+from typing import TYPE_CHECKING, Final
 
 from ledger.errors import CheckFailed, InputError
+
+if TYPE_CHECKING:  # cryptography is imported where a key is parsed or a signature checked
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import (
+        Ed25519PrivateKey,
+        Ed25519PublicKey,
+    )
 
 SIGNATURE_TYPE_ED25519: Final = 0x01
 KEY_ID_SIZE: Final = 4
@@ -161,6 +164,8 @@ def parse_verifier_key(text: str) -> tuple[str, bytes, Ed25519PublicKey]:
             f"verifier key material, got {len(material)} bytes of type "
             f"{material[:1].hex() or 'none'}, expected 33 bytes of type 01 (Ed25519)"
         )
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
     public_key = Ed25519PublicKey.from_public_bytes(material[1:])
     computed = key_id(name, public_key)
     if computed.hex() != kid_hex:
@@ -260,6 +265,8 @@ def verify_note(note: bytes, verifier_key_str: str) -> bytes:
     signature from the trusted key must verify (a bad one rejects the note) and at least one
     must be present.
     """
+    from cryptography.exceptions import InvalidSignature
+
     name, kid, public_key = parse_verifier_key(verifier_key_str)
     parsed = parse_note(note)
     verified = 0

@@ -9,9 +9,10 @@ from __future__ import annotations
 import json
 from functools import cache
 from importlib import resources
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from jsonschema import Draft202012Validator
+if TYPE_CHECKING:
+    from jsonschema import Draft202012Validator
 
 from ledger.errors import KindError
 
@@ -38,6 +39,11 @@ def load_schema(kind: str, version: str) -> dict[str, Any]:
 @cache
 def validator(kind: str, version: str) -> Draft202012Validator:
     """A compiled validator for one kind and version."""
+    # Imported here: jsonschema costs ~60 ms to import, and read commands (show, proof,
+    # stats) never validate; the compiled fast path (ledger.schema._compiled) does not
+    # need it either.
+    from jsonschema import Draft202012Validator
+
     schema = load_schema(kind, version)
     Draft202012Validator.check_schema(schema)
     return Draft202012Validator(schema)

@@ -11,8 +11,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from jsonschema.exceptions import best_match
-
 from ledger.encoding.canonical import path_child
 from ledger.errors import SchemaError
 from ledger.schema._compiled import fast_check
@@ -48,6 +46,8 @@ def validate(kind: str, version: str, obj: Any) -> None:
     v = validator(kind, version)
     if v.is_valid(obj):
         return
+    from jsonschema.exceptions import best_match  # loaded only when a document fails
+
     error = best_match(v.iter_errors(obj))
     raise SchemaError(
         f"schema violation at {_json_path(error.absolute_path)}, got {_short(error.message)},"
