@@ -10,14 +10,23 @@ installed into the core (``install_idkmesh``) before any command runs.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from ledger.cli.common import set_db_env
+from ledger.cli import richhelp
+from ledger.cli.common import set_db_env, setup_before_commands
 from ledger.cli.lazy import Lazy, LazyCommandGroup, LazySubgroup
+
+if TYPE_CHECKING:
+    from ledger.store.base import LedgerReader, StoredObject
+    from ledger.trust.admission import PolicyParts
+    from ledger.trust.policy import AttestationPolicy, SignerClaim
+
+richhelp.install()  # help pages load typer's renderer without markdown and tracebacks
 
 COMMANDS: Mapping[str, Lazy | LazySubgroup] = {
     "init": Lazy(
@@ -118,31 +127,72 @@ COMMANDS: Mapping[str, Lazy | LazySubgroup] = {
 
 
 def install_idkmesh() -> None:
-    """Plug IDKMesh's rules and additions into the generic core before any command runs."""
-    from cohorts.admission import policy_parts
-    from cohorts.browse.cli import browse_findings
-    from cohorts.cli import verification_notes
-    from ledger.cli.common import SHOW_NOTES
-    from ledger.cli.logcmds import set_browse_check
-    from ledger.trust import admission, policy
-    from verifiers.attestation_policy import IDKMeshAttestationPolicy
+    """Plug IDKMesh's rules and additions into the core before any command runs.
 
-    policy.install(IDKMeshAttestationPolicy())
+    Only stand-ins are installed here; each imports its IDKMesh module the first time
+    the core calls it, so a command that never appends, judges an attestation, shows a
+    VerificationResult or checks a browse file loads none of them.
+    """
+    from ledger.cli.common import BROWSE_CHECK, SHOW_NOTES
+    from ledger.trust import admission, policy
+
+    policy.install(_IDKMESH_ATTESTATION_POLICY)
     # IDKMesh's admission rules join the core's; every store the CLI opens runs them
     # (``install`` keeps one entry per factory, so repeated calls change nothing).
-    admission.install(policy_parts)
-    if verification_notes not in SHOW_NOTES:
-        SHOW_NOTES.append(verification_notes)  # `show` explains a VerificationResult
-    set_browse_check(browse_findings)  # `verify --browse FILE`
+    admission.install(_idkmesh_admission)
+    if _verification_notes not in SHOW_NOTES:
+        SHOW_NOTES.append(_verification_notes)  # `show` explains a VerificationResult
+    BROWSE_CHECK[:] = [_browse_findings]  # `verify --browse FILE`
+
+
+def _idkmesh_admission() -> PolicyParts:
+    from cohorts.admission import policy_parts
+
+    return policy_parts()
+
+
+def _verification_notes(reader: Any, obj: Any) -> list[str]:
+    from cohorts.cli import verification_notes
+
+    return verification_notes(reader, obj)
+
+
+def _browse_findings(store: Any, file: Path) -> list[dict[str, str]]:
+    from cohorts.browse.cli import browse_findings
+
+    return browse_findings(store, file)
+
+
+class _DeferredAttestationPolicy:
+    """``verifiers.attestation_policy.IDKMeshAttestationPolicy``, imported on first use."""
+
+    @functools.cached_property
+    def _policy(self) -> AttestationPolicy:
+        from verifiers.attestation_policy import IDKMeshAttestationPolicy
+
+        return IDKMeshAttestationPolicy()
+
+    def verifier_signed(self, kind: str) -> bool:
+        return self._policy.verifier_signed(kind)
+
+    def signer_claim(self, subject: StoredObject) -> SignerClaim:
+        return self._policy.signer_claim(subject)
+
+    def excluded_signers(self, reader: LedgerReader, subject: StoredObject) -> dict[str, str]:
+        return self._policy.excluded_signers(reader, subject)
+
+
+_IDKMESH_ATTESTATION_POLICY = _DeferredAttestationPolicy()
 
 
 class RootGroup(LazyCommandGroup):
-    """The root group: ``COMMANDS``, errors mapped by ``ProvGroup``, IDKMesh plugged in."""
+    """The root group: ``COMMANDS``, errors mapped by ``ProvGroup``, IDKMesh plugged in
+    once a command is about to run (``--help`` and usage errors skip it)."""
 
     table = COMMANDS
 
     def invoke(self, ctx: Any) -> Any:
-        install_idkmesh()
+        setup_before_commands(ctx, install_idkmesh)
         return super().invoke(ctx)
 
 

@@ -22,6 +22,7 @@ from typing import Annotated, Any
 import typer
 from typer.core import TyperGroup
 
+from ledger.cli.coercion import fast_coercion
 from ledger.errors import LedgerError, Reported
 
 DEFAULT_DB = "ledger.db"
@@ -41,14 +42,15 @@ def fail_line(message: str) -> str:
 
 def _framework_exceptions() -> tuple[type[BaseException], ...]:
     """Exceptions click and typer use for control flow (usage errors, exits, aborts);
-    typer may carry its own copy of click, so both are collected."""
-    import importlib
+    typer may carry its own copy of click, so both are collected.
 
+    Only modules already imported are looked at: an exception of a module that was
+    never imported cannot have been raised (and importing click costs start-up time).
+    """
     found: list[type[BaseException]] = []
     for module_name in ("click.exceptions", "typer.exceptions", "typer._click.exceptions"):
-        try:
-            module = importlib.import_module(module_name)
-        except ImportError:
+        module = sys.modules.get(module_name)
+        if module is None:
             continue
         for name in ("ClickException", "TyperException", "Exit", "Abort"):
             cls = getattr(module, name, None)
@@ -56,8 +58,6 @@ def _framework_exceptions() -> tuple[type[BaseException], ...]:
                 found.append(cls)
     return tuple(found)
 
-
-_FRAMEWORK_EXCEPTIONS = _framework_exceptions()
 
 
 class ProvGroup(TyperGroup):
@@ -93,9 +93,9 @@ class ProvGroup(TyperGroup):
                 err=True,
             )
             ctx.exit(3)
-        except _FRAMEWORK_EXCEPTIONS:
-            raise  # usage errors and explicit exits keep click's and typer's own handling
         except Exception as exc:  # the one place a bug becomes exit 70
+            if isinstance(exc, _framework_exceptions()):
+                raise  # usage errors and explicit exits keep click's and typer's own handling
             if os.environ.get("PROVLEDGER_DEBUG") == "1":
                 raise
             typer.echo(
@@ -111,18 +111,19 @@ class ProvGroup(TyperGroup):
         return None
 
     def get_params(self, ctx: Any) -> Any:
-        return tidy_params(super().get_params(ctx))
+        return _prepared(super().get_params(ctx))
 
     def get_command(self, ctx: Any, cmd_name: str) -> Any:
         cmd = super().get_command(ctx, cmd_name)
         if cmd is not None and not getattr(cmd, "_provledger_tidy", False):
             from ledger.cli.examples import example_for
 
-            tidy_params(cmd.params)
+            _prepared(cmd.params)
             if not isinstance(cmd, TyperGroup):
                 own = cmd.get_params
                 # The help option is made per context: tidy it as it is made.
-                setattr(cmd, "get_params", lambda c: tidy_params(own(c)))  # noqa: B010
+                setattr(cmd, "get_params", lambda c: _prepared(own(c)))  # noqa: B010
+                setattr(cmd, "invoke", _after_setup(cmd.invoke))  # noqa: B010
             path = [*ctx.command_path.split()[1:], cmd_name]
             example = example_for(" ".join(path))
             text = reflow(cmd.help or "")
@@ -133,10 +134,38 @@ class ProvGroup(TyperGroup):
         return cmd
 
 
+_SETUP = "provledger.setup"
+
+
+def setup_before_commands(ctx: Any, setup: Callable[[], None]) -> None:
+    """Run ``setup`` once a command is about to run, in this invocation only.
+
+    A command runs after every argument of every level is parsed, so ``--help`` and
+    usage errors never pay for it (the composition root's plug-ins install here).
+    """
+    ctx.meta[_SETUP] = setup  # click shares ``meta`` with every sub-context
+
+
+def _after_setup(invoke: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    def run(ctx: Any) -> Any:
+        setup = ctx.meta.pop(_SETUP, None)
+        if setup is not None:
+            setup()
+        return invoke(ctx)
+
+    return run
+
+
 #: Extra lines ``show`` prints about an object (and lists under "notes" in --json).
 #: Registered by the composition root, so IDKMesh wording stays out of the core:
 #: e.g. the evidence strength of a VerificationResult's verdict.
 SHOW_NOTES: list[Callable[[Any, Any], list[str]]] = []
+
+#: ``verify --browse FILE``: (open store, FILE) -> findings as {"code", "table", "message"}.
+#: Supplied by the composition root (the browse projection lives outside the core); held
+#: here, beside ``SHOW_NOTES``, so installing it loads no command module.
+BrowseCheck = Callable[[Any, Path], list[dict[str, str]]]
+BROWSE_CHECK: list[BrowseCheck] = []
 
 DB_ENV = "PROVLEDGER_DB"
 _SAVED_ENV = "provledger.saved_db_env"
@@ -188,6 +217,12 @@ def _type_name(annotation: Any, desc: Any) -> str:
     if inner is bool:
         return "BOOLEAN"
     return "TEXT"
+
+
+def _prepared(params: Any) -> Any:
+    """Tidy metavars, and coerce plain-typed values without pydantic (``ledger.cli.coercion``)."""
+    fast_coercion(params)
+    return tidy_params(params)
 
 
 def tidy_params(params: Any) -> Any:

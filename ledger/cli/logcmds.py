@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
 from ledger.cli.common import (
+    BROWSE_CHECK,
+    BrowseCheck,
     DbOption,
     DryRunOption,
     JsonOption,
@@ -24,16 +25,10 @@ from ledger.errors import CheckFailed, ProblemsReported, reported_like
 
 proof_app = new_app("Inclusion and consistency proofs (RFC 9162).")
 
-#: ``verify --browse FILE``: (open store, FILE) -> findings as {"code", "table", "message"}.
-#: Supplied by the composition root (the browse projection lives outside the core).
-BrowseCheck = Callable[[Any, Path], list[dict[str, str]]]
-_browse_check: BrowseCheck | None = None
-
 
 def set_browse_check(check: BrowseCheck) -> None:
-    """Install the check behind ``verify --browse``."""
-    global _browse_check
-    _browse_check = check
+    """Install the check behind ``verify --browse`` (``ledger.cli.common.BROWSE_CHECK``)."""
+    BROWSE_CHECK[:] = [check]
 
 
 def checkpoint(
@@ -244,9 +239,9 @@ def verify(
             )
         browse_findings = None
         if browse is not None:
-            if _browse_check is None:
+            if not BROWSE_CHECK:
                 raise CheckFailed("verify --browse, got no browse check installed, expected one")
-            browse_findings = _browse_check(store, browse)
+            browse_findings = BROWSE_CHECK[0](store, browse)
     if witness_report is not None:
         report.findings.extend(witness_report.findings)
     ok = report.ok and not browse_findings

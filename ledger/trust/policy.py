@@ -19,7 +19,6 @@ installed distribution, else ``GENERIC_POLICY`` (no kind is verifier-signed).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from importlib.metadata import entry_points
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
@@ -75,6 +74,9 @@ def install(policy: AttestationPolicy) -> None:
 def current_policy() -> AttestationPolicy:
     """The installed policy, else the entry-point plug-in, else ``GENERIC_POLICY``."""
     if _Installed.policy is None:
+        # Imported here: importlib.metadata costs ~20 ms, and the CLI installs its policy.
+        from importlib.metadata import entry_points
+
         found = sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda ep: ep.name)
         policy: AttestationPolicy = found[0].load()() if found else GENERIC_POLICY
         _Installed.policy = policy

@@ -1,0 +1,151 @@
+"""Parameter values of the plain types coerced without pydantic; typer's own rules kept.
+
+typer (0.2x) coerces every non-flag parameter through a pydantic ``TypeAdapter`` built
+when the parameter is first processed, so any command line with a ``--db`` (even
+``provledger show --help``: the root's ``--db`` is processed first) imports pydantic
+and builds adapters, which costs about as much CPU as importing typer and rich. For the
+plain types the CLI uses (``str``, ``list[str]``, ``bool``, ``int`` with bounds, ``Path``)
+``fast_coercion`` pre-seeds typer's lazy per-parameter coercion with ``Plain``, which
+computes the value directly.
+
+Invariant: ``Plain`` returns a value only where it is the value typer's coercion would
+return; for anything else (an integer that is not plain decimal or is out of bounds, an
+empty path, a path check that fails, a type not listed here) it hands the value to
+typer's own coercion, so every refusal and its message are typer's. On a typer without
+this seam (older releases, which build no adapters) nothing is changed.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+#: The only integer spellings decided here: plain decimal, no sign but ``-``, no
+#: leading zeros, no whitespace or underscores, at most 18 digits.
+_PLAIN_INT = re.compile(r"-?(?:0|[1-9][0-9]{0,17})\Z")
+
+
+class _Defer(Exception):
+    """Not decided here: typer's own coercion decides (and words any refusal)."""
+
+
+def _str(value: Any, param: Any, ctx: Any) -> Any:
+    if type(value) is str:
+        return value
+    raise _Defer
+
+
+def _str_list(value: Any, param: Any, ctx: Any) -> Any:
+    if isinstance(value, (list, tuple)) and all(type(v) is str for v in value):
+        return list(value)
+    raise _Defer
+
+
+def _bool(value: Any, param: Any, ctx: Any) -> Any:
+    if type(value) is bool:
+        return value
+    raise _Defer
+
+
+def _int(lo: float | None, hi: float | None) -> Callable[[Any, Any, Any], Any]:
+    def convert(value: Any, param: Any, ctx: Any) -> Any:
+        if type(value) is int:
+            number = value
+        elif type(value) is str and _PLAIN_INT.match(value):
+            number = int(value)
+        else:
+            raise _Defer
+        if (lo is not None and number < lo) or (hi is not None and number > hi):
+            raise _Defer
+        return number
+
+    return convert
+
+
+def _path(parameter_info: Any) -> Callable[[Any, Any, Any], Any]:
+    from typer._param_types import coerce_cli_path
+
+    def convert(value: Any, param: Any, ctx: Any) -> Any:
+        if type(value) is str and value and "\x00" not in value:
+            path = Path(value)
+        elif isinstance(value, Path):
+            path = value  # as typer: a Path value is taken as it is
+        else:
+            raise _Defer
+        # typer's own checks (exists, file/dir, readable, resolve...) on the same Path
+        # pydantic would have made; a refusal is re-raised by typer with its wording.
+        try:
+            return coerce_cli_path(path, parameter_info, path_type=Path, param=param, ctx=ctx)
+        except Exception as exc:
+            raise _Defer from exc
+
+    return convert
+
+
+def _converter(descriptor: Any) -> Callable[[Any, Any, Any], Any] | None:
+    """The direct conversion for this parameter, or None (typer's coercion only)."""
+    info = descriptor.parameter_info
+    if info.parser is not None or descriptor.file_annotation is not None:
+        return None
+    annotation = descriptor.annotation
+    if annotation is str:
+        return _str
+    if annotation == list[str]:
+        return _str_list
+    if annotation is bool:
+        return _bool
+    if annotation is int and not info.clamp:
+        return _int(info.min, info.max)
+    if annotation is Path and info.path_type is None:
+        return _path(info)
+    return None
+
+
+def _runtime_param_class() -> type[Any] | None:
+    try:
+        from typer._coercion import RuntimeParam, build_runtime_param
+    except ImportError:  # a typer without per-parameter runtime coercion
+        return None
+
+    @dataclass(frozen=True)
+    class Plain(RuntimeParam):
+        """typer's ``RuntimeParam`` (None and multi-value rules kept) with a direct path."""
+
+        descriptor: Any
+        convert: Callable[[Any, Any, Any], Any]
+
+        def _coerce_value(self, value: Any, param: Any, ctx: Any) -> Any:
+            try:
+                return self.convert(value, param, ctx)
+            except _Defer:
+                typer_own = build_runtime_param(self.descriptor)
+                return typer_own._coerce_value(value, param=param, ctx=ctx)
+
+    return Plain
+
+
+_PLAIN: list[type[Any] | None] = []
+
+
+def fast_coercion(params: Iterable[Any]) -> None:
+    """Pre-seed typer's coercion of each plain-typed parameter with ``Plain``."""
+    if not _PLAIN:
+        _PLAIN.append(_runtime_param_class())
+    plain = _PLAIN[0]
+    if plain is None:
+        return
+    for param in params:
+        descriptor = getattr(param, "type_descriptor", None)
+        if descriptor is None or getattr(param, "_runtime_param", False) is not None:
+            continue
+        convert = _converter(descriptor)
+        if convert is not None:
+            param._runtime_param = plain(
+                parameter_info=descriptor.parameter_info,
+                annotation=descriptor.annotation,
+                descriptor=descriptor,
+                convert=convert,
+            )
