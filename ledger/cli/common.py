@@ -59,7 +59,6 @@ def _framework_exceptions() -> tuple[type[BaseException], ...]:
     return tuple(found)
 
 
-
 class ProvGroup(TyperGroup):
     """Command group mapping every ``LedgerError`` to its exit code.
 

@@ -17,10 +17,10 @@ command with and without this).
 
 from __future__ import annotations
 
-import importlib
 import importlib.util
 import sys
 import types
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, cast
 
 if TYPE_CHECKING:
@@ -28,8 +28,26 @@ if TYPE_CHECKING:
     from importlib.machinery import ModuleSpec
 
 RICH_UTILS = "typer.rich_utils"
-#: module -> the names ``typer.rich_utils`` imports from it at module level.
-DEFERRED = {"rich.markdown": ("Markdown",), "rich.traceback": ("Traceback",)}
+
+
+def _markdown() -> Any:
+    from rich.markdown import Markdown
+
+    return Markdown
+
+
+def _traceback() -> Any:
+    from rich.traceback import Traceback
+
+    return Traceback
+
+
+#: module -> the names ``typer.rich_utils`` imports from it at module level, each with
+#: the function that imports the real one.
+DEFERRED: dict[str, dict[str, Callable[[], Any]]] = {
+    "rich.markdown": {"Markdown": _markdown},
+    "rich.traceback": {"Traceback": _traceback},
+}
 
 
 class Deferred(type):
@@ -39,23 +57,19 @@ class Deferred(type):
     evaluates at import still works.
     """
 
-    _module: str
-    _name: str
-
-    def real(cls) -> Any:
-        return getattr(importlib.import_module(cls._module), cls._name)
+    _real: Callable[[], Any]
 
     def __call__(cls, *args: Any, **kwargs: Any) -> Any:
-        return cls.real()(*args, **kwargs)
+        return cls._real()(*args, **kwargs)
 
     def __getattr__(cls, attr: str) -> Any:
-        return getattr(cls.real(), attr)
+        return getattr(cls._real(), attr)
 
 
-def _stand_in(module: str, names: tuple[str, ...]) -> types.ModuleType:
+def _stand_in(module: str, names: dict[str, Callable[[], Any]]) -> types.ModuleType:
     stand_in = types.ModuleType(module, "stand-in while typer.rich_utils is imported")
-    for name in names:
-        setattr(stand_in, name, Deferred(name, (), {"_module": module, "_name": name}))
+    for name, real in names.items():
+        setattr(stand_in, name, Deferred(name, (), {"_real": staticmethod(real)}))
     return stand_in
 
 

@@ -1,0 +1,339 @@
+"""Start-up: what help pages and read commands load, and that the start-up shortcuts
+(``ledger.cli.richhelp``, ``ledger.cli.coercion``, IDKMesh set-up when a command runs)
+change no output. Costs are measured by ``scripts/bench_start.py``; nothing here is timed.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Annotated, Any
+
+import pytest
+import typer
+import typer.main
+from bench_corpus import write_corpus
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from typer.testing import CliRunner
+
+from ledger.cli import COMMANDS, app
+from ledger.cli.lazy import Lazy, LazySubgroup
+
+ROOT = Path(__file__).resolve().parents[1]
+EXE = Path(sys.executable).parent / "provledger"
+
+#: Never needed to print help or to read: validation, signatures, typer's pydantic
+#: coercion, the real click (typer carries its own), markdown and pretty tracebacks.
+HEAVY = (
+    "jsonschema",
+    "cryptography",
+    "pydantic",
+    "click",
+    "rich.markdown",
+    "rich.traceback",
+    "markdown_it",
+    "pygments",
+)
+
+
+def _entries(
+    table: Mapping[str, Lazy | LazySubgroup], prefix: tuple[str, ...] = ()
+) -> Iterator[tuple[tuple[str, ...], Lazy]]:
+    for name, entry in table.items():
+        if isinstance(entry, LazySubgroup):
+            yield from _entries(entry.commands, (*prefix, name))
+        else:
+            yield (*prefix, name), entry
+
+
+ENTRIES = list(_entries(COMMANDS))
+COMMAND_MODULES = sorted({entry.target.partition(":")[0] for _, entry in ENTRIES})
+
+
+def _module_of(path: tuple[str, ...]) -> str:
+    return dict(ENTRIES)[path].target.partition(":")[0]
+
+
+def _loaded(args: list[str], cwd: Path = ROOT) -> tuple[set[str], str]:
+    """Run ``provledger ARGS`` in a fresh interpreter: the modules it loaded, its stdout."""
+    code = (
+        "import json, sys\n"
+        f"sys.argv = ['provledger', *{args!r}]\n"
+        "from ledger.cli import main\n"
+        "try:\n    main()\nexcept SystemExit as exc:\n    code = exc.code\nelse:\n    code = 0\n"
+        "sys.stderr.write('\\nMODULES ' + json.dumps([code, sorted(sys.modules)]))\n"
+    )
+    env = {**os.environ, "COLUMNS": "100"}
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=cwd, env=env
+    )
+    status, modules = json.loads(proc.stderr.rpartition("\nMODULES ")[2])
+    assert status == 0, proc.stderr
+    return set(modules), proc.stdout
+
+
+def _heavy(modules: set[str]) -> list[str]:
+    return sorted(m for m in modules if any(m == h or m.startswith(h + ".") for h in HEAVY))
+
+
+def test_root_help_loads_no_heavy_module_and_no_command_module() -> None:
+    modules, out = _loaded(["--help"])
+    assert "Commands" in out
+    assert _heavy(modules) == []
+    assert sorted(set(COMMAND_MODULES) & modules) == []
+    assert sorted(m for m in modules if m.split(".")[0] in ("cohorts", "verifiers")) == []
+
+
+@functools.cache
+def _imports_of(module: str) -> frozenset[str]:
+    """The command modules that importing ``module`` alone loads (itself included)."""
+    code = f"import json, sys\nimport {module}\nprint(json.dumps(sorted(sys.modules)))"
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True
+    ).stdout
+    return frozenset(set(json.loads(out)) & set(COMMAND_MODULES))
+
+
+@pytest.mark.parametrize("path", [path for path, _ in ENTRIES], ids=" ".join)
+def test_command_help_loads_its_own_module_only(path: tuple[str, ...]) -> None:
+    modules, out = _loaded([*path, "--help"])
+    assert "Usage:" in out
+    assert _heavy(modules) == []
+    own = _module_of(path)
+    assert own in modules
+    assert set(COMMAND_MODULES) & modules == _imports_of(own)
+    # IDKMesh's plug-ins are installed when a command runs, not for its help page.
+    assert "ledger.trust.admission" not in modules
+
+
+@pytest.fixture(scope="module")
+def small_ledger(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    """A ledger of 30 benchmark-corpus objects and the digest of a VerificationResult."""
+    from ledger.store.sqlite import open_store
+    from ledger.trust.keys import Ed25519Signer
+
+    work = tmp_path_factory.mktemp("startup")
+    db = work / "ledger.db"
+    runner = CliRunner()
+    assert runner.invoke(app, ["init", "--db", str(db)]).exit_code == 0
+    signer = Ed25519Signer.from_file(db.with_name(db.name + ".authority.key"))
+    write_corpus(work / "corpus.jsonl", 30, 7, signer)
+    result = runner.invoke(app, ["import", "jsonl", str(work / "corpus.jsonl"), "--db", str(db)])
+    assert result.exit_code == 0, result.output
+    assert runner.invoke(app, ["checkpoint", "--db", str(db)]).exit_code == 0
+    with open_store(db, readonly=True) as store:
+        digest = next(o.digest for o in store.by_kind("verification-result"))
+    return db, digest
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["show", "{digest}"],
+        ["show", "{digest}", "--json"],
+        ["proof", "inclusion", "{digest}"],
+        ["stats"],
+    ],
+    ids=" ".join,
+)
+def test_read_commands_load_no_heavy_module(
+    small_ledger: tuple[Path, str], args: list[str]
+) -> None:
+    db, digest = small_ledger
+    modules, out = _loaded([a.format(digest=digest) for a in args] + ["--db", str(db)])
+    assert out
+    assert _heavy(modules) == []
+
+
+def test_idkmesh_notes_are_installed_when_show_runs(small_ledger: tuple[Path, str]) -> None:
+    # The installed entry point, a fresh process: only the CLI's own set-up installs the
+    # VerificationResult note (its stand-in imports cohorts when `show` calls it).
+    db, digest = small_ledger
+    out = subprocess.run(
+        [EXE, "show", digest, "--db", str(db)], capture_output=True, text=True, check=True
+    ).stdout
+    assert any(line.startswith("note") and "verdict" in line for line in out.splitlines())
+    shown = subprocess.run(
+        [EXE, "show", digest, "--db", str(db), "--json"], capture_output=True, text=True
+    )
+    assert any("verdict" in note for note in json.loads(shown.stdout)["notes"])
+
+
+# -- help pages are typer's own --------------------------------------------------------
+
+_RENDER_ALL = """
+import contextlib, io, json, sys
+{preload}
+from ledger.cli import app
+pages = {{}}
+for args in json.loads(sys.argv[1]):
+    buffer = io.StringIO()
+    with contextlib.redirect_stdout(buffer), contextlib.redirect_stderr(buffer):
+        try:
+            app(args, prog_name="provledger")
+        except SystemExit as exc:
+            buffer.write(f"exit {{exc.code}}")
+    pages[" ".join(args)] = buffer.getvalue()
+loaded = sorted(m for m in ("rich.markdown", "rich.traceback") if m in sys.modules)
+sys.stdout.write(json.dumps({{"pages": pages, "loaded": loaded}}))
+"""
+
+
+def _render(argvs: list[list[str]], preload: str, color: bool) -> dict[str, Any]:
+    env = {**os.environ, "COLUMNS": "100"}
+    env.pop("FORCE_COLOR", None)
+    if color:
+        env["FORCE_COLOR"] = "1"
+    proc = subprocess.run(
+        [sys.executable, "-c", _RENDER_ALL.format(preload=preload), json.dumps(argvs)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env=env,
+        check=True,
+    )
+    result: dict[str, Any] = json.loads(proc.stdout)
+    return result
+
+
+def _all_help_argvs() -> list[list[str]]:
+    argvs = [["--help"]]
+    for path, entry in ENTRIES:
+        argvs.append([*path, "--help"])
+        command = entry.load(path[-1])
+        for sub in sorted(getattr(command, "commands", {})):
+            argvs.append([*path, sub, "--help"])
+    return argvs
+
+
+@pytest.mark.parametrize("color", [False, True], ids=["plain", "color"])
+def test_help_and_usage_errors_render_as_typer_renders_them(color: bool) -> None:
+    argvs = [
+        *_all_help_argvs(),
+        ["log", "--limit", "0"],  # usage errors are rendered by typer.rich_utils too
+        ["log", "--limit", "x"],
+        ["verfy"],
+        ["proof"],
+    ]
+    light = _render(argvs, "", color)
+    own = _render(argvs, "import typer.rich_utils  # typer's own import, real modules", color)
+    assert light["loaded"] == []  # the shortcut was in force ...
+    assert own["loaded"] == ["rich.markdown", "rich.traceback"]  # ... and not here
+    assert light["pages"] == own["pages"]
+    assert len(light["pages"]) == len(argvs) > 40
+    if color:
+        assert "\x1b[" in light["pages"]["--help"]
+
+
+def test_deferred_names_are_the_real_classes_on_use() -> None:
+    code = (
+        "import sys\n"
+        "from ledger.cli import richhelp\n"
+        "richhelp.install()\n"
+        "import typer.rich_utils as ru\n"
+        "assert 'rich.markdown' not in sys.modules and 'rich.traceback' not in sys.modules\n"
+        "md = ru.Markdown('**x**')\n"
+        "import rich.markdown, rich.traceback\n"
+        "assert type(md) is rich.markdown.Markdown\n"
+        "assert ru.Traceback.from_exception is not None\n"
+        "assert sys.modules['rich.markdown'] is rich.markdown and rich.markdown.__file__\n"
+        "print('ok')\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True
+    )
+    assert out.stdout.strip() == "ok"
+
+
+# -- plain coercion is typer's coercion ------------------------------------------------
+
+_probe = typer.Typer()
+
+
+@_probe.command()
+def _probe_command(
+    text: Annotated[str, typer.Option("--text")] = "",
+    count: Annotated[int | None, typer.Option("--count")] = None,
+    bounded: Annotated[int | None, typer.Option("--bounded", min=1, max=50)] = None,
+    path: Annotated[Path | None, typer.Option("--path")] = None,
+    existing: Annotated[
+        Path | None, typer.Option("--existing", exists=True, dir_okay=False, resolve_path=True)
+    ] = None,
+    many: Annotated[list[str] | None, typer.Option("--many")] = None,
+    flag: Annotated[bool, typer.Option("--flag")] = False,
+) -> None:
+    pass
+
+
+def _outcome(runtime: Any, param: Any, value: Any) -> tuple[str, Any]:
+    try:
+        return ("value", runtime.coerce(value, param=param, ctx=None))
+    except Exception as exc:
+        return ("error", (type(exc).__name__, str(getattr(exc, "message", exc))))
+
+
+def _pairs() -> dict[str, tuple[Any, Any, Any]]:
+    """Parameter name -> (param, the CLI's coercion, typer's own coercion)."""
+    from typer._coercion import build_runtime_param
+
+    from ledger.cli.coercion import fast_coercion
+
+    command = typer.main.get_command(_probe)
+    fast_coercion(command.params)
+    pairs = {}
+    for param in command.params:
+        if param.name in {"install_completion", "show_completion"}:
+            continue
+        assert param._runtime_param is not None, param.name  # the shortcut is in force
+        pairs[param.name] = (
+            param,
+            param._runtime_param,
+            build_runtime_param(param.type_descriptor),
+        )
+    return pairs
+
+
+PAIRS = _pairs()
+
+_values = st.one_of(
+    st.text(max_size=12),
+    st.text(alphabet="0123456789-+_ .e\u0663", max_size=8),
+    st.integers(min_value=-(10**20), max_value=10**20).map(str),
+    st.integers(min_value=-100, max_value=100),
+    st.booleans(),
+    st.none(),
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(name=st.sampled_from(sorted(PAIRS)), value=_values)
+def test_plain_coercion_gives_typers_value_or_typers_refusal(name: str, value: Any) -> None:
+    param, plain, own = PAIRS[name]
+    if param.multiple:
+        value = () if value is None else (value,) if not isinstance(value, str) else (value, value)
+    assert _outcome(plain, param, value) == _outcome(own, param, value)
+
+
+def test_plain_coercion_checks_paths_as_typer_does(tmp_path: Path) -> None:
+    param, plain, own = PAIRS["existing"]
+    file = tmp_path / "f.txt"
+    file.write_text("x")
+    for value in (str(file), str(tmp_path), str(tmp_path / "missing"), "", str(file) + "/"):
+        assert _outcome(plain, param, value) == _outcome(own, param, value), value
+    assert _outcome(plain, param, str(file)) == ("value", file.resolve())
+
+
+def test_the_cli_parameters_use_plain_coercion() -> None:
+    from ledger.cli.coercion import fast_coercion
+
+    root = typer.main.get_command(app)
+    log = root.get_command(typer.Context(root, info_name="provledger"), "log")  # type: ignore[attr-defined]
+    plain = {p.name for p in log.params if type(p._runtime_param).__name__ == "Plain"}
+    assert {"db", "limit", "since", "json_out"} <= plain
+    fast_coercion(log.params)  # idempotent: already seeded parameters are left alone
