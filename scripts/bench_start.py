@@ -178,13 +178,16 @@ def build_ledger(work: Path, objects: int, seed: int, exe: Path) -> Path:
     from ledger.trust.keys import Ed25519Signer
 
     db = work / "ledger.db"
-    quiet = {"stdout": subprocess.DEVNULL, "check": True}
-    subprocess.run([str(exe), "init", "--db", str(db)], **quiet)  # type: ignore[call-overload]
+
+    def cli(*args: str) -> None:
+        subprocess.run([str(exe), *args, "--db", str(db)], stdout=subprocess.DEVNULL, check=True)
+
+    cli("init")
     signer = Ed25519Signer.from_file(db.with_name(db.name + ".authority.key"))
     jsonl = work / "corpus.jsonl"
     write_corpus(jsonl, objects, seed, signer)
-    subprocess.run([str(exe), "import", "jsonl", str(jsonl), "--db", str(db)], **quiet)  # type: ignore[call-overload]
-    subprocess.run([str(exe), "checkpoint", "--db", str(db)], **quiet)  # type: ignore[call-overload]
+    cli("import", "jsonl", str(jsonl))
+    cli("checkpoint")
     return db
 
 

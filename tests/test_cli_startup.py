@@ -337,3 +337,29 @@ def test_the_cli_parameters_use_plain_coercion() -> None:
     plain = {p.name for p in log.params if type(p._runtime_param).__name__ == "Plain"}
     assert {"db", "limit", "since", "json_out"} <= plain
     fast_coercion(log.params)  # idempotent: already seeded parameters are left alone
+
+
+def test_errors_of_modules_imported_late_still_map_to_their_exit_codes() -> None:
+    # ProvGroup names sqlite3.Error and click's exceptions only once they are imported;
+    # an error raised by a command that imported sqlite3 itself is still exit 3.
+    from ledger.cli.common import new_app
+
+    probe = new_app("probe")
+
+    @probe.command()
+    def broken() -> None:
+        import sqlite3
+
+        raise sqlite3.OperationalError("disk I/O error")
+
+    @probe.command()
+    def fine() -> None:
+        pass
+
+    result = CliRunner().invoke(probe, ["broken"])
+    assert result.exit_code == 3
+    assert (
+        result.stderr == "error: database error, got 'disk I/O error', expected a usable ledger\n"
+    )
+    usage = CliRunner().invoke(probe, ["fine", "--no-such-option"])
+    assert usage.exit_code == 2 and "No such option" in usage.output

@@ -10,9 +10,7 @@ error so its traceback is shown.
 
 from __future__ import annotations
 
-import json
 import os
-import sqlite3
 import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -38,6 +36,13 @@ def fail_line(message: str) -> str:
     from ledger.files import safe_text
 
     return "error: " + " ".join(safe_text(message).split())
+
+
+def _sqlite_errors() -> tuple[type[BaseException], ...]:
+    """``sqlite3.Error`` once sqlite3 is loaded (an ``except`` clause evaluates this only
+    when an exception reaches it; before sqlite3 is imported none of its errors exist)."""
+    sqlite3 = sys.modules.get("sqlite3")
+    return () if sqlite3 is None else (sqlite3.Error,)
 
 
 def _framework_exceptions() -> tuple[type[BaseException], ...]:
@@ -74,7 +79,7 @@ class ProvGroup(TyperGroup):
             if not isinstance(exc, Reported):
                 typer.echo(fail_line(str(exc)), err=True)
             ctx.exit(exc.exit_code)
-        except sqlite3.Error as exc:
+        except _sqlite_errors() as exc:
             typer.echo(
                 fail_line(f"database error, got '{exc}', expected a usable ledger"), err=True
             )
@@ -92,9 +97,9 @@ class ProvGroup(TyperGroup):
                 err=True,
             )
             ctx.exit(3)
+        except _framework_exceptions():
+            raise  # usage errors and explicit exits keep click's and typer's own handling
         except Exception as exc:  # the one place a bug becomes exit 70
-            if isinstance(exc, _framework_exceptions()):
-                raise  # usage errors and explicit exits keep click's and typer's own handling
             if os.environ.get("PROVLEDGER_DEBUG") == "1":
                 raise
             typer.echo(
@@ -285,6 +290,8 @@ def dry_run_note(dry_run: bool) -> None:
 
 def emit_json(value: Any) -> None:
     """Print JSON with sorted keys: the documented, stable output form."""
+    import json
+
     sys.stdout.write(json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
 
 
