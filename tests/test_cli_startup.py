@@ -339,6 +339,26 @@ def test_the_cli_parameters_use_plain_coercion() -> None:
     fast_coercion(log.params)  # idempotent: already seeded parameters are left alone
 
 
+def test_a_changed_typer_seam_falls_back_to_typers_own_coercion(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A future typer whose RuntimeParam takes other fields must cost start-up time, not
+    # correctness: the shortcut switches itself off and typer coerces every parameter.
+    from ledger.cli import coercion
+
+    class Reshaped:
+        def __init__(self, *, other: object) -> None:
+            self.other = other
+
+    monkeypatch.setattr(coercion, "_PLAIN", [Reshaped])
+    command = typer.main.get_command(_probe)
+    coercion.fast_coercion(command.params)
+    assert coercion._PLAIN == [None]
+    assert all(not isinstance(getattr(p, "_runtime_param", None), Reshaped) for p in command.params)
+    result = CliRunner().invoke(_probe, ["--count", "7", "--text", "x"])
+    assert result.exit_code == 0, result.output
+
+
 def test_errors_of_modules_imported_late_still_map_to_their_exit_codes() -> None:
     # ProvGroup names sqlite3.Error and click's exceptions only once they are imported;
     # an error raised by a command that imported sqlite3 itself is still exit 3.

@@ -141,11 +141,17 @@ def fast_coercion(params: Iterable[Any]) -> None:
         descriptor = getattr(param, "type_descriptor", None)
         if descriptor is None or getattr(param, "_runtime_param", False) is not None:
             continue
-        convert = _converter(descriptor)
-        if convert is not None:
-            param._runtime_param = plain(
-                parameter_info=descriptor.parameter_info,
-                annotation=descriptor.annotation,
-                descriptor=descriptor,
-                convert=convert,
-            )
+        try:
+            convert = _converter(descriptor)
+            if convert is not None:
+                param._runtime_param = plain(
+                    parameter_info=descriptor.parameter_info,
+                    annotation=descriptor.annotation,
+                    descriptor=descriptor,
+                    convert=convert,
+                )
+        except (AttributeError, TypeError):
+            # A typer whose private seam changed shape: leave every parameter to
+            # typer's own coercion (slower start, same behaviour) rather than fail.
+            _PLAIN[0] = None
+            return
