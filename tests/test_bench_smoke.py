@@ -69,3 +69,11 @@ def test_bench_quick_run(tmp_path: Path) -> None:
     assert result["help_cold_start"]["median_ms"] > 0
     # The printed table names every measured row.
     assert "import objects/s" in proc.stdout and "verify entries/s" in proc.stdout
+    # The import curve: one slice here (the default slice is 100,000 objects).
+    (only,) = imp["slices"]
+    assert only["upto"] == N and only["objects_per_s"] > 0
+    # Start-up CPU of every measured command, against the interpreter floor.
+    start = run["start_up"]
+    assert {"floor", "--help", "verify --help", "show", "proof inclusion", "stats"} <= set(start)
+    assert all(v["cpu_median_ms"] > 0 and v["over_floor"] > 0 for v in start.values())
+    assert start["floor"]["over_floor"] == 1

@@ -183,12 +183,13 @@ def point_digest_index(db: Path, a: int, b: int) -> None:
     rowids = [r for (r,) in conn.execute("SELECT rowid FROM objects WHERE seq IN (?, ?)", (a, b))]
     conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     conn.close()
-    # An index record of (71-char text, rowid 2..127): header 04 81 1b 01, text, 1 byte.
+    # A record of the digest index, (16-char key ``substr(digest, 8, 16)``, rowid 2..127):
+    # header 03 2d 01, the key's text, the rowid in 1 byte.
     assert all(2 <= r <= 127 for r in rowids)
     data = bytearray(db.read_bytes())
     where = []
     for digest in digests:
-        needle = b"\x04\x81\x1b\x01" + digest.encode()
+        needle = b"\x03\x2d\x01" + digest[7:23].encode()
         at = data.find(needle)
         assert at >= 0 and data.find(needle, at + 1) == -1
         where.append(at + len(needle))
@@ -299,7 +300,7 @@ CASES: dict[str, tuple[Tamper, list[Check]]] = {
     "digest index pointed at another row": (
         lambda led: point_digest_index(led.db, 3, 4),
         [
-            message("database-corrupt", "sqlite_autoindex_objects_1"),
+            message("database-corrupt", "objects_by_digest"),
             at("digest-index-mismatch", 3),
             at("digest-index-mismatch", 4),
         ],

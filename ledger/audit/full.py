@@ -7,8 +7,17 @@ signature (exactly one signature line, by the log key), the append-only triggers
 and unaltered), the consistency of the meta records (origin, log and authority key ids),
 and the derived tables (index columns, references). A saved checkpoint
 (``from_checkpoint``) must still be a prefix of the log: this is what catches a ledger
-truncated and re-signed with another key. Each problem becomes a ``LedgerFinding`` naming the
-entry (``seq``/``digest``) or the checkpoint (``checkpoint`` = its size) when it has one.
+truncated and re-signed with another key.
+
+``since_checkpoint`` makes the audit incremental: given a checkpoint an auditor already
+verified (size N), it checks that the stored tree still has that checkpoint's root at
+size N (the left edge of a consistency proof, read from the stored complete-subtree
+nodes) and then runs every per-entry check on entries N and later only, plus the RFC
+9162 consistency proof from N to the current size. Its cost grows with the entries
+appended since, not with the ledger. Whole-file checks (``PRAGMA integrity_check``, the
+reference-count total) are left to the full audit. Each problem becomes a
+``LedgerFinding`` naming the entry (``seq``/``digest``) or the checkpoint (``checkpoint``
+= its size) when it has one.
 Rows of the wrong SQL type are findings too, never crashes.
 """
 
@@ -65,6 +74,7 @@ class LedgerAuditReport:
     checkpoints_checked: int = 0
     root: str | None = None
     from_checkpoint: dict[str, Any] | None = None
+    since_checkpoint: dict[str, Any] | None = None
     findings: list[LedgerFinding] = field(default_factory=list)
 
     @property
@@ -78,6 +88,7 @@ class LedgerAuditReport:
             "root": self.root,
             "checkpoints_checked": self.checkpoints_checked,
             "from_checkpoint": self.from_checkpoint,
+            "since_checkpoint": self.since_checkpoint,
             "findings": [f.to_json() for f in self.findings],
         }
 
@@ -266,6 +277,7 @@ def audit(
     skip_checks: Collection[str] = (),
     advance: Callable[[int], None] = lambda _n: None,
     workers: int | None = None,
+    since_checkpoint: bytes | None = None,
 ) -> LedgerAuditReport:
     """Audit the whole ledger; see the module docstring for what is checked.
 
@@ -291,7 +303,14 @@ def audit(
         if workers is None:
             workers = default_workers(store.size())
         return _audit(
-            store, trusted_key, trusted_authority, from_checkpoint, object_checks, advance, workers
+            store,
+            trusted_key,
+            trusted_authority,
+            from_checkpoint,
+            object_checks,
+            advance,
+            workers,
+            since_checkpoint,
         )
 
 
@@ -303,6 +322,7 @@ def _audit(
     object_checks: Sequence[ObjectCheck],
     advance: Callable[[int], None],
     workers: int = 1,
+    since_checkpoint: bytes | None = None,
 ) -> LedgerAuditReport:
     conn = store.connection
     report = LedgerAuditReport()
@@ -328,12 +348,18 @@ def _audit(
             )
         )
     findings.extend(_check_schema(conn))
-    # integrity_check, not quick_check: it also compares every index with its table, so
-    # an index pointed at another row (``writable_schema``) is found.
-    integrity = [str(r[0]) for r in conn.execute("PRAGMA integrity_check")]
-    if integrity != ["ok"]:
-        findings.append(LedgerFinding("database-corrupt", "; ".join(integrity[:5])))
-        findings.extend(_digest_index_probe(conn))
+    frontier = merkle.CompactRange()
+    if since_checkpoint is not None:
+        frontier = _resume(store, since_checkpoint, vkey, origin, report)
+    start = frontier.size
+    if start == 0:
+        # integrity_check, not quick_check: it also compares every index with its table,
+        # so an index pointed at another row (``writable_schema``) is found. It reads the
+        # whole file, so an audit resumed at a checkpoint leaves it to the full audit.
+        integrity = [str(r[0]) for r in conn.execute("PRAGMA integrity_check")]
+        if integrity != ["ok"]:
+            findings.append(LedgerFinding("database-corrupt", "; ".join(integrity[:5])))
+            findings.extend(_digest_index_probe(conn))
 
     checkpoints, problems = _load_checkpoints(conn)
     findings.extend(problems)
@@ -354,24 +380,36 @@ def _audit(
                 )
             )
 
-    frontier = merkle.CompactRange()
     # Checkpoint rows already compared with the tree, by size: each one below the log
     # size must be logged as the entry at seq == size, and equal that record.
     seen: dict[int, CheckpointRow] = {}
     logged: set[int] = set()
-    # Size 0 has no entry to be checked after, so its checkpoint and saved head go first.
+    # Checkpoints before the resumed size were verified with the checkpoint resumed from.
+    for size in [size for size in checkpoints if size < start]:
+        del checkpoints[size]
+    # Size 0 (or the resumed size) has no entry to be checked after, so its checkpoint
+    # and saved head go first.
+    if start > 0 and start in checkpoints:
+        seen[start] = checkpoints.pop(start)
+        findings.extend(_check_checkpoint(seen[start], frontier.root(), vkey, origin))
+        report.checkpoints_checked += 1
     if 0 in checkpoints:
         seen[0] = checkpoints.pop(0)
         findings.extend(_check_checkpoint(seen[0], frontier.root(), vkey, origin))
         report.checkpoints_checked += 1
     if saved is not None and saved.size == 0:
         saved = None
+    if saved is not None and 0 < saved.size <= start:
+        # The saved head lies before the resumed one: both are verified checkpoints, so
+        # a consistency proof between them (from the stored nodes) decides it.
+        findings.extend(_check_saved_before(store, saved, start, frontier.root()))
+        saved = None
     ref_count = 0
     ref_trouble = False
     nodes = store.node_scan()
-    ref_rows = store.ref_scan()
+    ref_rows = store.ref_scan(resume=start > 0)
     # check_object's results, maybe computed in workers, in row order.
-    for row, checked in with_object_checks(store.log_rows(), workers):
+    for row, checked in with_object_checks(store.log_rows(since=start), workers):
         # Entry columns as stored: any SQL type in a tampered file.
         seq: Any = row.seq
         digest: Any = row.digest
@@ -498,12 +536,127 @@ def _audit(
                 checkpoint=size,
             )
         )
-    findings.extend(_extra_tree_nodes(conn, frontier.size))
-    findings.extend(_check_orphans(conn))
-    (stored_refs,) = conn.execute("SELECT count(*) FROM refs").fetchone()
-    if ref_trouble or stored_refs != ref_count:
+    if start > 0:
+        findings.extend(_check_consistency(store, start, report, frontier.root()))
+    findings.extend(_extra_tree_nodes(conn, frontier.size, start))
+    findings.extend(_check_orphans(conn, start))
+    findings.extend(_check_duplicates(conn, start))
+    if start == 0:
+        (stored_refs,) = conn.execute("SELECT count(*) FROM refs").fetchone()
+        ref_trouble = ref_trouble or stored_refs != ref_count
+    if ref_trouble:
         findings.extend(_extra_refs(conn))
     return report
+
+
+def _resume(
+    store: SQLiteStore,
+    note: bytes,
+    vkey: str | None,
+    origin: str | None,
+    report: LedgerAuditReport,
+) -> merkle.CompactRange:
+    """The tree frontier at a verified checkpoint's size, from the stored nodes.
+
+    Returns an empty frontier (so the whole log is audited) with a finding when the
+    checkpoint does not verify, or when the stored tree does not have its root: an
+    incremental audit is only as good as the point it resumes from.
+    """
+    findings = report.findings
+    try:
+        if vkey is None:
+            raise LedgerError("no log key to verify the checkpoint with")
+        saved = open_checkpoint(note, vkey, origin)
+    except LedgerError as exc:
+        findings.append(
+            LedgerFinding(
+                "since-checkpoint-invalid",
+                f"the checkpoint to resume from does not verify: {exc}; audited the whole log",
+            )
+        )
+        return merkle.CompactRange()
+    report.since_checkpoint = {"size": saved.size, "root": saved.root_hash.hex()}
+    frontier = merkle.CompactRange()
+    if saved.size == 0:
+        return frontier
+    try:
+        if saved.size > store.size():
+            raise LedgerError(f"the log has only {store.size()} entries")
+        frontier = merkle.CompactRange.at(saved.size, store)
+        for level in range(saved.size.bit_length()):
+            if saved.size >> level & 1:
+                value = frontier.node(level, (saved.size >> level) - 1)
+                if not isinstance(value, bytes) or len(value) != 32:
+                    raise LedgerError(f"tree node level {level} is not a 32-byte hash")
+    except (LedgerError, sqlite3.Error, TypeError, ValueError) as exc:
+        findings.append(
+            LedgerFinding(
+                "history-rewritten",
+                f"cannot rebuild the tree at the checkpoint's size {saved.size}: {exc};"
+                " audited the whole log",
+                checkpoint=saved.size,
+            )
+        )
+        return merkle.CompactRange()
+    if not hmac.compare_digest(frontier.root(), saved.root_hash):
+        findings.append(
+            LedgerFinding(
+                "history-rewritten",
+                f"stored tree at size {saved.size} has root {frontier.root().hex()},"
+                f" expected the checkpoint's {saved.root_hash.hex()}; audited the whole log",
+                checkpoint=saved.size,
+            )
+        )
+        return merkle.CompactRange()
+    return frontier
+
+
+def _check_saved_before(
+    store: SQLiteStore, saved: Checkpoint, start: int, root: bytes
+) -> list[LedgerFinding]:
+    """A saved checkpoint at or before the resumed size must be a prefix of the tree at
+    that size (``root``, already matched with the resumed checkpoint)."""
+    try:
+        if saved.size == start:
+            ok = hmac.compare_digest(saved.root_hash, root)
+        else:
+            proof = merkle.consistency_proof(saved.size, start, store)
+            merkle.verify_consistency(saved.size, start, saved.root_hash, root, proof)
+            ok = True
+    except (LedgerError, sqlite3.Error, TypeError, ValueError):
+        ok = False
+    if ok:
+        return []
+    return [
+        LedgerFinding(
+            "history-rewritten",
+            f"the saved checkpoint at size {saved.size} is not a prefix of the log at the"
+            f" resumed size {start}",
+            checkpoint=saved.size,
+        )
+    ]
+
+
+def _check_consistency(
+    store: SQLiteStore, old_size: int, report: LedgerAuditReport, new_root: bytes
+) -> list[LedgerFinding]:
+    """The RFC 9162 consistency proof from the resumed checkpoint to the audited log,
+    read from the stored nodes and verified against both roots."""
+    assert report.since_checkpoint is not None
+    old_root = bytes.fromhex(report.since_checkpoint["root"])
+    new_size = report.entries
+    try:
+        proof = merkle.consistency_proof(old_size, new_size, store)
+        merkle.verify_consistency(old_size, new_size, old_root, new_root, proof)
+    except (LedgerError, sqlite3.Error, TypeError, ValueError) as exc:
+        return [
+            LedgerFinding(
+                "consistency-proof-invalid",
+                f"consistency proof from size {old_size} to {new_size} does not verify: {exc}",
+                checkpoint=old_size,
+            )
+        ]
+    return []
 
 
 def _leaf_hash(seq: int, kind: Any, digest: Any, appended_at: Any) -> bytes:
@@ -621,8 +774,28 @@ def _check_record(
     return []
 
 
-def _extra_tree_nodes(conn: sqlite3.Connection, size: int) -> list[LedgerFinding]:
-    """Stored nodes that are not complete subtrees of the log (all others were compared)."""
+def _extra_tree_nodes(conn: sqlite3.Connection, size: int, start: int = 0) -> list[LedgerFinding]:
+    """Stored nodes that are not complete subtrees of the log (all others were compared).
+
+    Resumed at ``start`` > 0: only nodes past the end of the log, level by level (the
+    part before ``start`` was audited with the checkpoint resumed from).
+    """
+    if start > 0:
+        found = []
+        for level in range(64):
+            for (idx,) in conn.execute(
+                "SELECT idx FROM tree_nodes WHERE level = ? AND idx >= ? ORDER BY idx LIMIT ?",
+                (level, size >> level, _MAX_LISTED),
+            ):
+                found.append(
+                    LedgerFinding(
+                        "tree-node-extra",
+                        f"tree node level {level} index {idx} is not a complete subtree of the"
+                        f" {size}-entry log",
+                        seq=idx << level if isinstance(idx, int) else None,
+                    )
+                )
+        return found[:_MAX_LISTED]
     found = []
     (total,) = conn.execute("SELECT count(*) FROM tree_nodes").fetchone()
     extra = conn.execute(
@@ -662,10 +835,11 @@ def _digest_index_probe(conn: sqlite3.Connection) -> list[LedgerFinding]:
         rows = conn.execute("SELECT rowid, seq, digest FROM objects NOT INDEXED").fetchall()
         for rowid, seq, digest in rows:
             hits = conn.execute(
-                "SELECT rowid FROM objects INDEXED BY sqlite_autoindex_objects_1 WHERE digest = ?",
-                (digest,),
+                "SELECT rowid FROM objects INDEXED BY objects_by_digest"
+                " WHERE substr(digest, 8, 16) = substr(?, 8, 16) AND +digest = ?",
+                (digest, digest),
             ).fetchall()
-            if [hit for (hit,) in hits] != [rowid]:
+            if rowid not in [hit for (hit,) in hits]:
                 found.append(
                     LedgerFinding(
                         "digest-index-mismatch",
@@ -682,10 +856,12 @@ def _digest_index_probe(conn: sqlite3.Connection) -> list[LedgerFinding]:
     return found
 
 
-def _check_orphans(conn: sqlite3.Connection) -> list[LedgerFinding]:
+def _check_orphans(conn: sqlite3.Connection, start: int = 0) -> list[LedgerFinding]:
+    resumed = " AND o.seq >= ?" if start > 0 else ""
     rows = conn.execute(
         "SELECT o.seq, o.digest FROM objects o LEFT JOIN entries e ON e.seq = o.seq"
-        " WHERE e.seq IS NULL OR e.digest != o.digest"
+        f" WHERE (e.seq IS NULL OR e.digest != o.digest){resumed}",
+        (start,) if start > 0 else (),
     ).fetchall()
     return [
         LedgerFinding(
@@ -698,12 +874,58 @@ def _check_orphans(conn: sqlite3.Connection) -> list[LedgerFinding]:
     ]
 
 
+def _check_duplicates(conn: sqlite3.Connection, start: int = 0) -> list[LedgerFinding]:
+    """Objects stored more than once (appends are idempotent: each digest is one entry).
+
+    The database does not enforce it (its digest index is on a short key, see
+    ``ledger.store.sqlite.digest_key``); one scan of that index finds every key that
+    occurs twice, and only those rows are compared in full. Resumed at ``start`` > 0:
+    each object from ``start`` on is looked up by its key instead.
+    """
+    if start > 0:
+        twice = conn.execute(
+            "SELECT DISTINCT n.digest FROM objects n JOIN objects o"
+            " ON substr(o.digest, 8, 16) = substr(n.digest, 8, 16) AND +o.digest = n.digest"
+            " AND o.seq IS NOT n.seq WHERE n.seq >= ? LIMIT ?",
+            (start, _MAX_LISTED),
+        ).fetchall()
+        rows = []
+        for (digest,) in twice:
+            rows += conn.execute(
+                "SELECT seq, digest FROM objects WHERE substr(digest, 8, 16) = substr(?, 8, 16)"
+                " AND +digest = ? ORDER BY seq",
+                (digest, digest),
+            ).fetchall()
+    else:
+        rows = conn.execute(
+            "SELECT seq, digest FROM objects WHERE substr(digest, 8, 16) IN"
+            " (SELECT substr(digest, 8, 16) FROM objects GROUP BY 1 HAVING count(*) > 1)"
+            " ORDER BY digest, seq"
+        ).fetchall()
+    found: list[LedgerFinding] = []
+    first: dict[Any, Any] = {}
+    for seq, digest in rows:
+        if digest in first:
+            found.append(
+                LedgerFinding(
+                    "object-duplicate",
+                    f"object stored again at seq {seq}, first at seq {first[digest]}",
+                    seq if isinstance(seq, int) else None,
+                    str(digest),
+                )
+            )
+        else:
+            first[digest] = seq
+    return found[:_MAX_LISTED]
+
+
 def _extra_refs(conn: sqlite3.Connection) -> list[LedgerFinding]:
     """Name the reference rows no object's bytes imply (run only when counts disagree)."""
     found: list[LedgerFinding] = []
     rows = conn.execute(
         "SELECT r.from_digest, r.rel, r.to_digest, o.seq, o.kind, o.data FROM refs r"
-        " LEFT JOIN objects o ON o.digest = r.from_digest ORDER BY r.from_digest"
+        " LEFT JOIN objects o ON substr(o.digest, 8, 16) = substr(r.from_digest, 8, 16)"
+        " AND o.digest = r.from_digest ORDER BY r.from_digest"
     )
     group: list[tuple[Any, ...]] = []
     for row in rows:

@@ -45,6 +45,10 @@ COMMANDS: Mapping[str, Lazy | LazySubgroup] = {
     "stats": Lazy(
         "ledger.cli.core:stats", "Entry counts by kind, sizes and the latest checkpoint."
     ),
+    "migrate": Lazy(
+        "ledger.cli.core:migrate",
+        "Bring a ledger made by an earlier release to the current file layout, in place.",
+    ),
     "checkpoint": Lazy(
         "ledger.cli.logcmds:checkpoint",
         "Sign the current tree head as a C2SP checkpoint and store it; collect cosignatures.",

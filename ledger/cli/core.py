@@ -252,3 +252,19 @@ def stats(db: DbOption = Path("ledger.db"), json_out: JsonOption = False) -> Non
     out.print(f"object bytes    {info['object_bytes']}")
     out.print(f"file bytes      {info['file_bytes']}")
     out.print(f"checkpoint      {info['latest_checkpoint_size']}")
+
+
+def migrate(db: DbOption = Path("ledger.db"), json_out: JsonOption = False) -> None:
+    """Bring a ledger made by an earlier release to the current file layout, in place."""
+    from ledger.store.sqlite import FORMAT, migrate_store
+
+    before = migrate_store(db)
+    info = {"db": str(db), "from": before, "to": FORMAT, "migrated": before is not None}
+    if json_out:
+        emit_json(info)
+        return
+    out = console()
+    if before is None:
+        out.print(f"ledger {db} is already {FORMAT}; nothing to do")
+    else:
+        out.print(f"migrated ledger {db} from {before} to {FORMAT}")

@@ -194,6 +194,14 @@ def verify(
         int | None,
         typer.Option("--quorum", min=1, help="Cosignatures required (default: every key)."),
     ] = None,
+    since_checkpoint: Annotated[
+        Path | None,
+        typer.Option(
+            "--since-checkpoint",
+            help="A checkpoint note you verified before: check only the entries appended"
+            " after it, and the consistency proof to it.",
+        ),
+    ] = None,
     json_out: JsonOption = False,
 ) -> None:
     """Audit the whole ledger: digests, canonical form, schemas, sequence, tree, checkpoints.
@@ -222,6 +230,11 @@ def verify(
     witnesses = witness_keys(witness_key)
     required = required_quorum(quorum, len(witnesses))
     witness_report = None
+    since = None
+    if since_checkpoint is not None:
+        from ledger.cli.common import read_input
+
+        since = read_input(str(since_checkpoint))
     with open_store(db, readonly=True) as store:
         if witnesses:
             from ledger.audit.witnesses import check_witnesses
@@ -236,6 +249,7 @@ def verify(
                 from_checkpoint=saved,
                 advance=advance,
                 workers=workers,
+                since_checkpoint=since,
             )
         browse_findings = None
         if browse is not None:
@@ -271,9 +285,12 @@ def verify(
                 markup=False,
             )
         status = "clean" if report.ok else f"{len(report.findings)} problem(s)"
+        since_note = ""
+        if report.since_checkpoint is not None and report.since_checkpoint["size"] > 0:
+            since_note = f" (checked from entry {report.since_checkpoint['size']} on)"
         out.print(
-            f"verified {report.entries} entries, {report.checkpoints_checked} checkpoints,"
-            f" root {report.root}: {status}"
+            f"verified {report.entries} entries{since_note}, {report.checkpoints_checked}"
+            f" checkpoints, root {report.root}: {status}"
         )
         if browse_findings is not None:
             for bf in browse_findings:

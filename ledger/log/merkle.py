@@ -245,6 +245,23 @@ class CompactRange:
         self.size = 0
         self._frontier: dict[int, tuple[int, bytes]] = {}  # level -> (index, hash)
 
+    @classmethod
+    def at(cls, size: int, reader: NodeReader) -> CompactRange:
+        """The frontier at ``size`` read from stored complete subtrees (<= log2 n reads).
+
+        The hashes are taken as ``reader`` gives them: compare ``root()`` with a trusted
+        root before relying on them.
+        """
+        frontier = cls()
+        offset = 0
+        for level in reversed(range(size.bit_length())):
+            if size >> level & 1:
+                index = offset >> level
+                frontier._frontier[level] = (index, reader.node(level, index))
+                offset += 1 << level
+        frontier.size = size
+        return frontier
+
     def node(self, level: int, index: int) -> bytes:
         held = self._frontier.get(level)
         if held is None or held[0] != index:

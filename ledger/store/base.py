@@ -157,9 +157,14 @@ class LedgerReader(Protocol):
 class AuditSource(LedgerReader, Protocol):
     """What a full audit streams: raw rows in log order, nodes and refs in write order."""
 
-    def log_rows(self) -> Iterator[RawLogRow]: ...
+    def log_rows(self, since: int = 0) -> Iterator[RawLogRow]:
+        """Entries from ``since`` on (an audit resumed at a checkpoint), in seq order."""
+        ...
+
     def node_scan(self) -> NodeScan: ...
-    def ref_scan(self) -> RefScan: ...
+    def ref_scan(self, resume: bool = False) -> RefScan:
+        """``resume``: the audit starts part-way through the log (``log_rows(since)``)."""
+        ...
 
 
 Precheck = Callable[[LedgerReader], None]

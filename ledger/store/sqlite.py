@@ -43,7 +43,28 @@ from ledger.store.derived import derive, row_problem
 from ledger.store.prepared import Prepared
 from ledger.store.sqlite_scan import SQLiteNodeScan, SQLiteRefScan
 
-SCHEMA_VERSION = "1"
+SCHEMA_VERSION = "2"
+FORMAT = f"provledger-sqlite/{SCHEMA_VERSION}"
+# Ledgers of earlier layouts are refused with a pointer to ``provledger migrate``.
+OLD_FORMATS = ("provledger-sqlite/1",)
+# Digest lookups go through indexes on a short key: 16 hex digits (64 bits) of the
+# digest, starting after "sha256:". A full 71-character text key made every index
+# entry ~80 bytes, so at 1M objects the random-key indexes outgrew the page cache and
+# each batch rewrote most of their pages; the short key keeps them ~4x smaller. The
+# key only narrows the search: every query also compares the full digest.
+KEY_START, KEY_LEN = 8, 16  # SQLite substr() positions are 1-based
+
+
+def digest_key(digest: str) -> str:
+    """The short index key of a digest: what ``substr(digest, 8, 16)`` is in SQLite.
+
+    Queries say ``substr(digest, 8, 16) = ? AND +digest = ?``: the unary plus keeps
+    SQLite from folding ``digest = ?`` into the key term (constant propagation), which
+    would stop it using the key index.
+    """
+    return digest[KEY_START - 1 : KEY_START - 1 + KEY_LEN]
+
+
 LEDGER_TABLES = (
     "meta",
     "objects",
@@ -70,7 +91,7 @@ CREATE TABLE IF NOT EXISTS entries (
   appended_at TEXT NOT NULL
 );
 CREATE TABLE IF NOT EXISTS objects (
-  digest TEXT PRIMARY KEY,
+  digest TEXT NOT NULL,
   seq INTEGER NOT NULL UNIQUE,
   kind TEXT NOT NULL,
   schema_version TEXT,
@@ -82,7 +103,8 @@ CREATE TABLE IF NOT EXISTS objects (
 );
 CREATE INDEX IF NOT EXISTS objects_by_id ON objects(object_id, object_version)
   WHERE object_id IS NOT NULL;
-CREATE INDEX IF NOT EXISTS objects_by_legacy ON objects(legacy_digest)
+CREATE INDEX IF NOT EXISTS objects_by_digest ON objects(substr(digest, 8, 16));
+CREATE INDEX IF NOT EXISTS objects_by_legacy ON objects(substr(legacy_digest, 8, 16))
   WHERE legacy_digest IS NOT NULL;
 CREATE INDEX IF NOT EXISTS objects_by_kind ON objects(kind);
 CREATE TABLE IF NOT EXISTS refs (
@@ -90,7 +112,7 @@ CREATE TABLE IF NOT EXISTS refs (
   rel TEXT NOT NULL,
   to_digest TEXT NOT NULL
 );
-CREATE INDEX IF NOT EXISTS refs_to ON refs(to_digest, rel);
+CREATE INDEX IF NOT EXISTS refs_to ON refs(substr(to_digest, 8, 16));
 CREATE TABLE IF NOT EXISTS tree_nodes (
   level INTEGER NOT NULL,
   idx INTEGER NOT NULL,
@@ -183,7 +205,6 @@ META_KEYS = (
     "authority_public_key",
     "authority_key_id",
 )
-FORMAT = f"provledger-sqlite/{SCHEMA_VERSION}"
 
 
 def _storage_error(exc: sqlite3.Error, path: Path) -> Exception:
@@ -414,13 +435,14 @@ class SQLiteStore:
         """Entries of the already-stored objects among ``digests``."""
         found: dict[str, Entry] = {}
         unique = list(dict.fromkeys(digests))
-        for start in range(0, len(unique), 500):
-            chunk = unique[start : start + 500]
+        for start in range(0, len(unique), 400):
+            chunk = unique[start : start + 400]
             marks = ",".join("?" * len(chunk))
             for digest, seq, entry_digest, kind, appended_at in self._conn.execute(
                 "SELECT o.digest, e.seq, e.digest, e.kind, e.appended_at FROM objects o"
-                f" JOIN entries e ON e.seq = o.seq WHERE o.digest IN ({marks})",
-                chunk,
+                f" JOIN entries e ON e.seq = o.seq WHERE substr(o.digest, 8, 16) IN ({marks})"
+                f" AND +o.digest IN ({marks})",
+                [*map(digest_key, chunk), *chunk],
             ):
                 # a row that disagrees with its entry is not "stored"
                 if digest == entry_digest:
@@ -489,9 +511,7 @@ class SQLiteStore:
             if not self._has_table("cosignatures"):
                 # A ledger made before cosignatures existed: add the table and its
                 # append-only triggers in this same transaction.
-                for statement in (_COSIGNATURES_DDL + _trigger_ddl(("cosignatures",))).split(
-                    ";\n"
-                ):
+                for statement in (_COSIGNATURES_DDL + _trigger_ddl(("cosignatures",))).split(";\n"):
                     if statement.strip():
                         self._conn.execute(statement)
             if self.checkpoint_at(size) is None:
@@ -572,14 +592,17 @@ class SQLiteStore:
         )
 
     def get(self, digest: str) -> StoredObject | None:
-        rows = self._objects("WHERE o.digest = ?", (digest,))
-        if not rows:
-            return None
-        # A corrupted index (``writable_schema``) can point at another row: the row's own
-        # digest, just checked against its bytes, must be the one asked for.
-        if rows[0].digest != digest:
-            raise self._mismatch(rows[0], "digest", rows[0].digest, digest)
-        return rows[0]
+        key = digest_key(digest)
+        found = None
+        for obj in self._objects("WHERE substr(o.digest, 8, 16) = ?", (key,)):
+            # The index holds short keys: rows whose digest only shares the key are
+            # skipped. A row whose own digest (just checked against its bytes) has
+            # another key was reached through a corrupted index (``writable_schema``).
+            if digest_key(obj.digest) != key:
+                raise self._mismatch(obj, "digest", obj.digest, digest)
+            if obj.digest == digest and found is None:
+                found = obj
+        return found
 
     def get_by_seq(self, seq: int) -> StoredObject | None:
         if not 0 <= seq <= INT64_MAX:
@@ -590,10 +613,18 @@ class SQLiteStore:
         return rows[0] if rows else None
 
     def by_legacy(self, legacy: str) -> list[StoredObject]:
-        found = self._objects("WHERE o.legacy_digest = ? ORDER BY o.seq", (legacy,))
-        for obj in found:
-            if obj.legacy_digest != legacy:
+        key = digest_key(legacy)
+        found = []
+        for obj in self._objects(
+            # IS NOT NULL lets SQLite use the partial index.
+            "WHERE substr(o.legacy_digest, 8, 16) = ? AND o.legacy_digest IS NOT NULL"
+            " ORDER BY o.seq",
+            (key,),
+        ):
+            if obj.legacy_digest is None or digest_key(obj.legacy_digest) != key:
                 raise self._mismatch(obj, "legacy digest", obj.legacy_digest, legacy)
+            if obj.legacy_digest == legacy:
+                found.append(obj)
         return found
 
     def ids_of(self, digests: Sequence[str]) -> dict[str, tuple[str | None, int | None]]:
@@ -603,10 +634,13 @@ class SQLiteStore:
         read (``_checked``), so a forged ``object_id`` is refused, never listed.
         """
         out: dict[str, tuple[str | None, int | None]] = {}
-        for start in range(0, len(digests), 500):
-            chunk = list(digests[start : start + 500])
+        for start in range(0, len(digests), 400):
+            chunk = list(digests[start : start + 400])
             marks = ",".join("?" * len(chunk))
-            for obj in self._objects(f"WHERE o.digest IN ({marks})", tuple(chunk)):
+            keys = [digest_key(d) for d in chunk]
+            for obj in self._objects(f"WHERE substr(o.digest, 8, 16) IN ({marks})", tuple(keys)):
+                if digest_key(obj.digest) not in keys:
+                    raise self._mismatch(obj, "digest", obj.digest, "one of the digests asked")
                 if obj.digest in chunk:
                     out[obj.digest] = (obj.object_id, obj.object_version)
         return out
@@ -614,15 +648,22 @@ class SQLiteStore:
     def by_digest_prefix(self, prefix: str, limit: int = 2) -> list[str]:
         """Ledger digests of up to ``limit`` objects whose ledger or legacy digest starts
         with ``prefix`` (a ``sha256:`` + lowercase hex prefix), in digest order."""
-        # Digests are ASCII hex: every string with the prefix sorts below prefix + "g".
+        # Digests are ASCII hex: every string with the prefix sorts below prefix + "g",
+        # and so does every index key (``digest_key``) of a digest with the prefix.
+        if not prefix.startswith("sha256:"):
+            return []
         bounds = (prefix, prefix + "g")
+        key = digest_key(prefix)
+        keys = (key, key + "g")
         found = [
             str(r[0])
             for r in self._q(
-                "SELECT digest FROM objects WHERE digest >= ? AND digest < ?"
-                " UNION SELECT digest FROM objects WHERE legacy_digest >= ? AND legacy_digest < ?"
-                " ORDER BY 1 LIMIT ?",
-                (*bounds, *bounds, limit),
+                "SELECT digest FROM objects WHERE substr(digest, 8, 16) >= ?"
+                " AND substr(digest, 8, 16) < ? AND digest >= ? AND digest < ?"
+                " UNION SELECT digest FROM objects WHERE substr(legacy_digest, 8, 16) >= ?"
+                " AND substr(legacy_digest, 8, 16) < ? AND legacy_digest >= ?"
+                " AND legacy_digest < ? ORDER BY 1 LIMIT ?",
+                (*keys, *bounds, *keys, *bounds, limit),
             )
         ]
         return found
@@ -686,15 +727,15 @@ class SQLiteStore:
 
     def refs_to(self, digest: str, rel: str | None = None) -> list[tuple[str, str]]:
         """References to ``digest``; each is checked against the referring object's bytes."""
+        sql = (
+            "SELECT from_digest, rel, to_digest FROM refs"
+            " WHERE substr(to_digest, 8, 16) = ? AND +to_digest = ?"
+        )
         if rel is None:
-            rows = self._q(
-                "SELECT from_digest, rel, to_digest FROM refs WHERE to_digest = ?", (digest,)
-            )
+            # The order the former (to_digest, rel) index gave.
+            rows = self._q(sql + " ORDER BY rel, rowid", (digest_key(digest), digest))
         else:
-            rows = self._q(
-                "SELECT from_digest, rel, to_digest FROM refs WHERE to_digest = ? AND rel = ?",
-                (digest, rel),
-            )
+            rows = self._q(sql + " AND rel = ? ORDER BY rowid", (digest_key(digest), digest, rel))
         out: list[tuple[str, str]] = []
         for source, relation, target in rows:
             obj = self.get(source) if isinstance(source, str) else None
@@ -746,12 +787,15 @@ class SQLiteStore:
                 self._conn.execute("COMMIT")
 
     # -- streams for a full audit (``ledger.audit.full``) -------------------------------
-    def log_rows(self) -> Iterator[RawLogRow]:
-        """Every entry in seq order with its object row, columns as stored (untrusted)."""
+    def log_rows(self, since: int = 0) -> Iterator[RawLogRow]:
+        """Every entry from ``since`` on, in seq order, with its object row, columns as
+        stored (untrusted)."""
         columns = ", ".join(f"o.{name}" for name in OBJECT_COLUMNS)
         cursor = self._conn.execute(
             f"SELECT e.seq, e.digest, e.kind, e.appended_at, {columns}"
-            " FROM entries e LEFT JOIN objects o ON o.seq = e.seq ORDER BY e.seq"
+            " FROM entries e LEFT JOIN objects o ON o.seq = e.seq WHERE e.seq >= ?"
+            " ORDER BY e.seq",
+            (since,),
         )
         for seq, digest, kind, appended_at, *obj in cursor:
             named = dict(zip(OBJECT_COLUMNS, obj, strict=True))
@@ -761,8 +805,8 @@ class SQLiteStore:
     def node_scan(self) -> NodeScan:
         return SQLiteNodeScan(self._conn)
 
-    def ref_scan(self) -> RefScan:
-        return SQLiteRefScan(self._conn)
+    def ref_scan(self, resume: bool = False) -> RefScan:
+        return SQLiteRefScan(self._conn, resume=resume)
 
     @contextmanager
     def tolerant_text(self) -> Iterator[None]:
@@ -925,11 +969,95 @@ def open_store(
             conn = _connect(path, max_page_count)
             conn.execute("PRAGMA synchronous = FULL")
         store = SQLiteStore(path, conn, admission, dry_run)
-        if store.get_meta("format") is None:
+        fmt = store.get_meta("format")
+        if fmt is None:
             raise StorageError(
                 f"not a provledger ledger, got no format record in {path},"
                 " expected a file made by `provledger init`"
             )
+        if fmt in OLD_FORMATS:
+            conn.close()
+            raise StorageError(
+                f"ledger {path} has an earlier layout, got format {fmt}, expected"
+                f" {FORMAT}; run `provledger migrate` on it once (docs/PERFORMANCE.md)"
+            )
         return store
     except sqlite3.Error as exc:
         raise _storage_error(exc, path) from None
+
+
+def _statements(script: str) -> Iterator[str]:
+    """The statements of a DDL script, one by one (``executescript`` would COMMIT first)."""
+    pending = ""
+    for line in script.splitlines(keepends=True):
+        pending += line
+        if sqlite3.complete_statement(pending):
+            yield pending.strip()
+            pending = ""
+    if pending.strip():
+        yield pending.strip()
+
+
+def migrate_store(path: Path) -> str | None:
+    """Bring a ledger of an earlier layout to the current one, in one transaction.
+
+    Format 1 kept ``objects.digest`` as the primary key and indexed full digests; format 2
+    indexes short keys (``digest_key``). Only the ``objects`` table and the indexes
+    change: entries, tree nodes, checkpoints, references and every stored byte are
+    kept as they are, so roots and proofs are unchanged. The append-only triggers are
+    lifted for this transaction only (a crash leaves the old ledger, untouched).
+    Returns the format migrated from, or None when the ledger is already current.
+    """
+    if not path.exists():
+        raise NotFound(f"ledger not found, got no file at {path}, expected a ledger file")
+    try:
+        conn = _connect(path)
+    except sqlite3.Error as exc:
+        raise _storage_error(exc, path) from None
+    store = SQLiteStore(path, conn)
+    try:
+        with store:
+            store._begin_immediate()
+            try:
+                fmt = store.get_meta("format")
+                if fmt == FORMAT:
+                    conn.execute("ROLLBACK")
+                    return None
+                if fmt not in OLD_FORMATS:
+                    raise StorageError(
+                        f"cannot migrate {path}, got format {fmt!r},"
+                        f" expected one of {', '.join(OLD_FORMATS)}"
+                    )
+                for table in ("objects", "meta"):
+                    for op in ("update", "delete"):
+                        conn.execute(f"DROP TRIGGER IF EXISTS {table}_no_{op}")
+                for index in ("objects_by_id", "objects_by_legacy", "objects_by_kind", "refs_to"):
+                    conn.execute(f"DROP INDEX IF EXISTS {index}")
+                # A view over objects would follow the rename and then dangle; the
+                # script below makes it again over the new table.
+                for view in READABLE_VIEWS:
+                    conn.execute(f"DROP VIEW IF EXISTS {view}")
+                conn.execute("ALTER TABLE objects RENAME TO objects_old")
+                # Every CREATE is IF NOT EXISTS: this makes the new objects table, its
+                # indexes and the lifted triggers exactly as a new ledger has them.
+                for statement in _statements(schema_script()):
+                    conn.execute(statement)
+                conn.execute(
+                    "INSERT INTO objects(digest, seq, kind, schema_version, object_id,"
+                    " object_version, legacy_digest, legacy_hints, data)"
+                    " SELECT digest, seq, kind, schema_version, object_id, object_version,"
+                    " legacy_digest, legacy_hints, data FROM objects_old ORDER BY seq"
+                )
+                conn.execute("DROP TABLE objects_old")
+                conn.execute("DROP TRIGGER meta_no_update")
+                conn.execute("UPDATE meta SET value = ? WHERE key = 'format'", (FORMAT,))
+                for statement in _statements(_trigger_ddl()):
+                    conn.execute(statement)
+                conn.execute("COMMIT")
+            except BaseException:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
+    except sqlite3.Error as exc:
+        raise _storage_error(exc, path) from None
+    return fmt

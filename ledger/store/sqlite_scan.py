@@ -59,14 +59,26 @@ class SQLiteRefScan:
 
     Appends write an object's references right after it, so the audit asks for them in
     ``rowid`` order; one sequential cursor answers those, anything else a point query.
+    With ``resume`` (an audit that starts part-way through the log) the cursor starts
+    after the row the first question finds by point query.
     """
 
-    def __init__(self, conn: sqlite3.Connection) -> None:
+    def __init__(self, conn: sqlite3.Connection, *, resume: bool = False) -> None:
         self._conn = conn
+        self._rows: Iterator[tuple[Any, ...]] = iter(())
+        self._head: tuple[Any, ...] | None = None
+        self._resume = resume
+        if not resume:
+            self._start(-1)
+
+    def _start(self, after: int) -> None:
         self._rows = iter(
-            conn.execute("SELECT from_digest, rel, to_digest FROM refs ORDER BY rowid")
+            self._conn.execute(
+                "SELECT from_digest, rel, to_digest FROM refs WHERE rowid > ? ORDER BY rowid",
+                (after,),
+            )
         )
-        self._head: tuple[Any, ...] | None = next(self._rows, None)
+        self._head = next(self._rows, None)
 
     def has(self, from_digest: str, rel: str, to_digest: str) -> bool:
         head = self._head
@@ -74,7 +86,11 @@ class SQLiteRefScan:
             self._head = next(self._rows, None)
             return True
         row = self._conn.execute(
-            "SELECT 1 FROM refs WHERE to_digest = ? AND rel = ? AND from_digest = ?",
-            (to_digest, rel, from_digest),
+            "SELECT rowid FROM refs WHERE substr(to_digest, 8, 16) = substr(?, 8, 16)"
+            " AND +to_digest = ? AND rel = ? AND from_digest = ? ORDER BY rowid LIMIT 1",
+            (to_digest, to_digest, rel, from_digest),
         ).fetchone()
+        if row is not None and self._resume:
+            self._resume = False
+            self._start(int(row[0]))
         return row is not None
