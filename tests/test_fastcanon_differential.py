@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import struct
 from pathlib import Path
 from typing import Any
@@ -53,13 +54,18 @@ def _has_float(node: Any) -> bool:
 
 def _assert_same(data: bytes, limits: Limits = strict.DEFAULT_LIMITS) -> None:
     """parse_encode(data) == reference, or both raise the same error type and message."""
+    shown, shown_value = fastcanon.canonical_value(data, limits)
     try:
         expected = _reference_encoded(data, limits)
     except LedgerError as exc:
         with pytest.raises(type(exc)) as info:
             fastcanon.parse_encode(data, limits)
         assert str(info.value) == str(exc)
+        assert not shown
         return
+    if shown:  # only ever for bytes that are their own canonical form
+        assert expected[1] == data
+        assert json.dumps(shown_value) == json.dumps(expected[0])
     got = fastcanon.parse_encode(data, limits)
     assert (got.value, got.canonical, got.legacy) == expected
     assert got.has_float == _has_float(expected[0])
@@ -272,6 +278,29 @@ def test_parse_encode_matches_reference(value: Any, ascii_only: bool, indent: in
     _assert_same(data)
 
 
+@settings(max_examples=300, deadline=None)
+@given(json_values)
+def test_canonical_value_on_canonical_bytes(value: Any) -> None:
+    try:
+        data = rfc8785.dumps(value)
+    except (rfc8785.CanonicalizationError, ValueError, TypeError):
+        return
+    _assert_same(data)
+    _assert_same(data, Limits(max_bytes=60, max_depth=2))
+    text = data.decode("utf-8")
+    try:
+        parse_strict(data)
+    except LedgerError:
+        return  # e.g. an integral double beyond the safe integers
+    plain = "." not in text and "e" not in text.replace("true", "").replace("false", "")
+    if plain and not _NON_BMP_CHAR.search(text):
+        # No number with a fraction or exponent, nothing above U+FFFF: shown fast.
+        assert fastcanon.canonical_value(data) == (True, json.loads(data))
+
+
+_NON_BMP_CHAR = re.compile("[\U00010000-\U0010ffff]")
+
+
 @settings(max_examples=200, deadline=None)
 @given(json_values)
 def test_float_hints_match(value: Any) -> None:
@@ -325,3 +354,20 @@ def test_prepare_json_equals_reference_pipeline(corpus: Path) -> None:
         assert prepare_json(raw) == expected
         compared += 1
     assert compared > 150
+
+
+@pytest.mark.parametrize(
+    ("data", "limit", "shown"),
+    [
+        (b"[" + b",".join([b"[]"] * 200) + b"]", 128, True),  # many containers, 2 deep
+        (b"[" * 128 + b"]" * 128, 128, True),
+        (b"[" * 129 + b"]" * 129, 128, False),
+        (b'[{"":[]}]', 2, False),
+        (b'[{"":[]}]', 3, True),
+        (b'[{"[[[":"]]]{"}]', 2, True),  # brackets inside strings do not nest
+    ],
+)
+def test_canonical_value_depth(data: bytes, limit: int, shown: bool) -> None:
+    limits = Limits(max_depth=limit)
+    assert fastcanon.canonical_value(data, limits)[0] is shown
+    _assert_same(data, limits)

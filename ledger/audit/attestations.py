@@ -6,7 +6,7 @@ from ledger.audit.findings import LedgerFinding
 from ledger.store.base import LedgerReader, StoredObject
 from ledger.trust.attestation import ATTESTATION_KIND
 from ledger.trust.identity import IDENTITY_KIND, REVOCATION_KIND, TrustIndex, trust_index
-from ledger.trust.judgement import check_attestation
+from ledger.trust.judgement import SignatureMemo, check_attestation, signing_key
 
 
 class AttestationAudit:
@@ -21,6 +21,15 @@ class AttestationAudit:
     def __init__(self) -> None:
         self._index: TrustIndex | None = None
         self._reader: object | None = None
+        # Signature verdicts computed ahead (the audit's workers); exact-match only.
+        self.memo = SignatureMemo()
+
+    def signing_keys(self, reader: LedgerReader) -> dict[str, bytes]:
+        """The raw key each known key id's signatures are checked with."""
+        index = self._trust(reader)
+        ids = {index.authority_key_id, *(record.key_id for record in index.identities)}
+        keys = {kid: signing_key(index, kid) for kid in ids if kid is not None}
+        return {kid: key for kid, key in keys.items() if key is not None}
 
     def _trust(self, reader: LedgerReader) -> TrustIndex:
         if self._index is None or self._reader is not reader or self._index.size != reader.size():
@@ -38,7 +47,7 @@ class AttestationAudit:
 
     def _findings(self, obj: StoredObject, reader: LedgerReader) -> list[LedgerFinding]:
         if obj.kind == ATTESTATION_KIND:
-            verdict = check_attestation(reader, obj, self._trust(reader))
+            verdict = check_attestation(reader, obj, self._trust(reader), self.memo)
             return [LedgerFinding(f.code, f.message, obj.seq, obj.digest) for f in verdict.failures]
         if obj.kind == IDENTITY_KIND:
             index = self._trust(reader)

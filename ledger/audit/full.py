@@ -36,7 +36,7 @@ from typing import Any
 from ledger.audit.attestations import AttestationAudit
 from ledger.audit.findings import LedgerFinding
 from ledger.audit.object_check import check_object
-from ledger.audit.parallel import default_workers, with_object_checks
+from ledger.audit.parallel import Presign, default_workers, with_object_checks
 from ledger.encoding.canonical import require_canonical
 from ledger.errors import InputError, LedgerError
 from ledger.log import merkle
@@ -408,8 +408,15 @@ def _audit(
     ref_trouble = False
     nodes = store.node_scan()
     ref_rows = store.ref_scan(resume=start > 0)
+    reader = _Recent(store)
+    presign = None
+    for check in object_checks:
+        if isinstance(check, AttestationAudit) and workers > 1:
+            # Signatures are verified in the workers, ahead of the judgement here.
+            presign = Presign(check.signing_keys(reader), check.memo)
     # check_object's results, maybe computed in workers, in row order.
-    for row, checked in with_object_checks(store.log_rows(since=start), workers):
+    rows = store.log_rows(since=start)
+    for row, checked in with_object_checks(rows, workers, presign):
         # Entry columns as stored: any SQL type in a tampered file.
         seq: Any = row.seq
         digest: Any = row.digest
@@ -456,6 +463,8 @@ def _audit(
                 )
             problems, refs = checked if checked is not None else check_object(obj)
             findings.extend(problems)
+            if not problems and obj.digest == digest and obj.kind == kind:
+                reader.keep(obj)
             for rel, target in refs:
                 ref_count += 1
                 if not ref_rows.has(obj.digest, rel, target):
@@ -467,7 +476,7 @@ def _audit(
                     )
             for check in object_checks:
                 try:
-                    findings.extend(check(obj, store))
+                    findings.extend(check(obj, reader))
                 except LedgerError as exc:
                     findings.append(LedgerFinding("object-check-error", str(exc), seq, name))
             if obj.kind == CHECKPOINT_KIND and kind == CHECKPOINT_KIND and not problems:
@@ -657,6 +666,40 @@ def _check_consistency(
             )
         ]
     return []
+
+
+class _Recent:
+    """The store, serving the objects the audit has just found clean from memory.
+
+    A read of such an object would re-derive the same row from the same bytes, which the
+    audit has just done (``check_object``, entry digest and kind); object checks read
+    recent objects (an attestation's subject) often. Everything else goes to the store.
+    """
+
+    LIMIT = 4096
+
+    def __init__(self, store: SQLiteStore) -> None:
+        self._store = store
+        self._objects: dict[str, StoredObject] = {}
+        # The size the audit started at: object checks ask for it per object (to know
+        # whether their trust index is current), one query each otherwise.
+        self._size = store.size()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._store, name)
+
+    def size(self) -> int:
+        return self._size
+
+    def keep(self, obj: StoredObject) -> None:
+        if obj.digest not in self._objects:  # the first stored copy, as ``get`` finds
+            self._objects[obj.digest] = obj
+            if len(self._objects) > self.LIMIT:
+                del self._objects[next(iter(self._objects))]
+
+    def get(self, digest: str) -> StoredObject | None:
+        found = self._objects.get(digest)
+        return found if found is not None else self._store.get(digest)
 
 
 def _leaf_hash(seq: int, kind: Any, digest: Any, appended_at: Any) -> bytes:

@@ -2,8 +2,9 @@
 
 ``check_object(obj)`` returns the findings for one stored object (digest of the stored
 bytes, canonical form, kind, schema, index columns) and the references its bytes imply.
-The clean case is recomputed cheaply first (one SHA-256, one ``encode`` pass whose
-canonical bytes must equal the stored bytes, the schema verdict, the index columns);
+The clean case is recomputed cheaply first (one SHA-256, one ``canonical_value`` pass
+showing the stored bytes are their own canonical form, else one ``encode`` pass, the
+schema verdict, the index columns);
 anything else goes to ``_reference_check``, so every finding and message comes from
 one place. tests/test_fastcanon_fastcheck.py proves both give the same result.
 """
@@ -14,7 +15,7 @@ import hashlib
 from typing import Any
 
 from ledger.audit.findings import LedgerFinding
-from ledger.encoding.canonical import encode, require_canonical
+from ledger.encoding.canonical import canonical_value, encode, require_canonical
 from ledger.encoding.digest import legacy_digest, sha256_digest
 from ledger.encoding.strict import legacy_bytes
 from ledger.errors import LedgerError
@@ -44,13 +45,19 @@ def _clean_refs(obj: StoredObject) -> list[tuple[str, str]] | None:
         side = (obj.schema_version, obj.object_id, obj.object_version, obj.legacy_digest)
         clean_blob = side == (None, None, None, None) and obj.legacy_hints is None
         return [] if clean_blob else None
-    try:
-        encoded = encode(data)
-    except LedgerError:
-        return None
-    if encoded.canonical != data:
-        return None
-    value = encoded.value
+    shown, value = canonical_value(data)
+    if shown:
+        # ``json`` writes the value back as exactly these bytes, and that is also the
+        # legacy form (no integral doubles: a canonical document has none).
+        legacy_form = data
+    else:
+        try:
+            encoded = encode(data)
+        except LedgerError:
+            return None
+        if encoded.canonical != data:
+            return None
+        value, legacy_form = encoded.value, encoded.legacy
     try:
         spec = detect_kind(value)
     except LedgerError:
@@ -71,7 +78,7 @@ def _clean_refs(obj: StoredObject) -> list[tuple[str, str]] | None:
             hints = parse_hints(value, obj.legacy_hints)  # HintError: not clean
             legacy = sha256_digest(legacy_bytes(apply_checked_hints(value, hints)))
         else:
-            legacy = sha256_digest(encoded.legacy)
+            legacy = sha256_digest(legacy_form)
     expected = (version, spec.object_id(value), spec.object_version(value), legacy)
     stored = (obj.schema_version, obj.object_id, obj.object_version, obj.legacy_digest)
     return refs if expected == stored else None

@@ -2,32 +2,84 @@
 
 ``with_object_checks`` yields ``(row, check_object result)`` in row order, with a
 bounded window of chunks in flight; below ``POOL_THRESHOLD`` entries it runs in process.
+
+With ``presign`` the workers also verify attestation signatures ahead of the audit:
+for an attestation whose subject was read shortly before (the usual case: a subject is
+attested right after it is appended), the worker checks the Ed25519 signature over
+the DSSE PAE of the subject's stored bytes with the key its key id names, and the
+verdict goes to a ``SignatureMemo``. The audit's own judgement then finds it there;
+anything not computed ahead (or computed for other bytes) it verifies itself.
 """
 
 from __future__ import annotations
 
+import hashlib
 import multiprocessing
 import os
+import re
 from collections import deque
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from typing import Any
 
 from ledger.audit.object_check import CheckResult, check_object
 from ledger.store.base import RawLogRow, RawObjectRow, unchecked_object
+from ledger.trust.attestation import ATTESTATION_KIND, parse_attestation
+from ledger.trust.dsse import pae
+from ledger.trust.judgement import SignatureMemo
+from ledger.trust.keys import verify
 
 # Below this many entries a worker pool costs more than it saves.
 POOL_THRESHOLD = 20_000
 _CHUNK = 256  # rows per task sent to a worker
+_RECENT = 4096  # objects kept in the parent to pair an attestation with its subject
+# Canonical attestation bytes name their subject first: {"digest":...,"kind":...}.
+# Only a guess of which bytes to send along: a wrong guess is a memo miss.
+_SUBJECT = re.compile(rb'"subject":\{"digest":"(sha256:[0-9a-f]{64})"')
+
+Verdict = tuple[bytes, bytes, bytes, bool]  # (raw key, SHA-256 of the PAE, signature, ok)
+_KEYS: dict[str, bytes] = {}  # in a worker: the raw signing key of each key id
 
 
-def _check_rows(rows: list[RawObjectRow]) -> list[CheckResult | None]:
+@dataclass(frozen=True)
+class Presign:
+    """Signatures the workers check ahead: each key id's raw key, and where verdicts go."""
+
+    keys: dict[str, bytes]
+    memo: SignatureMemo
+
+
+def _init_worker(keys: dict[str, bytes]) -> None:
+    _KEYS.clear()
+    _KEYS.update(keys)
+
+
+def _verdicts(signs: list[tuple[bytes, bytes]], keys: dict[str, bytes]) -> list[Verdict]:
+    out: list[Verdict] = []
+    for attestation, subject in signs:
+        try:
+            detached = parse_attestation(attestation)
+        except Exception:
+            continue  # the audit's judgement reports it
+        key = keys.get(detached.signature.keyid)
+        if key is None:
+            continue
+        message = pae(detached.payload_type, subject)
+        sig = detached.signature.sig
+        out.append((key, hashlib.sha256(message).digest(), sig, verify(key, message, sig)))
+    return out
+
+
+def _check_rows(
+    rows: list[RawObjectRow], signs: list[tuple[bytes, bytes]] | None = None
+) -> tuple[list[CheckResult | None], list[Verdict]]:
     out: list[CheckResult | None] = []
     for row in rows:
         try:
             out.append(check_object(unchecked_object(row)))
         except Exception:
             out.append(None)  # the audit recomputes (and reports) this row itself
-    return out
+    return out, _verdicts(signs or [], _KEYS)
 
 
 def default_workers(entries: int) -> int:
@@ -42,12 +94,32 @@ def default_workers(entries: int) -> int:
 
 
 def with_object_checks(
-    rows: Iterable[RawLogRow], workers: int = 1
+    rows: Iterable[RawLogRow], workers: int = 1, presign: Presign | None = None
 ) -> Iterator[tuple[RawLogRow, CheckResult | None]]:
     """Yield ``(row, check)`` in row order; ``check`` is None when the row has no object.
 
     None may also mean "not computed here": the caller then runs ``check_object`` itself.
+    Signature verdicts (``presign``, workers only) reach the memo before their row.
     """
+    recent: dict[object, object] = {}
+
+    def subjects(batch: list[RawLogRow]) -> list[tuple[bytes, bytes]]:
+        """(attestation bytes, its subject's bytes) for attestations whose subject was
+        read in the last ``_RECENT`` rows."""
+        signs: list[tuple[bytes, bytes]] = []
+        for row in batch:
+            obj = row.object
+            if obj is None or not isinstance(obj.data, bytes):
+                continue
+            if row.kind == ATTESTATION_KIND:
+                found = _SUBJECT.search(obj.data)
+                subject = recent.get(found.group(1).decode()) if found else None
+                if isinstance(subject, bytes):
+                    signs.append((obj.data, subject))
+            recent.setdefault(obj.digest, obj.data)
+            if len(recent) > _RECENT:
+                del recent[next(iter(recent))]
+        return signs
 
     def chunks() -> Iterator[list[RawLogRow]]:
         batch: list[RawLogRow] = []
@@ -63,8 +135,12 @@ def with_object_checks(
         return [row.object for row in batch if row.object is not None]
 
     def merge(
-        batch: list[RawLogRow], results: list[CheckResult | None]
+        batch: list[RawLogRow], done: tuple[list[CheckResult | None], list[Verdict]]
     ) -> Iterator[tuple[RawLogRow, CheckResult | None]]:
+        results, verdicts = done
+        if presign is not None:
+            for verdict in verdicts:
+                presign.memo.add(*verdict)
         it = iter(results)
         for row in batch:
             yield row, (next(it) if row.object is not None else None)
@@ -76,9 +152,11 @@ def with_object_checks(
     methods = multiprocessing.get_all_start_methods()
     context = multiprocessing.get_context("fork" if "fork" in methods else None)
     window: deque[tuple[list[RawLogRow], Any]] = deque()
-    with context.Pool(workers) as pool:
+    keys = {} if presign is None else presign.keys
+    with context.Pool(workers, initializer=_init_worker, initargs=(keys,)) as pool:
         for batch in chunks():
-            task = pool.apply_async(_check_rows, (pick(batch),))
+            signs = subjects(batch) if presign is not None else None
+            task = pool.apply_async(_check_rows, (pick(batch), signs))
             window.append((batch, task))
             if len(window) > 2 * workers:
                 done, result = window.popleft()

@@ -301,3 +301,69 @@ def float_hints(value: Any) -> list[list[Any]]:
 
 
 _ROOT = object()
+
+
+def _canonical_float(text: str) -> float:
+    number = float(text)
+    shown = repr(number)
+    # RFC 8785 writes these differently from ``json`` (exponent form, inf/nan) or as
+    # integers (integral doubles): such bytes are not vouched for here.
+    if "e" in shown or "n" in shown or number.is_integer():
+        raise _Unsure
+    return number
+
+
+def _canonical_int(text: str) -> int:
+    number = int(text)
+    if not -MAX_SAFE_INTEGER <= number <= MAX_SAFE_INTEGER:
+        raise _Unsure
+    return number
+
+
+_CANONICAL_DECODER = json.JSONDecoder(
+    parse_float=_canonical_float, parse_int=_canonical_int, parse_constant=_constant
+)
+_NOT_CONTAINER = bytes(c for c in range(256) if c not in b"[]{}")
+_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"')
+_EMPTY_PAIR = re.compile(rb"\[\]|\{\}")
+
+
+def _depth_at_most(data: bytes, limit: int) -> bool:
+    """True when the JSON text ``data`` nests fewer than ``limit`` containers deep."""
+    if data.count(b"[") + data.count(b"{") < limit:
+        return True
+    brackets = _STRING.sub(b"", data).translate(None, _NOT_CONTAINER)
+    depth = 0
+    while brackets:
+        if depth >= limit:
+            return False
+        # Each pass removes the pairs that are empty before it: one nesting level.
+        brackets = _EMPTY_PAIR.sub(b"", brackets)
+        depth += 1
+    return True
+
+
+def canonical_value(data: bytes, limits: Limits = DEFAULT_LIMITS) -> tuple[bool, Any]:
+    """``(True, value)`` when ``data`` is established, quickly, to be its own RFC 8785
+    form (then ``value`` is what ``parse_strict`` returns); ``(False, None)`` when that
+    is not established here (use ``parse_encode``, which decides).
+
+    ``json`` re-writes the parsed value and the text must come back unchanged. The
+    decoder hooks refuse what ``json`` would write the same but RFC 8785 would not
+    (integral or exponent-form doubles, NaN/Infinity) and integers out of range;
+    duplicate member names, unsorted members, whitespace and any other spelling come
+    back different. Depth and size are checked against ``limits``, and text with
+    characters above U+FFFF (where the two member orders may differ) is left out.
+    """
+    if len(data) > limits.max_bytes or not _depth_at_most(data, limits.max_depth):
+        return False, None
+    try:
+        text = data.decode("utf-8")
+        value = _CANONICAL_DECODER.decode(text)
+        if _ENCODER.encode(value) != text:
+            return False, None
+    except (_Unsure, ValueError, TypeError, RecursionError):
+        return False, None
+    if not text.isascii() and _NON_BMP.search(text):
+        return False, None
+    return True, value

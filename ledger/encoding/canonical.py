@@ -35,6 +35,7 @@ __all__ = [
     "MAX_SAFE_INTEGER",
     "Encoded",
     "Limits",
+    "canonical_value",
     "canonicalize",
     "decode_utf8",
     "encode",
@@ -55,6 +56,12 @@ def encode(raw: bytes, limits: Limits = DEFAULT_LIMITS) -> Encoded:
 def canonicalize(value: Any) -> bytes:
     """RFC 8785 bytes of an already-checked JSON value."""
     return _fast.canonicalize(value)
+
+
+def canonical_value(data: bytes, limits: Limits = DEFAULT_LIMITS) -> tuple[bool, Any]:
+    """``(True, value)`` when ``data`` is quickly shown to be canonical (``value`` is its
+    strict parse); ``(False, None)`` means "not shown": ask ``encode``, which decides."""
+    return _fast.canonical_value(data, limits)
 
 
 def float_hints(value: Any) -> list[list[Any]]:

@@ -7,12 +7,37 @@ is UTC RFC 3339 with microseconds (``2026-11-30T03:13:53.123456Z``).
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from json.encoder import encode_basestring
 
-from ledger.encoding.canonical import canonicalize
+from ledger.encoding.canonical import MAX_SAFE_INTEGER, canonicalize
+
+_RECORD = '{"appended_at":%s,"digest":%s,"kind":%s,"seq":%d}'
 
 
 def entry_record(seq: int, kind: str, digest: str, appended_at: str) -> bytes:
-    """Canonical leaf bytes of one entry."""
+    """Canonical leaf bytes of one entry.
+
+    Every append and every audit builds one per entry, so the fixed shape is written
+    directly: member names in RFC 8785 order, each string escaped as ``json`` does
+    (for ASCII text exactly the RFC 8785 escapes: ``"``, ``\\`` and control
+    characters). Anything else (non-ASCII text, a ``seq`` that is not a plain integer
+    in range, other types) goes through ``canonicalize``.
+    """
+    if (
+        type(seq) is int
+        and 0 <= seq <= MAX_SAFE_INTEGER
+        and type(kind) is str
+        and type(digest) is str
+        and type(appended_at) is str
+    ):
+        text = _RECORD % (
+            encode_basestring(appended_at),
+            encode_basestring(digest),
+            encode_basestring(kind),
+            seq,
+        )
+        if text.isascii():
+            return text.encode("ascii")
     return canonicalize({"appended_at": appended_at, "digest": digest, "kind": kind, "seq": seq})
 
 

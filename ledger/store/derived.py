@@ -22,7 +22,7 @@ import hashlib
 from dataclasses import dataclass
 from typing import Any
 
-from ledger.encoding.canonical import canonicalize, encode, parse_strict
+from ledger.encoding.canonical import canonical_value, canonicalize, encode, parse_strict
 from ledger.encoding.digest import sha256_digest
 from ledger.encoding.strict import legacy_bytes
 from ledger.errors import CanonicalFormError, InputError, LedgerError
@@ -58,19 +58,26 @@ def parse_hints(value: Any, text: str | None) -> list[list[Any]]:
     if text is None:
         return []
     try:
-        hints = parse_strict(text.encode("utf-8"))
+        raw = text.encode("utf-8")
+        # Stored hints are canonical: shown so quickly, else the strict parse decides.
+        canonical, hints = canonical_value(raw)
+        if not canonical:
+            hints = parse_strict(raw)
     except (LedgerError, UnicodeEncodeError) as exc:
         raise HintError(f"float hints are not JSON, got {text[:80]!r}: {exc}") from None
     if not isinstance(hints, list) or not hints:
         raise HintError(f"float hints, got {text[:80]!r}, expected a non-empty JSON array")
-    if canonicalize(hints).decode("utf-8") != text:
+    if not canonical and canonicalize(hints) != raw:
         raise HintError(f"float hints, got {text[:80]!r}, expected canonical JSON")
-    seen: set[str] = set()
+    seen: set[tuple[Any, ...]] = set()
     for hint in hints:
         _check_hint(value, hint)
-        key = canonicalize(hint[:-1]).decode("utf-8")
+        # A checked path holds only member names (str) and indexes (int, not bool),
+        # which never compare equal to each other: the tuple is the path.
+        key = tuple(hint[:-1])
         if key in seen:
-            raise HintError(f"float hints name path {key} twice, expected one hint per path")
+            shown = canonicalize(hint[:-1]).decode("utf-8")
+            raise HintError(f"float hints name path {shown} twice, expected one hint per path")
         seen.add(key)
     return hints
 
@@ -146,10 +153,15 @@ def derive(kind: str, data: bytes, hints_text: str | None) -> Derived:
         if hints_text is not None:
             raise HintError("float hints on a blob, expected none")
         return BLOB_DERIVED
-    encoded = encode(data)
-    if encoded.canonical != data:
-        raise CanonicalFormError("stored bytes are not RFC 8785 canonical JSON")
-    value = encoded.value
+    canonical, value = canonical_value(data)
+    # Shown canonical: ``json`` writes the value back as ``data``, which is then also
+    # its legacy form (a canonical document holds no integral doubles).
+    legacy_form = data
+    if not canonical:
+        encoded = encode(data)
+        if encoded.canonical != data:
+            raise CanonicalFormError("stored bytes are not RFC 8785 canonical JSON")
+        value, legacy_form = encoded.value, encoded.legacy
     spec = detect_kind(value)
     version = value.get("schema_version")
     legacy: str | None = None
@@ -158,7 +170,7 @@ def derive(kind: str, data: bytes, hints_text: str | None) -> Derived:
         if hints:
             legacy = sha256_digest(legacy_bytes(apply_checked_hints(value, hints)))
         else:
-            legacy = sha256_digest(encoded.legacy)
+            legacy = sha256_digest(legacy_form)
     elif hints_text is not None:
         raise HintError("float hints on a ledger-native object, expected none")
     return Derived(

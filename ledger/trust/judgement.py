@@ -32,6 +32,7 @@ on ties) is reported. An attestation is valid iff it has no failure.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -176,13 +177,53 @@ def _binding_failures(
 # --- the judgement -------------------------------------------------------------------
 
 
+class SignatureMemo:
+    """Ed25519 verdicts computed ahead, elsewhere (an audit's worker processes).
+
+    Keyed by (raw public key, SHA-256 of the signed message, signature): a verdict is
+    used only for exactly the key, message and signature it was computed for, so a
+    wrong guess about what will be asked is a miss (verified here), never an answer.
+    Each verdict is used once; the memo is bounded.
+    """
+
+    LIMIT = 1 << 16
+
+    def __init__(self) -> None:
+        self._known: dict[tuple[bytes, bytes, bytes], bool] = {}
+
+    def add(self, key: bytes, message_hash: bytes, sig: bytes, ok: bool) -> None:
+        if len(self._known) >= self.LIMIT:
+            self._known.clear()  # unused guesses: dropping them only costs time
+        self._known[(key, message_hash, sig)] = ok
+
+    def verify(self, key: bytes, message: bytes, sig: bytes) -> bool:
+        found = self._known.pop((key, hashlib.sha256(message).digest(), sig), None)
+        return verify(key, message, sig) if found is None else found
+
+
+def signing_key(index: TrustIndex, keyid: str) -> bytes | None:
+    """The raw key a signature by ``keyid`` is checked with (None: no key known)."""
+    if index.authority_key is not None and keyid == index.authority_key_id:
+        return index.authority_key.public_bytes_raw()
+    identities = index.identities_for(keyid)
+    return identities[0].public_key_raw if identities else None
+
+
 def _signature_ok(
-    index: TrustIndex, keyid: str, payload_type: str, data: bytes, sig: bytes
+    index: TrustIndex,
+    keyid: str,
+    payload_type: str,
+    data: bytes,
+    sig: bytes,
+    memo: SignatureMemo | None = None,
 ) -> bool | None:
     """True/False when a key for ``keyid`` is known, None when none is."""
     if len(sig) != SIGNATURE_SIZE:
         return False
     message = pae(payload_type, data)
+    if memo is not None:
+        key = signing_key(index, keyid)
+        return None if key is None else memo.verify(key, message, sig)
     if index.authority_key is not None and keyid == index.authority_key_id:
         return verify(index.authority_key, message, sig)
     identities = index.identities_for(keyid)
@@ -197,6 +238,7 @@ def _judge(
     detached: DetachedAttestation,
     seq: int,
     digest: str | None,
+    memo: SignatureMemo | None = None,
 ) -> AttestationVerdict:
     failures: list[Failure] = []
     keyid = detached.signature.keyid
@@ -227,7 +269,7 @@ def _judge(
                 )
             )
         signed = _signature_ok(
-            index, keyid, detached.payload_type, subject.data, detached.signature.sig
+            index, keyid, detached.payload_type, subject.data, detached.signature.sig, memo
         )
         if signed is False:
             failures.append(
@@ -357,9 +399,15 @@ def _revocation_failures(index: TrustIndex, keyid: str, seq: int) -> list[Failur
 
 
 def check_attestation(
-    reader: LedgerReader, attestation: StoredObject, index: TrustIndex | None = None
+    reader: LedgerReader,
+    attestation: StoredObject,
+    index: TrustIndex | None = None,
+    memo: SignatureMemo | None = None,
 ) -> AttestationVerdict:
-    """The verdict on one stored attestation object, judged at its own seq."""
+    """The verdict on one stored attestation object, judged at its own seq.
+
+    ``memo``: signature verdicts computed ahead (``SignatureMemo``); same verdict.
+    """
     if attestation.kind != ATTESTATION_KIND:
         raise InputError(
             f"object {attestation.digest}, got kind {attestation.kind}, expected attestation"
@@ -369,7 +417,7 @@ def check_attestation(
     except InputError as exc:
         return _malformed(attestation, str(exc))
     return _judge(
-        reader, index or trust_index(reader), detached, attestation.seq, attestation.digest
+        reader, index or trust_index(reader), detached, attestation.seq, attestation.digest, memo
     )
 
 

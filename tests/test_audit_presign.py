@@ -1,0 +1,88 @@
+"""Signature checks in the audit's worker processes (``ledger.audit.parallel.Presign``).
+
+The workers verify attestation signatures ahead; the audit's judgement uses a verdict
+only for exactly the key, message and signature it was computed for. Same findings
+with or without workers, and a forged signature is still found.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from ledger_state import append_unchecked
+
+from ledger.audit.full import audit
+from ledger.store.prepared import prepare_blob, prepare_value
+from ledger.store.sqlite import open_store
+from ledger.trust import judgement
+from ledger.trust.attestation import attest
+from ledger.trust.judgement import SignatureMemo
+from ledger.trust.keys import Ed25519Signer
+
+BLOBS = 40
+
+
+def _forged(attestation: bytes) -> Any:
+    """The attestation with its signature replaced by another key's (same key id)."""
+    value = json.loads(attestation)
+    other = Ed25519PrivateKey.from_private_bytes(b"\7" * 32).sign(b"something else")
+    value["signatures"][0]["sig"] = base64.b64encode(other).decode("ascii")
+    return value
+
+
+@pytest.fixture
+def attested(ledger_path: Path) -> tuple[Path, int]:
+    """BLOBS blobs, each followed by the authority's attestation; one signature forged."""
+    authority = Ed25519Signer.from_file(ledger_path.with_name(ledger_path.name + ".authority.key"))
+    items = []
+    with open_store(ledger_path, readonly=True) as store:
+        for i in range(BLOBS):
+            blob = prepare_blob(b"blob %d" % i)
+            items += [blob, attest(store, blob.digest, authority, pending=[blob])]
+    forged_at = 2 * 17 + 1
+    items[forged_at] = prepare_value(_forged(items[forged_at].data))
+    append_unchecked(ledger_path, items)
+    return ledger_path, forged_at
+
+
+def test_workers_verify_signatures_with_the_same_findings(
+    attested: tuple[Path, int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    db, forged_at = attested
+    calls = 0
+    real = judgement.verify
+
+    def counted(*args: Any) -> bool:
+        nonlocal calls
+        calls += 1
+        return real(*args)
+
+    monkeypatch.setattr(judgement, "verify", counted)
+    with open_store(db, readonly=True) as store:
+        alone = audit(store, workers=1)
+        in_process = calls
+        calls = 0
+        pooled = audit(store, workers=2)
+    assert in_process == BLOBS  # every signature checked here without workers
+    assert calls == 0  # with workers, every verdict came from them
+    assert alone.to_json() == pooled.to_json()
+    assert [(f.code, f.seq) for f in pooled.findings] == [("bad-signature", forged_at)]
+
+
+def test_a_memo_answers_only_what_it_was_computed_for() -> None:
+    key = Ed25519PrivateKey.from_private_bytes(b"\1" * 32)
+    raw = key.public_key().public_bytes_raw()
+    sig = key.sign(b"message")
+    memo = SignatureMemo()
+    # A (wrong) verdict recorded for other bytes is never used for these.
+    memo.add(raw, hashlib.sha256(b"other").digest(), sig, False)
+    assert memo.verify(raw, b"message", sig) is True
+    memo.add(raw, hashlib.sha256(b"message").digest(), sig, False)
+    assert memo.verify(raw, b"message", sig) is False  # an exact match is used, once
+    assert memo.verify(raw, b"message", sig) is True
