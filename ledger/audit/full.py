@@ -14,7 +14,7 @@ verified (size N), it checks that the stored tree still has that checkpoint's ro
 size N (the left edge of a consistency proof, read from the stored complete-subtree
 nodes) and then runs every per-entry check on entries N and later only, plus the RFC
 9162 consistency proof from N to the current size. Its cost grows with the entries
-appended since, not with the ledger. Whole-file checks (``PRAGMA integrity_check``, the
+appended since, not with the ledger. Whole-file checks (SQLite's integrity check, the
 reference-count total) are left to the full audit. Each problem becomes a
 ``LedgerFinding`` naming the entry (``seq``/``digest``) or the checkpoint (``checkpoint``
 = its size) when it has one.
@@ -27,7 +27,6 @@ import base64
 import binascii
 import hmac
 import re
-import sqlite3
 from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -46,12 +45,13 @@ from ledger.log.note import Checkpoint, open_checkpoint, parse_note, parse_verif
 from ledger.schema.kinds import BLOB, detect_kind
 from ledger.store.base import (
     OBJECT_COLUMNS,
+    AuditSource,
     CheckpointRow,
     RawObjectRow,
+    StorageFinding,
     StoredObject,
     unchecked_object,
 )
-from ledger.store.sqlite import FORMAT, META_KEYS, SQLiteStore, expected_schema
 from ledger.trust.keys import key_id as raw_key_id
 
 _APPENDED_AT = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{6}Z")
@@ -125,67 +125,20 @@ def _object_row_problem(row: RawObjectRow) -> str | None:
     return None
 
 
-def _check_schema(conn: sqlite3.Connection) -> list[LedgerFinding]:
-    """``sqlite_master`` must be exactly the schema the store creates (no more, no less).
-
-    Triggers keep their own codes (``trigger-missing``, ``trigger-altered``,
-    ``trigger-unexpected``); tables, indexes and views are ``schema-missing``,
-    ``schema-altered``, ``schema-extra``.
-    """
-    expected = {(t, n): (tb, q) for t, n, tb, q in expected_schema()}
-    present = {
-        (str(t), str(n)): (str(tb), None if q is None else str(q))
-        for t, n, tb, q in conn.execute("SELECT type, name, tbl_name, sql FROM sqlite_master")
-    }
-    found = []
-    for (kind, name), want in sorted(expected.items()):
-        got = present.get((kind, name))
-        if kind == "trigger":
-            if got is None:
-                found.append(
-                    LedgerFinding("trigger-missing", f"append-only trigger {name} is missing")
-                )
-            elif got != want:
-                table, op = name.rsplit("_no_", 1)
-                found.append(
-                    LedgerFinding(
-                        "trigger-altered",
-                        f"append-only trigger {name} is not an unconditional abort on {op}"
-                        f" of {table}",
-                    )
-                )
-        elif got is None:
-            found.append(LedgerFinding("schema-missing", f"{kind} {name} is missing from the file"))
-        elif got != want:
-            found.append(
-                LedgerFinding(
-                    "schema-altered", f"{kind} {name} differs, got {got[1]!r}, expected {want[1]!r}"
-                )
-            )
-    for (kind, name), (table, _sql) in sorted(present.items()):
-        if (kind, name) in expected:
-            continue
-        if kind == "trigger":
-            found.append(
-                LedgerFinding("trigger-unexpected", f"trigger {name} on table {table} is unknown")
-            )
-        else:
-            found.append(
-                LedgerFinding("schema-extra", f"{kind} {name} is not part of a ledger's schema")
-            )
-    return found
+def _storage_finding(found: StorageFinding) -> LedgerFinding:
+    return LedgerFinding(found.code, found.message, found.seq, found.digest)
 
 
-def _check_meta(store: SQLiteStore) -> list[LedgerFinding]:
+def _check_meta(store: AuditSource) -> list[LedgerFinding]:
     """The meta records: only known keys, text values, agreeing with each other.
 
     They are not in the log; the keys themselves are checked against the trust anchors
     by the caller, the key ids and origin are re-derived here.
     """
     found = []
-    rows = store.connection.execute("SELECT key, value FROM meta ORDER BY key").fetchall()
+    rows = store.meta_rows()
     for key, value in rows:
-        if key not in META_KEYS:
+        if key not in store.meta_keys:
             found.append(
                 LedgerFinding("meta-unexpected", f"meta key {key!r} is not a ledger record")
             )
@@ -194,7 +147,7 @@ def _check_meta(store: SQLiteStore) -> list[LedgerFinding]:
                 LedgerFinding("meta-invalid", f"meta {key} has SQL type {type(value).__name__}")
             )
     keys = [key for key, _value in rows]
-    for key in META_KEYS:
+    for key in store.meta_keys:
         if keys.count(key) != 1:
             found.append(
                 LedgerFinding(
@@ -202,9 +155,11 @@ def _check_meta(store: SQLiteStore) -> list[LedgerFinding]:
                 )
             )
     fmt = store.get_meta("format")
-    if fmt is not None and fmt != FORMAT:
+    if fmt is not None and fmt != store.format_name:
         found.append(
-            LedgerFinding("meta-invalid", f"meta format, got {fmt!r}, expected {FORMAT!r}")
+            LedgerFinding(
+                "meta-invalid", f"meta format, got {fmt!r}, expected {store.format_name!r}"
+            )
         )
     origin = store.get_meta("origin")
     vkey = store.get_meta("log_verifier_key")
@@ -247,13 +202,11 @@ def _check_meta(store: SQLiteStore) -> list[LedgerFinding]:
 
 
 def _load_checkpoints(
-    conn: sqlite3.Connection,
+    stored: Iterable[tuple[object, object, object, object]],
 ) -> tuple[dict[int, CheckpointRow], list[LedgerFinding]]:
     rows: dict[int, CheckpointRow] = {}
     found = []
-    for size, root, note, created_at in conn.execute(
-        "SELECT size, root, note, created_at FROM checkpoints ORDER BY size"
-    ):
+    for size, root, note, created_at in stored:
         if isinstance(size, int) and isinstance(root, bytes) and isinstance(note, bytes):
             rows[size] = CheckpointRow(size, root, note, str(created_at))
         else:
@@ -269,7 +222,7 @@ def _load_checkpoints(
 
 
 def audit(
-    store: SQLiteStore,
+    store: AuditSource,
     *,
     trusted_key: str | None = None,
     trusted_authority: str | None = None,
@@ -299,7 +252,7 @@ def audit(
             f"unknown audit check, got {', '.join(unknown)}, expected one of {', '.join(checks)}"
         )
     object_checks = [check for name, check in checks.items() if name not in skip_checks]
-    with store.tolerant_text():
+    with store.audit_session():
         if workers is None:
             workers = default_workers(store.size())
         return _audit(
@@ -315,7 +268,7 @@ def audit(
 
 
 def _audit(
-    store: SQLiteStore,
+    store: AuditSource,
     trusted_key: str | None,
     trusted_authority: str | None,
     from_checkpoint: bytes | None,
@@ -324,7 +277,6 @@ def _audit(
     workers: int = 1,
     since_checkpoint: bytes | None = None,
 ) -> LedgerAuditReport:
-    conn = store.connection
     report = LedgerAuditReport()
     findings = report.findings
     meta_key = store.get_meta("log_verifier_key")
@@ -347,21 +299,15 @@ def _audit(
                 f" expected the trusted key {trusted_authority}",
             )
         )
-    findings.extend(_check_schema(conn))
     frontier = merkle.CompactRange()
     if since_checkpoint is not None:
         frontier = _resume(store, since_checkpoint, vkey, origin, report)
     start = frontier.size
-    if start == 0:
-        # integrity_check, not quick_check: it also compares every index with its table,
-        # so an index pointed at another row (``writable_schema``) is found. It reads the
-        # whole file, so an audit resumed at a checkpoint leaves it to the full audit.
-        integrity = [str(r[0]) for r in conn.execute("PRAGMA integrity_check")]
-        if integrity != ["ok"]:
-            findings.append(LedgerFinding("database-corrupt", "; ".join(integrity[:5])))
-            findings.extend(_digest_index_probe(conn))
+    # The backend's own checks: exact schema, triggers (and grants); the checks that read
+    # the whole file (SQLite's integrity_check) only when the whole log is audited.
+    findings.extend(_storage_finding(f) for f in store.storage_findings(whole=start == 0))
 
-    checkpoints, problems = _load_checkpoints(conn)
+    checkpoints, problems = _load_checkpoints(store.raw_checkpoints())
     findings.extend(problems)
     saved: Checkpoint | None = None
     if from_checkpoint is not None:
@@ -547,19 +493,18 @@ def _audit(
         )
     if start > 0:
         findings.extend(_check_consistency(store, start, report, frontier.root()))
-    findings.extend(_extra_tree_nodes(conn, frontier.size, start))
-    findings.extend(_check_orphans(conn, start))
-    findings.extend(_check_duplicates(conn, start))
+    findings.extend(_extra_tree_nodes(store, frontier.size, start))
+    findings.extend(_check_orphans(store, start))
+    findings.extend(_check_duplicates(store, start))
     if start == 0:
-        (stored_refs,) = conn.execute("SELECT count(*) FROM refs").fetchone()
-        ref_trouble = ref_trouble or stored_refs != ref_count
+        ref_trouble = ref_trouble or store.ref_count() != ref_count
     if ref_trouble:
-        findings.extend(_extra_refs(conn))
+        findings.extend(_extra_refs(store))
     return report
 
 
 def _resume(
-    store: SQLiteStore,
+    store: AuditSource,
     note: bytes,
     vkey: str | None,
     origin: str | None,
@@ -597,7 +542,7 @@ def _resume(
                 value = frontier.node(level, (saved.size >> level) - 1)
                 if not isinstance(value, bytes) or len(value) != 32:
                     raise LedgerError(f"tree node level {level} is not a 32-byte hash")
-    except (LedgerError, sqlite3.Error, TypeError, ValueError) as exc:
+    except (LedgerError, TypeError, ValueError) as exc:
         findings.append(
             LedgerFinding(
                 "history-rewritten",
@@ -621,7 +566,7 @@ def _resume(
 
 
 def _check_saved_before(
-    store: SQLiteStore, saved: Checkpoint, start: int, root: bytes
+    store: AuditSource, saved: Checkpoint, start: int, root: bytes
 ) -> list[LedgerFinding]:
     """A saved checkpoint at or before the resumed size must be a prefix of the tree at
     that size (``root``, already matched with the resumed checkpoint)."""
@@ -632,7 +577,7 @@ def _check_saved_before(
             proof = merkle.consistency_proof(saved.size, start, store)
             merkle.verify_consistency(saved.size, start, saved.root_hash, root, proof)
             ok = True
-    except (LedgerError, sqlite3.Error, TypeError, ValueError):
+    except (LedgerError, TypeError, ValueError):
         ok = False
     if ok:
         return []
@@ -647,7 +592,7 @@ def _check_saved_before(
 
 
 def _check_consistency(
-    store: SQLiteStore, old_size: int, report: LedgerAuditReport, new_root: bytes
+    store: AuditSource, old_size: int, report: LedgerAuditReport, new_root: bytes
 ) -> list[LedgerFinding]:
     """The RFC 9162 consistency proof from the resumed checkpoint to the audited log,
     read from the stored nodes and verified against both roots."""
@@ -657,7 +602,7 @@ def _check_consistency(
     try:
         proof = merkle.consistency_proof(old_size, new_size, store)
         merkle.verify_consistency(old_size, new_size, old_root, new_root, proof)
-    except (LedgerError, sqlite3.Error, TypeError, ValueError) as exc:
+    except (LedgerError, TypeError, ValueError) as exc:
         return [
             LedgerFinding(
                 "consistency-proof-invalid",
@@ -678,7 +623,7 @@ class _Recent:
 
     LIMIT = 4096
 
-    def __init__(self, store: SQLiteStore) -> None:
+    def __init__(self, store: AuditSource) -> None:
         self._store = store
         self._objects: dict[str, StoredObject] = {}
         # The size the audit started at: object checks ask for it per object (to know
@@ -817,39 +762,28 @@ def _check_record(
     return []
 
 
-def _extra_tree_nodes(conn: sqlite3.Connection, size: int, start: int = 0) -> list[LedgerFinding]:
+def _extra_tree_nodes(store: AuditSource, size: int, start: int = 0) -> list[LedgerFinding]:
     """Stored nodes that are not complete subtrees of the log (all others were compared).
 
     Resumed at ``start`` > 0: only nodes past the end of the log, level by level (the
     part before ``start`` was audited with the checkpoint resumed from).
     """
     if start > 0:
-        found = []
-        for level in range(64):
-            for (idx,) in conn.execute(
-                "SELECT idx FROM tree_nodes WHERE level = ? AND idx >= ? ORDER BY idx LIMIT ?",
-                (level, size >> level, _MAX_LISTED),
-            ):
-                found.append(
-                    LedgerFinding(
-                        "tree-node-extra",
-                        f"tree node level {level} index {idx} is not a complete subtree of the"
-                        f" {size}-entry log",
-                        seq=idx << level if isinstance(idx, int) else None,
-                    )
-                )
-        return found[:_MAX_LISTED]
+        return [
+            LedgerFinding(
+                "tree-node-extra",
+                f"tree node level {level} index {idx} is not a complete subtree of the"
+                f" {size}-entry log",
+                seq=idx << level if isinstance(idx, int) else None,
+            )
+            for level, idx in store.tree_nodes_past(size, _MAX_LISTED)
+        ][:_MAX_LISTED]
     found = []
-    (total,) = conn.execute("SELECT count(*) FROM tree_nodes").fetchone()
-    extra = conn.execute(
-        "SELECT level, idx FROM tree_nodes WHERE level < 0 OR level > 63 OR idx < 0"
-        " OR typeof(level) != 'integer' OR typeof(idx) != 'integer' OR idx >= (? >> level)"
-        " ORDER BY level, idx LIMIT ?",
-        (size, _MAX_LISTED),
-    ).fetchall()
+    total = store.tree_node_count()
+    extra = store.tree_nodes_outside(size, _MAX_LISTED)
     for level, idx in extra:
-        first = idx << level if isinstance(idx, int) and isinstance(level, int) else None
-        sane = first is not None and 0 <= level <= 63 and idx >= 0
+        sane = isinstance(idx, int) and isinstance(level, int) and 0 <= level <= 63 and idx >= 0
+        first = idx << level if sane else None  # type: ignore[operator]
         found.append(
             LedgerFinding(
                 "tree-node-extra",
@@ -867,45 +801,8 @@ def _extra_tree_nodes(conn: sqlite3.Connection, size: int, start: int = 0) -> li
     return found
 
 
-def _digest_index_probe(conn: sqlite3.Connection) -> list[LedgerFinding]:
-    """Name the objects the digest index does not lead to (run once integrity fails).
-
-    A B-tree index edited on disk (or through ``writable_schema``) can send a lookup of
-    one digest to another object's row; every read by digest goes through this index.
-    """
-    found: list[LedgerFinding] = []
-    try:
-        rows = conn.execute("SELECT rowid, seq, digest FROM objects NOT INDEXED").fetchall()
-        for rowid, seq, digest in rows:
-            hits = conn.execute(
-                "SELECT rowid FROM objects INDEXED BY objects_by_digest"
-                " WHERE substr(digest, 8, 16) = substr(?, 8, 16) AND +digest = ?",
-                (digest, digest),
-            ).fetchall()
-            if rowid not in [hit for (hit,) in hits]:
-                found.append(
-                    LedgerFinding(
-                        "digest-index-mismatch",
-                        f"the digest index leads {digest} to rows {[h for (h,) in hits]},"
-                        f" expected its own row {rowid}",
-                        seq if isinstance(seq, int) else None,
-                        str(digest),
-                    )
-                )
-                if len(found) >= _MAX_LISTED:
-                    break
-    except sqlite3.Error as exc:
-        found.append(LedgerFinding("database-corrupt", f"digest index unreadable: {exc}"))
-    return found
-
-
-def _check_orphans(conn: sqlite3.Connection, start: int = 0) -> list[LedgerFinding]:
-    resumed = " AND o.seq >= ?" if start > 0 else ""
-    rows = conn.execute(
-        "SELECT o.seq, o.digest FROM objects o LEFT JOIN entries e ON e.seq = o.seq"
-        f" WHERE (e.seq IS NULL OR e.digest != o.digest){resumed}",
-        (start,) if start > 0 else (),
-    ).fetchall()
+def _check_orphans(store: AuditSource, start: int = 0) -> list[LedgerFinding]:
+    rows = store.orphan_objects(start)
     return [
         LedgerFinding(
             "object-without-entry",
@@ -917,37 +814,15 @@ def _check_orphans(conn: sqlite3.Connection, start: int = 0) -> list[LedgerFindi
     ]
 
 
-def _check_duplicates(conn: sqlite3.Connection, start: int = 0) -> list[LedgerFinding]:
+def _check_duplicates(store: AuditSource, start: int = 0) -> list[LedgerFinding]:
     """Objects stored more than once (appends are idempotent: each digest is one entry).
 
-    The database does not enforce it (its digest index is on a short key, see
-    ``ledger.store.sqlite.digest_key``); one scan of that index finds every key that
-    occurs twice, and only those rows are compared in full. Resumed at ``start`` > 0:
-    each object from ``start`` on is looked up by its key instead.
+    ``duplicate_objects`` gives every row of a digest stored twice (from ``start`` on),
+    in digest then seq order; all but the first are findings.
     """
-    if start > 0:
-        twice = conn.execute(
-            "SELECT DISTINCT n.digest FROM objects n JOIN objects o"
-            " ON substr(o.digest, 8, 16) = substr(n.digest, 8, 16) AND +o.digest = n.digest"
-            " AND o.seq IS NOT n.seq WHERE n.seq >= ? LIMIT ?",
-            (start, _MAX_LISTED),
-        ).fetchall()
-        rows = []
-        for (digest,) in twice:
-            rows += conn.execute(
-                "SELECT seq, digest FROM objects WHERE substr(digest, 8, 16) = substr(?, 8, 16)"
-                " AND +digest = ? ORDER BY seq",
-                (digest, digest),
-            ).fetchall()
-    else:
-        rows = conn.execute(
-            "SELECT seq, digest FROM objects WHERE substr(digest, 8, 16) IN"
-            " (SELECT substr(digest, 8, 16) FROM objects GROUP BY 1 HAVING count(*) > 1)"
-            " ORDER BY digest, seq"
-        ).fetchall()
     found: list[LedgerFinding] = []
     first: dict[Any, Any] = {}
-    for seq, digest in rows:
+    for seq, digest in store.duplicate_objects(start, _MAX_LISTED):
         if digest in first:
             found.append(
                 LedgerFinding(
@@ -962,14 +837,10 @@ def _check_duplicates(conn: sqlite3.Connection, start: int = 0) -> list[LedgerFi
     return found[:_MAX_LISTED]
 
 
-def _extra_refs(conn: sqlite3.Connection) -> list[LedgerFinding]:
+def _extra_refs(store: AuditSource) -> list[LedgerFinding]:
     """Name the reference rows no object's bytes imply (run only when counts disagree)."""
     found: list[LedgerFinding] = []
-    rows = conn.execute(
-        "SELECT r.from_digest, r.rel, r.to_digest, o.seq, o.kind, o.data FROM refs r"
-        " LEFT JOIN objects o ON substr(o.digest, 8, 16) = substr(r.from_digest, 8, 16)"
-        " AND o.digest = r.from_digest ORDER BY r.from_digest"
-    )
+    rows = store.refs_with_objects()
     group: list[tuple[Any, ...]] = []
     for row in rows:
         if group and row[0] != group[0][0]:

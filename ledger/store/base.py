@@ -154,8 +154,34 @@ class LedgerReader(Protocol):
     def cosignatures(self, size: int) -> list[str]: ...
 
 
+@dataclass(frozen=True)
+class StorageFinding:
+    """A problem a backend finds in its own storage (schema, triggers, grants, pages)."""
+
+    code: str
+    message: str
+    seq: int | None = None
+    digest: str | None = None
+
+
 class AuditSource(LedgerReader, Protocol):
-    """What a full audit streams: raw rows in log order, nodes and refs in write order."""
+    """What a full audit streams: raw rows in log order, nodes and refs in write order.
+
+    Everything backend-specific an audit needs is here; ``ledger.audit.full`` holds no
+    SQL. Raw rows (``meta_rows``, ``raw_checkpoints``...) are as stored: any SQL type.
+    """
+
+    format_name: str  # the meta ``format`` value this backend writes
+    meta_keys: tuple[str, ...]  # every meta key a ledger of this backend holds
+
+    def audit_session(self) -> AbstractContextManager[None]:
+        """One consistent snapshot for the whole audit, text read without failing."""
+        ...
+
+    def storage_findings(self, whole: bool = True) -> list[StorageFinding]:
+        """The backend's own checks: exact schema, append-only triggers, grants; with
+        ``whole``, also those that read the whole database (SQLite's integrity check)."""
+        ...
 
     def log_rows(self, since: int = 0) -> Iterator[RawLogRow]:
         """Entries from ``since`` on (an audit resumed at a checkpoint), in seq order."""
@@ -164,6 +190,33 @@ class AuditSource(LedgerReader, Protocol):
     def node_scan(self) -> NodeScan: ...
     def ref_scan(self, resume: bool = False) -> RefScan:
         """``resume``: the audit starts part-way through the log (``log_rows(since)``)."""
+        ...
+
+    def meta_rows(self) -> list[tuple[object, object]]: ...
+    def raw_checkpoints(self) -> list[tuple[object, object, object, object]]: ...
+    def tree_node_count(self) -> int: ...
+    def tree_nodes_outside(self, size: int, limit: int) -> list[tuple[object, object]]:
+        """(level, idx) of stored nodes that are no complete subtree of a ``size`` log."""
+        ...
+
+    def tree_nodes_past(self, size: int, limit: int) -> list[tuple[int, object]]:
+        """(level, idx) of stored nodes at or past the end of a ``size`` log, per level
+        (what an audit resumed at a checkpoint checks instead of ``tree_nodes_outside``)."""
+        ...
+
+    def orphan_objects(self, start: int = 0) -> list[tuple[object, object]]:
+        """(seq, digest) of object rows from seq ``start`` on with no entry of the same
+        seq and digest."""
+        ...
+
+    def duplicate_objects(self, start: int = 0, limit: int = 100) -> list[tuple[object, object]]:
+        """(seq, digest) of every row of a digest stored more than once (one of them at
+        seq ``start`` or later), by digest then seq."""
+        ...
+
+    def ref_count(self) -> int: ...
+    def refs_with_objects(self) -> Iterator[tuple[object, ...]]:
+        """(from, rel, to, seq, kind, data) of every ref with its source object, by from."""
         ...
 
 

@@ -13,7 +13,7 @@ import sqlite3
 import time
 import urllib.parse
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +22,7 @@ from ledger.files import require_regular, shown
 from ledger.log.checkpoint_record import CHECKPOINT_KIND, checkpoint_record
 from ledger.log.leaf import entry_record, utc_now
 from ledger.log.merkle import PendingNodes, leaf_hash
+from ledger.store import sqlite_audit
 from ledger.store.base import (
     OBJECT_COLUMNS,
     Admission,
@@ -36,6 +37,7 @@ from ledger.store.base import (
     RawObjectRow,
     RefScan,
     SignHead,
+    StorageFinding,
     StoredObject,
     stored_object,
 )
@@ -355,6 +357,50 @@ class SQLiteStore:
             raise _storage_error(exc, self.path) from None
         return results
 
+    # -- copies from another ledger (``ledger.store.copy``) --------------------------------
+    def append_copies(self, items: Sequence[Prepared], stamps: Sequence[str], first: int) -> None:
+        """Append entries copied from another ledger, as they are: their ``appended_at``,
+        checkpoint records included, starting at seq ``first``.
+
+        No admission: the entries were admitted where they were first written, and the
+        copy's roots are compared with the source's signed checkpoints. Refused unless
+        the log has exactly ``first`` entries and none of ``items`` is stored yet.
+        """
+        with self._immediate():
+            size = self.size()
+            if size != first:
+                raise RuleViolation(
+                    f"copy destination changed, got {size} entries, expected {first}"
+                )
+            known = self._entries_for([item.digest for item in items])
+            if known or len({item.digest for item in items}) != len(items):
+                raise RuleViolation(
+                    "copy destination already holds an object being copied, got a"
+                    " duplicate, expected a prefix of the source"
+                )
+            self._append_batch_rows(items, known, first, stamps)
+
+    def put_checkpoint(self, row: CheckpointRow) -> None:
+        """Store a checkpoint copied from another ledger for the current log size."""
+        with self._immediate():
+            size = self.size()
+            existing = self.checkpoint_at(row.size)
+            if existing is not None:
+                if existing != row:
+                    raise AppendOnlyError(
+                        f"checkpoint at size {row.size} exists, got another note,"
+                        " expected the source's"
+                    )
+                return
+            if row.size != size:
+                raise RuleViolation(
+                    f"copied checkpoint, got size {row.size}, expected the log size {size}"
+                )
+            self._conn.execute(
+                "INSERT INTO checkpoints(size, root, note, created_at) VALUES (?,?,?,?)",
+                (row.size, row.root, row.note, row.created_at),
+            )
+
     def _append_one(self, item: Prepared) -> AppendResult:
         return self._append_batch([item])[0]
 
@@ -381,7 +427,11 @@ class SQLiteStore:
         return self._append_batch_rows(items, known, seq)
 
     def _append_batch_rows(
-        self, items: Sequence[Prepared], known: dict[str, Entry], seq: int
+        self,
+        items: Sequence[Prepared],
+        known: dict[str, Entry],
+        seq: int,
+        stamps: Sequence[str] | None = None,
     ) -> list[AppendResult]:
         entries: list[tuple[Any, ...]] = []
         objects: list[tuple[Any, ...]] = []
@@ -389,12 +439,12 @@ class SQLiteStore:
         nodes: list[tuple[int, int, bytes]] = []
         tree = PendingNodes(self)
         results: list[AppendResult] = []
-        for item in items:
+        for i, item in enumerate(items):
             entry = known.get(item.digest)
             if entry is not None:
                 results.append(AppendResult(entry, new=False))
                 continue
-            appended_at = utc_now()
+            appended_at = utc_now() if stamps is None else stamps[i]
             entry = Entry(seq, item.digest, item.kind, appended_at)
             known[item.digest] = entry
             entries.append((seq, item.digest, item.kind, appended_at))
@@ -807,6 +857,46 @@ class SQLiteStore:
 
     def ref_scan(self, resume: bool = False) -> RefScan:
         return SQLiteRefScan(self._conn, resume=resume)
+
+    # -- the rest of ``AuditSource``: SQLite's own checks (``sqlite_audit``) -------------
+    format_name = FORMAT
+    meta_keys = META_KEYS
+
+    def audit_session(self) -> AbstractContextManager[None]:
+        return self.tolerant_text()
+
+    def storage_findings(self, whole: bool = True) -> list[StorageFinding]:
+        """Exact schema (tables, indexes, views, triggers); with ``whole``, also
+        ``integrity_check`` (it reads the whole file)."""
+        found = sqlite_audit.schema_findings(self._conn, expected_schema())
+        return found + sqlite_audit.integrity_findings(self._conn) if whole else found
+
+    def meta_rows(self) -> list[tuple[object, object]]:
+        return sqlite_audit.meta_rows(self._conn)
+
+    def raw_checkpoints(self) -> list[tuple[object, object, object, object]]:
+        return sqlite_audit.raw_checkpoints(self._conn)
+
+    def tree_node_count(self) -> int:
+        return sqlite_audit.tree_node_count(self._conn)
+
+    def tree_nodes_outside(self, size: int, limit: int) -> list[tuple[object, object]]:
+        return sqlite_audit.tree_nodes_outside(self._conn, size, limit)
+
+    def tree_nodes_past(self, size: int, limit: int) -> list[tuple[int, object]]:
+        return sqlite_audit.tree_nodes_past(self._conn, size, limit)
+
+    def orphan_objects(self, start: int = 0) -> list[tuple[object, object]]:
+        return sqlite_audit.orphan_objects(self._conn, start)
+
+    def duplicate_objects(self, start: int = 0, limit: int = 100) -> list[tuple[object, object]]:
+        return sqlite_audit.duplicate_objects(self._conn, start, limit)
+
+    def ref_count(self) -> int:
+        return sqlite_audit.ref_count(self._conn)
+
+    def refs_with_objects(self) -> Iterator[tuple[object, ...]]:
+        return sqlite_audit.refs_with_objects(self._conn)
 
     @contextmanager
     def tolerant_text(self) -> Iterator[None]:
