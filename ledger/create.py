@@ -18,6 +18,8 @@ from typing import Any
 from ledger.errors import KeyFileError, RuleViolation
 from ledger.files import require_regular, shown
 from ledger.log.note import verifier_key
+from ledger.store.base import Store
+from ledger.store.location import DatabaseURL
 from ledger.store.sqlite import create_store
 from ledger.trust.keys import generate_key_file, key_id, public_key_path, public_key_raw
 
@@ -29,10 +31,12 @@ def default_origin() -> str:
 
 def initialise(db: Path, origin: str | None, log_key: Path, authority_key: Path) -> dict[str, Any]:
     """Create the ledger and both key pairs; refuse to touch an existing ledger."""
-    # Before anything is written: a FIFO, device or directory is no place for a ledger.
-    require_regular(db, "ledger")
-    if db.exists() and db.stat().st_size > 0:
-        raise RuleViolation(f"ledger already exists, got {db}, expected a new path")
+    on_server = isinstance(db, DatabaseURL)
+    if not on_server:
+        # Before anything is written: a FIFO, device or directory is no place for a ledger.
+        require_regular(db, "ledger")
+        if db.exists() and db.stat().st_size > 0:
+            raise RuleViolation(f"ledger already exists, got {db}, expected a new path")
     origin = origin or default_origin()
     if not origin or any(c.isspace() for c in origin) or "+" in origin:
         raise RuleViolation(
@@ -51,10 +55,25 @@ def initialise(db: Path, origin: str | None, log_key: Path, authority_key: Path)
                 f"key file {shown(target)} already exists, got an existing file,"
                 " expected a new path"
             )
+    extra: dict[str, Any] = {}
+    store: Store | None = None
+    if isinstance(db, DatabaseURL):
+        from ledger.store import postgres
+
+        # Tables first: a database that already holds a ledger is refused before any
+        # key file is written.
+        store, pending = postgres.create_store(db)
+        extra = {
+            "pg_writer_role": store.get_meta("pg_writer_role"),
+            "pg_auditor_role": store.get_meta("pg_auditor_role"),
+            "pg_grants": pending,
+        }
     log_private, log_id = generate_key_file(log_key)
     auth_private, auth_id = generate_key_file(authority_key)
     vkey = verifier_key(origin, log_private.public_key())
-    with create_store(db) as store:
+    if store is None:
+        store = create_store(db)
+    try:
         store.set_meta("origin", origin)
         store.set_meta("log_verifier_key", vkey)
         store.set_meta("log_key_id", log_id)
@@ -63,6 +82,8 @@ def initialise(db: Path, origin: str | None, log_key: Path, authority_key: Path)
             base64.b64encode(public_key_raw(auth_private.public_key())).decode("ascii"),
         )
         store.set_meta("authority_key_id", key_id(auth_private.public_key()))
+    finally:
+        store.close()
     return {
         "db": shown(db),
         "origin": origin,
@@ -71,4 +92,5 @@ def initialise(db: Path, origin: str | None, log_key: Path, authority_key: Path)
         "log_verifier_key": vkey,
         "authority_key_file": shown(authority_key),
         "authority_key_id": auth_id,
+        **extra,
     }

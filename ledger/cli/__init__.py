@@ -105,6 +105,10 @@ COMMANDS: Mapping[str, Lazy | LazySubgroup] = {
         "ledger.cli.witnesscmds:witness_app",
         "A C2SP tlog-witness: cosign checkpoints of logs that stay append-only.",
     ),
+    "copy": Lazy(
+        "ledger.cli.copycmds:copy",
+        "Copy a ledger entry by entry between SQLite and PostgreSQL, with its checkpoints.",
+    ),
     "import": LazySubgroup(
         "Import many documents at once.",
         {
@@ -210,6 +214,12 @@ app = typer.Typer(
 )
 
 
+def _db_location(value: str) -> Path:
+    from ledger.store.location import db_location
+
+    return db_location(value)
+
+
 def _print_version(value: bool) -> None:
     if value:
         from importlib.metadata import PackageNotFoundError, version
@@ -235,7 +245,9 @@ def _root(
         Path | None,
         typer.Option(
             "--db",
-            help="Ledger file for the command (default ./ledger.db, or $PROVLEDGER_DB);"
+            parser=_db_location,
+            help="Ledger file or postgresql:// URL for the command (default ./ledger.db,"
+            " or $PROVLEDGER_DB);"
             " also accepted after the subcommand.",
             show_default=False,
         ),

@@ -80,7 +80,7 @@ def sign(
     Refused (exit 4, nothing written) when the attestation would not verify: KEY must be
     the authority key or a registered, unrevoked verifier key allowed to sign the subject.
     """
-    from ledger.store.sqlite import open_store
+    from ledger.store.backends import open_store
     from ledger.trust.attestation import attest
 
     signer = signer_from_file(key, passphrase_env)
@@ -142,7 +142,7 @@ def attestation_check(
 ) -> None:
     """Check every attestation of a subject. Exit 0 iff >= 1 attestation and all are valid."""
     from ledger.encoding.digest import is_digest
-    from ledger.store.sqlite import open_store
+    from ledger.store.backends import open_store
     from ledger.trust.attestation import attestations_of
     from ledger.trust.judgement import check_subject_attestations
 
@@ -163,7 +163,7 @@ def attestation_export(
     output: OutOption = None,
 ) -> None:
     """Print the full standard DSSE envelope (payload = the subject's stored bytes)."""
-    from ledger.store.sqlite import open_store
+    from ledger.store.backends import open_store
     from ledger.trust.attestation import rebuild_envelope
     from ledger.trust.judgement import find_attestation
 
@@ -188,7 +188,7 @@ def attestation_verify_envelope(
 ) -> None:
     """Check an envelope from outside against the ledger, as if appended now (same rule)."""
     from ledger.encoding.digest import sha256_digest
-    from ledger.store.sqlite import open_store
+    from ledger.store.backends import open_store
     from ledger.trust.judgement import check_envelope
 
     envelope = _read_envelope(file)
@@ -210,7 +210,7 @@ def attestation_import(
     subject, the payloadType is the one the ledger defines for the subject's kind, and
     the key is the authority key or a registered, unrevoked verifier key.
     """
-    from ledger.store.sqlite import open_store
+    from ledger.store.backends import open_store
     from ledger.trust.attestation import detach_envelope
 
     envelope = _read_envelope(file)

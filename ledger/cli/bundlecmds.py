@@ -32,8 +32,8 @@ def export(
     """Write one object, its attestations and their proofs against the newest checkpoint."""
     from ledger.log.bundle import build_bundle, verify_bundle
     from ledger.log.checkpoints import verifier_key_of
+    from ledger.store.backends import open_store
     from ledger.store.resolve import resolve
-    from ledger.store.sqlite import open_store
 
     with open_store(db, readonly=True) as store:
         obj = resolve(store, ref)

@@ -22,6 +22,7 @@ from typer.core import TyperGroup
 
 from ledger.cli.coercion import fast_coercion
 from ledger.errors import LedgerError, Reported
+from ledger.store.location import DatabaseURL, db_location
 
 DEFAULT_DB = "ledger.db"
 INTERNAL_ERROR = 70  # EX_SOFTWARE (sysexits.h)
@@ -182,7 +183,7 @@ def set_db_env(ctx: Any, db: Path) -> None:
     subcommand still wins. Restored when the invocation ends (``restore_db_env``).
     """
     ctx.meta[_SAVED_ENV] = (os.environ.get(DB_ENV),)
-    os.environ[DB_ENV] = str(db)
+    os.environ[DB_ENV] = db.url if isinstance(db, DatabaseURL) else str(db)
 
 
 def restore_db_env(ctx: Any) -> None:
@@ -268,7 +269,8 @@ DbOption = Annotated[
     typer.Option(
         "--db",
         envvar="PROVLEDGER_DB",
-        help="Ledger file (default ./ledger.db, or $PROVLEDGER_DB).",
+        parser=db_location,
+        help="Ledger file, or a postgresql:// URL (default ./ledger.db, or $PROVLEDGER_DB).",
         show_default=False,
     ),
 ]

@@ -59,6 +59,14 @@ def init(
     out.print(f"origin          {info['origin']}")
     out.print(f"log key         {info['log_key_file']} (key id {info['log_key_id']})")
     out.print(f"authority key   {info['authority_key_file']} (key id {info['authority_key_id']})")
+    if "pg_writer_role" in info:
+        out.print(f"writer role     {info['pg_writer_role']} (INSERT, SELECT)", markup=False)
+        out.print(f"auditor role    {info['pg_auditor_role']} (SELECT)", markup=False)
+        for statement in info["pg_grants"]:
+            typer.echo(
+                f"warning: roles not created; a role administrator must run: {statement};",
+                err=True,
+            )
     out.print("log verifier key (give this to auditors):")
     sys.stdout.write(info["log_verifier_key"] + "\n")
 
@@ -80,8 +88,8 @@ def append(
     authority's attestation among the same inputs, else nothing is written (exit 4).
     """
     from ledger.errors import LedgerError
+    from ledger.store.backends import open_store
     from ledger.store.prepared import prepare_json
-    from ledger.store.sqlite import open_store
 
     # Open first so a missing ledger is reported before any work; nothing is written
     # until every input has been read (blobs too obey the 16 MiB limit) and validated.
@@ -123,8 +131,8 @@ def show(
     json_out: JsonOption = False,
 ) -> None:
     """Show one object by digest, legacy digest or id."""
+    from ledger.store.backends import open_store
     from ledger.store.resolve import resolve
-    from ledger.store.sqlite import open_store
 
     with open_store(db, readonly=True) as store:
         obj = resolve(store, ref)
@@ -182,7 +190,7 @@ def log(
 ) -> None:
     """List log entries in sequence order: seq, kind, object id, full digest, time."""
     from ledger.schema.kinds import BLOB, get_kind
-    from ledger.store.sqlite import open_store
+    from ledger.store.backends import open_store
 
     if kind is not None and kind != BLOB:
         get_kind(kind)  # unknown kinds: exit 3 with the list of known ones
@@ -226,7 +234,7 @@ def log(
 def stats(db: DbOption = Path("ledger.db"), json_out: JsonOption = False) -> None:
     """Entry counts by kind, sizes and the latest checkpoint."""
     from ledger.files import shown
-    from ledger.store.sqlite import open_store
+    from ledger.store.backends import open_store
 
     with open_store(db, readonly=True) as store:
         snapshot = store.stats()  # every figure from the same snapshot of the log
@@ -236,7 +244,9 @@ def stats(db: DbOption = Path("ledger.db"), json_out: JsonOption = False) -> Non
         "entries": snapshot.size,
         "by_kind": counts,
         "object_bytes": snapshot.object_bytes,
-        "file_bytes": db.stat().st_size,
+        "file_bytes": (
+            snapshot.storage_bytes if snapshot.storage_bytes is not None else db.stat().st_size
+        ),
         "origin": snapshot.origin,
         "latest_checkpoint_size": snapshot.latest_checkpoint_size,
     }

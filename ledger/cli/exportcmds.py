@@ -44,8 +44,8 @@ def export_intoto(
     output: OutOption = None,
 ) -> None:
     """Write an in-toto Statement v1 about the object in a DSSE envelope signed by KEY."""
+    from ledger.store.backends import open_store
     from ledger.store.resolve import resolve
-    from ledger.store.sqlite import open_store
     from ledger.trust.attestation import intoto_export
 
     signer = signer_from_file(key, passphrase_env)

@@ -58,7 +58,7 @@ def identity_register(
     given with --adapter-version (repeatable). A verifier's results, plans and
     calibration records are accepted only for the versions its identity holds.
     """
-    from ledger.store.sqlite import open_store
+    from ledger.store.backends import open_store
     from ledger.trust.identity import register_identity
     from ledger.trust.keys import load_public_key
 
@@ -101,7 +101,7 @@ def identity_list(
     json_out: JsonOption = False,
 ) -> None:
     """List every verifier identity with its current status."""
-    from ledger.store.sqlite import open_store
+    from ledger.store.backends import open_store
     from ledger.trust.identity import trust_index
 
     with open_store(db, readonly=True) as store:
@@ -137,7 +137,7 @@ def identity_show(
 ) -> None:
     """Show the identities a key id, verifier id or digest names, and their revocations."""
     from ledger.errors import NotFound
-    from ledger.store.sqlite import open_store
+    from ledger.store.backends import open_store
     from ledger.trust.identity import identities_matching, trust_index
 
     with open_store(db, readonly=True) as store:
@@ -183,7 +183,7 @@ def identity_revoke(
     json_out: JsonOption = False,
 ) -> None:
     """Append an authority-attested revocation of a key (nothing is deleted)."""
-    from ledger.store.sqlite import open_store
+    from ledger.store.backends import open_store
     from ledger.trust.identity import revoke_key
 
     authority = authority_signer(db, authority_key, passphrase_env)

@@ -53,8 +53,8 @@ def jsonl(
     same batch) stops the import with exit 4; earlier batches stay.
     """
     from ledger.errors import NotFound
+    from ledger.store.backends import open_store
     from ledger.store.bulk import default_workers, import_jsonl
-    from ledger.store.sqlite import open_store
 
     if file == "-":
         source = sys.stdin.buffer

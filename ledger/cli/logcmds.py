@@ -61,7 +61,7 @@ def checkpoint(
     from ledger.cli.core import log_key_path
     from ledger.log.checkpoints import make_checkpoint
     from ledger.log.cosigning import collect, cosigned_note
-    from ledger.store.sqlite import open_store
+    from ledger.store.backends import open_store
     from ledger.trust.keys import load_private_key
 
     trusted = witness_keys(witness_key)
@@ -106,8 +106,8 @@ def inclusion(
 ) -> None:
     """Prove that an object's entry is in the log."""
     from ledger.log.checkpoints import prove_inclusion
+    from ledger.store.backends import open_store
     from ledger.store.resolve import resolve
-    from ledger.store.sqlite import open_store
 
     with open_store(db, readonly=True) as store:
         obj = resolve(store, digest)
@@ -137,7 +137,7 @@ def consistency(
 ) -> None:
     """Prove that the log at OLD_SIZE is a prefix of the log at NEW_SIZE."""
     from ledger.log.checkpoints import prove_consistency
-    from ledger.store.sqlite import open_store
+    from ledger.store.backends import open_store
 
     with open_store(db, readonly=True) as store:
         proof = prove_consistency(store, old_size, new_size)
@@ -211,7 +211,7 @@ def verify(
     """
     from ledger.audit.full import audit
     from ledger.cli.common import progress
-    from ledger.store.sqlite import open_store
+    from ledger.store.backends import open_store
 
     trusted = read_verifier_key(log_key) if log_key else None
     trusted_authority = None

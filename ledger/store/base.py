@@ -95,6 +95,7 @@ class LedgerStats:
     object_bytes: int
     latest_checkpoint_size: int | None
     origin: str | None
+    storage_bytes: int | None = None  # a server's size of the database (None: a file's)
 
 
 class NodeScan(Protocol):

@@ -860,7 +860,7 @@ class SQLiteStore:
 
     # -- the rest of ``AuditSource``: SQLite's own checks (``sqlite_audit``) -------------
     format_name = FORMAT
-    meta_keys = META_KEYS
+    meta_keys: tuple[str, ...] = META_KEYS
 
     def audit_session(self) -> AbstractContextManager[None]:
         return self.tolerant_text()

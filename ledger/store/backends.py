@@ -1,0 +1,50 @@
+"""Opening a ledger wherever ``--db`` points: an SQLite file or a PostgreSQL database.
+
+The only module that chooses a backend; commands call ``open_store`` here and then
+speak the ``Store`` protocol only.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ledger.store.location import DatabaseURL
+
+if TYPE_CHECKING:
+    from ledger.store.base import Admission
+    from ledger.store.postgres import PostgresStore
+    from ledger.store.sqlite import SQLiteStore
+
+
+def open_store(
+    db: Path,
+    *,
+    readonly: bool = False,
+    max_page_count: int | None = None,
+    admission: Admission | None = None,
+    dry_run: bool = False,
+) -> SQLiteStore | PostgresStore:
+    """The ledger at ``db``: ``PostgresStore`` for a ``DatabaseURL``, else ``SQLiteStore``.
+
+    ``max_page_count`` caps an SQLite file's size (tests of a full disk); a server has
+    its own limits.
+    """
+    if isinstance(db, DatabaseURL):
+        from ledger.store import postgres
+
+        return postgres.open_store(db, readonly=readonly, admission=admission, dry_run=dry_run)
+    from ledger.store import sqlite
+
+    return sqlite.open_store(
+        db,
+        readonly=readonly,
+        max_page_count=max_page_count,
+        admission=admission,
+        dry_run=dry_run,
+    )
+
+
+def is_database_url(db: Path) -> bool:
+    """True when ``db`` names a PostgreSQL database rather than a file."""
+    return isinstance(db, DatabaseURL)

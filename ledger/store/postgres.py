@@ -1,0 +1,995 @@
+"""PostgreSQL implementation of the ``Store`` protocol (optional: ``provledger[postgres]``).
+
+The same tables as the SQLite backend, in the same meaning: ``objects.data`` holds the
+canonical bytes (``bytea``), ``entries.seq`` is the Merkle leaf index, ``tree_nodes``
+holds every complete subtree hash, ``checkpoints`` the signed notes.
+
+Many writers, on many hosts: each ``append_many`` is one transaction that takes
+``pg_advisory_xact_lock(TAIL_LOCK)`` before it reads the log's size, so batches are
+appended one after another with contiguous sequence numbers. Everything else
+(parsing, validation, canonical bytes, digests) happens before, in the client, outside
+the lock. A connection lost mid-batch rolls the whole transaction back.
+
+Append-only is the server's rule: triggers refuse UPDATE, DELETE and TRUNCATE on every
+ledger table, and ``init`` creates a writer role (INSERT, SELECT) and an auditor role
+(SELECT) when the connecting user may create roles. ``ledger.store.postgres_audit``
+is what ``verify`` checks of all that (tables, columns, indexes, triggers, roles, grants).
+
+Everything else is as on SQLite: the admission policy runs inside the transaction
+after the rows are written, a dry run keeps one outer transaction (rolled back on
+close) with a savepoint per batch, checkpoints are logged as entries, object rows are
+re-derived from their bytes on every read.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager, nullcontext
+from pathlib import Path
+from typing import Any
+
+from ledger.errors import AppendOnlyError, IntegrityError, NotFound, RuleViolation, StorageError
+from ledger.log.checkpoint_record import CHECKPOINT_KIND, checkpoint_record
+from ledger.log.leaf import entry_record, utc_now
+from ledger.log.merkle import PendingNodes, leaf_hash
+from ledger.store.base import (
+    OBJECT_COLUMNS,
+    Admission,
+    AppendResult,
+    BeforeCommit,
+    CheckpointRow,
+    Entry,
+    LedgerStats,
+    NodeScan,
+    Precheck,
+    RawLogRow,
+    RawObjectRow,
+    RefScan,
+    SignHead,
+    StorageFinding,
+    StoredObject,
+    stored_object,
+)
+from ledger.store.derived import derive, row_problem
+from ledger.store.location import DatabaseURL, redact
+from ledger.store.prepared import Prepared
+
+try:
+    import psycopg
+    from psycopg import sql
+except ImportError:  # pragma: no cover - exercised only without the extra
+    psycopg = None  # type: ignore[assignment]
+
+SCHEMA_VERSION = "1"
+FORMAT = f"provledger-postgres/{SCHEMA_VERSION}"
+LEDGER_TABLES = (
+    "meta",
+    "objects",
+    "entries",
+    "refs",
+    "tree_nodes",
+    "checkpoints",
+    "cosignatures",
+)
+# One advisory lock per database serialises the log's tail: the first 8 bytes of
+# sha256("provledger log tail") as a signed bigint.
+TAIL_LOCK = int.from_bytes(hashlib.sha256(b"provledger log tail").digest()[:8], "big", signed=True)
+INT64_MAX = 2**63 - 1
+# Meta keys of a PostgreSQL ledger: SQLite's, and the two roles init made or named.
+META_KEYS: tuple[str, ...] = (
+    "format",
+    "origin",
+    "log_verifier_key",
+    "log_key_id",
+    "authority_public_key",
+    "authority_key_id",
+    "pg_writer_role",
+    "pg_auditor_role",
+)
+INSTALL_HINT = "pip install 'provledger[postgres]'"
+_PAGE = 2000  # rows per round trip when streaming
+
+_DDL = """
+CREATE TABLE meta (
+  key TEXT COLLATE "C" PRIMARY KEY,
+  value TEXT COLLATE "C" NOT NULL
+);
+CREATE TABLE entries (
+  seq BIGINT PRIMARY KEY CHECK (seq >= 0),
+  digest TEXT COLLATE "C" NOT NULL,
+  kind TEXT COLLATE "C" NOT NULL,
+  appended_at TEXT COLLATE "C" NOT NULL
+);
+CREATE TABLE objects (
+  digest TEXT COLLATE "C" PRIMARY KEY,
+  seq BIGINT NOT NULL UNIQUE,
+  kind TEXT COLLATE "C" NOT NULL,
+  schema_version TEXT COLLATE "C",
+  object_id TEXT COLLATE "C",
+  object_version BIGINT,
+  legacy_digest TEXT COLLATE "C",
+  legacy_hints TEXT COLLATE "C",
+  data BYTEA NOT NULL
+);
+CREATE INDEX objects_by_id ON objects(object_id, object_version) WHERE object_id IS NOT NULL;
+CREATE INDEX objects_by_legacy ON objects(legacy_digest) WHERE legacy_digest IS NOT NULL;
+CREATE INDEX objects_by_kind ON objects(kind, seq);
+CREATE TABLE refs (
+  pos BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+  from_digest TEXT COLLATE "C" NOT NULL,
+  rel TEXT COLLATE "C" NOT NULL,
+  to_digest TEXT COLLATE "C" NOT NULL
+);
+CREATE INDEX refs_to ON refs(to_digest, rel);
+CREATE TABLE tree_nodes (
+  level INTEGER NOT NULL,
+  idx BIGINT NOT NULL,
+  hash BYTEA NOT NULL,
+  PRIMARY KEY (level, idx)
+);
+CREATE TABLE checkpoints (
+  size BIGINT PRIMARY KEY,
+  root BYTEA NOT NULL,
+  note BYTEA NOT NULL,
+  created_at TEXT COLLATE "C" NOT NULL
+);
+CREATE TABLE cosignatures (
+  pos BIGINT GENERATED ALWAYS AS IDENTITY UNIQUE,
+  size BIGINT NOT NULL,
+  line TEXT COLLATE "C" NOT NULL,
+  added_at TEXT COLLATE "C" NOT NULL,
+  PRIMARY KEY (size, line)
+);
+"""
+
+GUARD_FUNCTION = "provledger_append_only"
+GUARD_BODY = (
+    "BEGIN RAISE EXCEPTION 'provledger: the ledger is append-only, % on % refused',"
+    " TG_OP, TG_TABLE_NAME; END"
+)
+_GUARD_DDL = (
+    f"CREATE FUNCTION {GUARD_FUNCTION}() RETURNS trigger LANGUAGE plpgsql AS"
+    f" $guard${GUARD_BODY}$guard$"
+)
+
+
+def trigger_names() -> list[tuple[str, str, str]]:
+    """(table, trigger name, operation) of every append-only trigger a ledger must have."""
+    return [
+        (t, f"{t}_no_{op.lower()}", op)
+        for t in LEDGER_TABLES
+        for op in ("UPDATE", "DELETE", "TRUNCATE")
+    ]
+
+
+def _trigger_ddl() -> list[str]:
+    out = []
+    for table, name, op in trigger_names():
+        each = "STATEMENT" if op == "TRUNCATE" else "ROW"
+        out.append(
+            f"CREATE TRIGGER {name} BEFORE {op} ON {table}"
+            f" FOR EACH {each} EXECUTE FUNCTION {GUARD_FUNCTION}()"
+        )
+    return out
+
+
+def default_roles(dbname: str) -> tuple[str, str]:
+    """Names of the writer and auditor roles ``init`` creates for database ``dbname``."""
+    return f"{dbname}_writer", f"{dbname}_auditor"
+
+
+def grant_statements(writer: str, auditor: str) -> list[str]:
+    """The SQL that gives the two roles exactly their rights (documented for DBAs)."""
+    tables = ", ".join(LEDGER_TABLES)
+    w, a = _ident(writer), _ident(auditor)
+    return [
+        f"CREATE ROLE {w} NOLOGIN",
+        f"CREATE ROLE {a} NOLOGIN",
+        f"REVOKE ALL ON {tables} FROM PUBLIC",
+        f"GRANT SELECT, INSERT ON {tables} TO {w}",
+        f"GRANT SELECT ON {tables} TO {a}",
+    ]
+
+
+def _ident(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _require_driver() -> None:
+    if psycopg is None:
+        raise StorageError(
+            f"PostgreSQL ledger, got no psycopg module, expected it installed ({INSTALL_HINT})"
+        )
+
+
+def _storage_error(exc: Exception, where: str) -> Exception:
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    if "append-only" in text:
+        return AppendOnlyError(text.removeprefix("ERROR: ").split("provledger: ", 1)[-1])
+    if psycopg is not None and isinstance(exc, psycopg.errors.InsufficientPrivilege):
+        return StorageError(
+            f"permission denied on ledger {where}, got '{text}', expected a role with the"
+            " rights of the ledger's writer (INSERT, SELECT) or auditor (SELECT)"
+        )
+    if psycopg is not None and isinstance(exc, psycopg.errors.ReadOnlySqlTransaction):
+        return StorageError(f"cannot write ledger {where}, got a read-only session")
+    if psycopg is not None and isinstance(exc, psycopg.OperationalError):
+        return StorageError(
+            f"lost or refused connection to ledger {where}, got '{text}', expected a running"
+            " PostgreSQL server (nothing of an unfinished batch was written)"
+        )
+    return StorageError(f"database error on {where}, got '{text}', expected success")
+
+
+class PostgresStore:
+    """A ledger in one PostgreSQL database. Use ``open_store`` or ``create_store``."""
+
+    format_name = FORMAT
+    meta_keys = META_KEYS
+
+    def __init__(
+        self,
+        location: DatabaseURL,
+        conn: Any,
+        admission: Admission | None = None,
+        dry_run: bool = False,
+    ) -> None:
+        self.path: Path = location
+        self.location = location
+        self._conn = conn
+        self._where = redact(location.url)
+        self._admission = admission
+        self.dry_run = dry_run
+        self._dry: Any = None  # a dry run's outer transaction, rolled back by close()
+
+    @property
+    def admission(self) -> Admission:
+        """The rule set every append passes (default: the installed policy)."""
+        if self._admission is None:
+            from ledger.trust.admission import current_policy
+
+            self._admission = current_policy()
+        return self._admission
+
+    # -- lifecycle -------------------------------------------------------------------
+    def close(self) -> None:
+        try:
+            if self._dry is not None:
+                self._dry.__exit__(None, None, None)  # force_rollback: nothing is kept
+                self._dry = None
+        except psycopg.Error:
+            pass  # the connection is gone, and with it the dry run's transaction
+        finally:
+            self._conn.close()
+
+    def __enter__(self) -> PostgresStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _idle(self) -> bool:
+        return bool(self._conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE)
+
+    @contextmanager
+    def snapshot(self) -> Iterator[None]:
+        """Every read inside sees one snapshot (REPEATABLE READ, read only); inside a
+        transaction already (a dry run's), that transaction's view."""
+        if not self._idle():
+            yield
+            return
+        try:
+            with self._conn.transaction():
+                self._conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
+                yield
+        except psycopg.Error as exc:
+            raise _storage_error(exc, self._where) from None
+
+    @contextmanager
+    def _write(self) -> Iterator[None]:
+        """One write transaction holding the tail lock; COMMIT when the block ends,
+        ROLLBACK on any exception. In a dry run, a savepoint of the outer transaction."""
+        try:
+            if self.dry_run and self._dry is None:
+                self._dry = self._conn.transaction(force_rollback=True)
+                self._dry.__enter__()
+            with self._conn.transaction():
+                # The log's one critical section: size, seq numbers and tree nodes are
+                # read and written under it; everything else was done before.
+                self._conn.execute("SELECT pg_advisory_xact_lock(%s)", (TAIL_LOCK,))
+                yield
+        except psycopg.Error as exc:
+            raise _storage_error(exc, self._where) from None
+
+    # -- writing ---------------------------------------------------------------------
+    def append_many(
+        self,
+        items: Sequence[Prepared],
+        precheck: Precheck | None = None,
+        before_commit: BeforeCommit | None = None,
+        *,
+        history: bool = False,
+    ) -> list[AppendResult]:
+        """Append all items in one transaction; ``precheck`` runs inside the lock, the
+        admission policy after the rows are written and before they are committed;
+        ``before_commit(results)`` last (if it raises, nothing is recorded)."""
+        admission = self.admission
+        with self._write():
+            if precheck is not None:
+                precheck(self)
+            results = self._append_batch(items)
+            new = [
+                StoredObject(
+                    r.entry.digest,
+                    r.entry.seq,
+                    p.kind,
+                    p.schema_version,
+                    p.object_id,
+                    p.object_version,
+                    p.legacy_digest,
+                    p.legacy_hints,
+                    p.data,
+                )
+                for p, r in zip(items, results, strict=True)
+                if r.new
+            ]
+            if new:
+                admission.admit(self, new, history=history)
+            if before_commit is not None:
+                before_commit(results)
+        return results
+
+    def _append_batch(self, items: Sequence[Prepared]) -> list[AppendResult]:
+        """Insert the new items in order, inside the caller's locked transaction."""
+        for item in items:
+            if item.kind == CHECKPOINT_KIND:
+                raise RuleViolation(
+                    "append, got a checkpoint record, expected an object"
+                    " (checkpoint records are written by the ledger itself)"
+                )
+        known = self._entries_for([item.digest for item in items])
+        seq = self.size()
+        pending = self.checkpoint_at(seq)
+        if pending is not None and any(item.digest not in known for item in items):
+            # Log the newest checkpoint first, at seq == its size (checkpoint_record).
+            return self._append_rows([checkpoint_record(pending), *items], known, seq)[1:]
+        return self._append_rows(items, known, seq)
+
+    def _append_rows(
+        self,
+        items: Sequence[Prepared],
+        known: dict[str, Entry],
+        seq: int,
+        stamps: Sequence[str] | None = None,
+    ) -> list[AppendResult]:
+        entries: list[tuple[Any, ...]] = []
+        objects: list[tuple[Any, ...]] = []
+        refs: list[tuple[str, str, str]] = []
+        nodes: list[tuple[int, int, bytes]] = []
+        tree = PendingNodes(self)
+        results: list[AppendResult] = []
+        for i, item in enumerate(items):
+            entry = known.get(item.digest)
+            if entry is not None:
+                results.append(AppendResult(entry, new=False))
+                continue
+            appended_at = utc_now() if stamps is None else stamps[i]
+            entry = Entry(seq, item.digest, item.kind, appended_at)
+            known[item.digest] = entry
+            entries.append((seq, item.digest, item.kind, appended_at))
+            objects.append(
+                (
+                    item.digest,
+                    seq,
+                    item.kind,
+                    item.schema_version,
+                    item.object_id,
+                    item.object_version,
+                    item.legacy_digest,
+                    item.legacy_hints,
+                    item.data,
+                )
+            )
+            refs.extend((item.digest, rel, target) for rel, target in item.refs)
+            # The leaf, then every complete subtree it closes: O(log n) hashing.
+            leaf = leaf_hash(entry_record(seq, item.kind, item.digest, appended_at))
+            nodes.extend(tree.append(seq, leaf))
+            results.append(AppendResult(entry, new=True))
+            seq += 1
+        if entries:
+            cur = self._conn.cursor()
+            _copy(cur, "entries", ("seq", "digest", "kind", "appended_at"), entries)
+            _copy(cur, "objects", OBJECT_COLUMNS, objects)
+            if refs:
+                _copy(cur, "refs", ("from_digest", "rel", "to_digest"), refs)
+            _copy(cur, "tree_nodes", ("level", "idx", "hash"), nodes)
+        return results
+
+    def _entries_for(self, digests: Sequence[str]) -> dict[str, Entry]:
+        """Entries of the already-stored objects among ``digests``."""
+        unique = list(dict.fromkeys(digests))
+        if not unique:
+            return {}
+        rows = self._q(
+            "SELECT o.digest, e.seq, e.digest, e.kind, e.appended_at FROM objects o"
+            " JOIN entries e ON e.seq = o.seq WHERE o.digest = ANY(%s)",
+            (unique,),
+        )
+        # a row that disagrees with its entry is not "stored"
+        return {
+            str(row[0]): Entry(int(row[1]), row[2], row[3], row[4])
+            for row in rows
+            if row[0] == row[2]
+        }
+
+    def add_checkpoint(self, sign: SignHead) -> CheckpointRow:
+        """Sign the current tree head and store it, holding the tail lock throughout.
+
+        A checkpoint already stored for the current size is returned instead.
+        """
+        if self.dry_run:
+            with self._write():
+                return self._checkpoint_of_head(sign)
+        with self._write():
+            row = self._checkpoint_of_head(sign)
+            if self.checkpoint_at(row.size) is None:
+                self._conn.execute(
+                    "INSERT INTO checkpoints(size, root, note, created_at) VALUES (%s,%s,%s,%s)",
+                    (row.size, row.root, row.note, row.created_at),
+                )
+        return row
+
+    def _checkpoint_of_head(self, sign: SignHead) -> CheckpointRow:
+        size = self.size()
+        existing = self.checkpoint_at(size)
+        if existing is not None:
+            return existing
+        signed = sign(self, size)
+        if signed.size != size:
+            raise AppendOnlyError(
+                f"checkpoint, got size {signed.size}, expected the log size {size}"
+            )
+        return signed
+
+    def add_cosignatures(self, size: int, lines: Sequence[str]) -> int:
+        """Store witness signature lines for the checkpoint at ``size``; return how many
+        were new. Lines are kept verbatim; the checkpoint must exist."""
+        with self._write():
+            if self.checkpoint_at(size) is None:
+                raise NotFound(f"checkpoint, got none at size {size}, expected a stored one")
+            added = 0
+            stamp = utc_now()
+            for line in dict.fromkeys(lines):
+                cur = self._conn.execute(
+                    "INSERT INTO cosignatures(size, line, added_at) VALUES (%s,%s,%s)"
+                    " ON CONFLICT DO NOTHING",
+                    (size, line, stamp),
+                )
+                added += cur.rowcount
+        return added
+
+    def set_meta(self, key: str, value: str) -> None:
+        """Record a meta value once; a different value for a set key is refused."""
+        with self._write():
+            current = self.get_meta(key)
+            if current == value:
+                return
+            if current is not None:
+                raise AppendOnlyError(
+                    f"meta {key} already set, got {value!r}, expected {current!r}"
+                )
+            self._conn.execute("INSERT INTO meta(key, value) VALUES (%s,%s)", (key, value))
+
+    # -- copies from another ledger (``ledger.store.copy``) ------------------------------
+    def append_copies(self, items: Sequence[Prepared], stamps: Sequence[str], first: int) -> None:
+        """Append entries copied from another ledger, as they are (``appended_at`` and
+        checkpoint records included), from seq ``first``. No admission: see
+        ``ledger.store.copy``. Refused unless the log has exactly ``first`` entries and
+        none of ``items`` is stored, so a copy never interleaves with another writer."""
+        with self._write():
+            size = self.size()
+            if size != first:
+                raise RuleViolation(
+                    f"copy destination changed, got {size} entries, expected {first}"
+                )
+            known = self._entries_for([item.digest for item in items])
+            if known or len({item.digest for item in items}) != len(items):
+                raise RuleViolation(
+                    "copy destination already holds an object being copied, got a"
+                    " duplicate, expected a prefix of the source"
+                )
+            self._append_rows(items, known, first, stamps)
+
+    def put_checkpoint(self, row: CheckpointRow) -> None:
+        """Store a checkpoint copied from another ledger for the current log size."""
+        with self._write():
+            existing = self.checkpoint_at(row.size)
+            if existing is not None:
+                if existing != row:
+                    raise AppendOnlyError(
+                        f"checkpoint at size {row.size} exists, got another note,"
+                        " expected the source's"
+                    )
+                return
+            size = self.size()
+            if row.size != size:
+                raise RuleViolation(
+                    f"copied checkpoint, got size {row.size}, expected the log size {size}"
+                )
+            self._conn.execute(
+                "INSERT INTO checkpoints(size, root, note, created_at) VALUES (%s,%s,%s,%s)",
+                (row.size, row.root, row.note, row.created_at),
+            )
+
+    def bulk_session(self) -> AbstractContextManager[None]:
+        """Nothing to tune: the server's settings are the operator's."""
+        return nullcontext()
+
+    # -- reading ---------------------------------------------------------------------
+    def _q(self, query: str, args: Sequence[Any] = ()) -> list[Any]:
+        try:
+            rows: list[Any] = self._conn.execute(query, args).fetchall()
+            return rows
+        except psycopg.Error as exc:
+            raise _storage_error(exc, self._where) from None
+
+    def size(self) -> int:
+        row = self._q("SELECT max(seq) FROM entries")[0]
+        return 0 if row[0] is None else int(row[0]) + 1
+
+    # Object rows come with their log entry's digest and kind: the entry is the record
+    # (a Merkle leaf), the row only an index of it, checked on every read.
+    _OBJ = (
+        f"SELECT {', '.join('o.' + name for name in OBJECT_COLUMNS)}, e.digest, e.kind"
+        " FROM objects o LEFT JOIN entries e ON e.seq = o.seq"
+    )
+
+    def _checked(self, row: Sequence[Any]) -> StoredObject:
+        """The object of a row, after checking every column against the bytes."""
+        width = len(OBJECT_COLUMNS)
+        obj = stored_object(row[:width])
+        problem = row_problem(obj, row[width], row[width + 1])
+        if problem is not None:
+            raise IntegrityError(
+                f"ledger object row at seq {obj.seq} ({obj.digest}) disagrees with its bytes,"
+                f" got {problem}, expected a row derived from them; run `provledger verify`"
+            )
+        return obj
+
+    def _objects(self, where: str, args: Sequence[Any]) -> list[StoredObject]:
+        return [self._checked(r) for r in self._q(f"{self._OBJ} {where}", args)]
+
+    @staticmethod
+    def _mismatch(obj: StoredObject, column: str, got: object, asked: object) -> IntegrityError:
+        return IntegrityError(
+            f"ledger index disagrees with the rows, got {column} {got!r} at seq {obj.seq}"
+            f" ({obj.digest}), expected {asked!r}; run `provledger verify`"
+        )
+
+    def get(self, digest: str) -> StoredObject | None:
+        rows = self._objects("WHERE o.digest = %s", (digest,))
+        if rows and rows[0].digest != digest:
+            raise self._mismatch(rows[0], "digest", rows[0].digest, digest)
+        return rows[0] if rows else None
+
+    def get_by_seq(self, seq: int) -> StoredObject | None:
+        if not 0 <= seq <= INT64_MAX:
+            return None
+        rows = self._objects("WHERE o.seq = %s", (seq,))
+        return rows[0] if rows else None
+
+    def by_legacy(self, legacy: str) -> list[StoredObject]:
+        return self._objects("WHERE o.legacy_digest = %s ORDER BY o.seq", (legacy,))
+
+    def ids_of(self, digests: Sequence[str]) -> dict[str, tuple[str | None, int | None]]:
+        """(object id, object version) of each stored digest, read from checked rows."""
+        found = self._objects("WHERE o.digest = ANY(%s)", (list(digests),))
+        return {obj.digest: (obj.object_id, obj.object_version) for obj in found}
+
+    def by_digest_prefix(self, prefix: str, limit: int = 2) -> list[str]:
+        """Ledger digests of up to ``limit`` objects whose ledger or legacy digest starts
+        with ``prefix``, in digest order (text columns use the byte order of "C")."""
+        bounds = (prefix, prefix + "g")
+        return [
+            str(r[0])
+            for r in self._q(
+                "SELECT digest FROM objects WHERE digest >= %s AND digest < %s"
+                " UNION SELECT digest FROM objects WHERE legacy_digest >= %s"
+                " AND legacy_digest < %s ORDER BY 1 LIMIT %s",
+                (*bounds, *bounds, limit),
+            )
+        ]
+
+    def by_id(
+        self, object_id: str, version: int | None = None, kind: str | None = None
+    ) -> list[StoredObject]:
+        if version is not None and not 0 <= version <= INT64_MAX:
+            return []
+        where = "WHERE o.object_id = %s"
+        args: list[Any] = [object_id]
+        if version is not None:
+            where += " AND o.object_version = %s"
+            args.append(version)
+        if kind is not None:
+            where += " AND o.kind = %s"
+            args.append(kind)
+        return self._objects(where + " ORDER BY o.seq", args)
+
+    def by_kind(self, kind: str) -> Iterator[StoredObject]:
+        after = -1
+        while True:
+            rows = self._q(
+                f"{self._OBJ} WHERE o.kind = %s AND o.seq > %s ORDER BY o.seq LIMIT {_PAGE}",
+                (kind, after),
+            )
+            for row in rows:
+                yield self._checked(row)
+            if len(rows) < _PAGE:
+                return
+            after = int(rows[-1][1])
+
+    def entries(
+        self, since: int = 0, limit: int | None = None, kind: str | None = None
+    ) -> Iterator[Entry]:
+        if since > INT64_MAX:
+            return
+        left = limit
+        at = max(since, 0)
+        while left is None or left > 0:
+            page = _PAGE if left is None else min(_PAGE, left)
+            query = "SELECT seq, digest, kind, appended_at FROM entries WHERE seq >= %s"
+            args: list[Any] = [at]
+            if kind is not None:
+                query += " AND kind = %s"
+                args.append(kind)
+            rows = self._q(query + f" ORDER BY seq LIMIT {page}", args)
+            for seq, digest, k, appended_at in rows:
+                yield Entry(int(seq), digest, k, appended_at)
+            if left is not None:
+                left -= len(rows)
+            if len(rows) < page:
+                return
+            at = int(rows[-1][0]) + 1
+
+    def refs_to(self, digest: str, rel: str | None = None) -> list[tuple[str, str]]:
+        """References to ``digest``; each is checked against the referring object's bytes."""
+        query = "SELECT from_digest, rel, to_digest FROM refs WHERE to_digest = %s"
+        args: list[Any] = [digest]
+        if rel is not None:
+            query += " AND rel = %s"
+            args.append(rel)
+        out: list[tuple[str, str]] = []
+        for source, relation, target in self._q(query + " ORDER BY pos", args):
+            obj = self.get(source)
+            implied = () if obj is None else derive(obj.kind, obj.data, obj.legacy_hints).refs
+            if target != digest or (relation, target) not in implied:
+                raise IntegrityError(
+                    f"ledger reference disagrees with the objects, got {relation} -> {target}"
+                    f" from {source}, expected a reference its bytes make;"
+                    " run `provledger verify`"
+                )
+            out.append((str(source), str(relation)))
+        return out
+
+    def counts(self) -> dict[str, int]:
+        return {
+            str(k): int(n)
+            for k, n in self._q("SELECT kind, count(*) FROM entries GROUP BY kind ORDER BY kind")
+        }
+
+    def node(self, level: int, index: int) -> bytes:
+        rows = self._q("SELECT hash FROM tree_nodes WHERE level = %s AND idx = %s", (level, index))
+        if not rows:
+            raise NotFound(
+                f"tree node missing, got no node at level {level} index {index},"
+                " expected a complete subtree hash"
+            )
+        return bytes(rows[0][0])
+
+    def get_meta(self, key: str) -> str | None:
+        rows = self._q("SELECT value FROM meta WHERE key = %s", (key,))
+        return str(rows[0][0]) if rows else None
+
+    def checkpoints(self) -> list[CheckpointRow]:
+        return [
+            CheckpointRow(int(s), bytes(r), bytes(n), str(c))
+            for s, r, n, c in self._q(
+                "SELECT size, root, note, created_at FROM checkpoints ORDER BY size"
+            )
+        ]
+
+    def checkpoint_at(self, size: int) -> CheckpointRow | None:
+        if not 0 <= size <= INT64_MAX:
+            return None
+        rows = self._q(
+            "SELECT size, root, note, created_at FROM checkpoints WHERE size = %s", (size,)
+        )
+        if not rows:
+            return None
+        s, r, n, c = rows[0]
+        return CheckpointRow(int(s), bytes(r), bytes(n), str(c))
+
+    def cosignatures(self, size: int) -> list[str]:
+        """Witness signature lines stored for the checkpoint at ``size``, in arrival order."""
+        if not 0 <= size <= INT64_MAX:
+            return []
+        rows = self._q("SELECT line FROM cosignatures WHERE size = %s ORDER BY pos", (size,))
+        return [str(line) for (line,) in rows]
+
+    def stats(self) -> LedgerStats:
+        """Counts, sizes and the latest checkpoint, all from one snapshot."""
+        with self.snapshot():
+            object_bytes = self._q("SELECT coalesce(sum(octet_length(data)), 0) FROM objects")
+            latest = self._q("SELECT max(size) FROM checkpoints")[0][0]
+            return LedgerStats(
+                size=self.size(),
+                counts=self.counts(),
+                object_bytes=int(object_bytes[0][0]),
+                latest_checkpoint_size=None if latest is None else int(latest),
+                origin=self.get_meta("origin"),
+                storage_bytes=self.database_bytes(),
+            )
+
+    def database_bytes(self) -> int:
+        """What the database takes on the server (``pg_database_size``)."""
+        return int(self._q("SELECT pg_database_size(current_database())")[0][0])
+
+    # -- ``AuditSource``: streams and PostgreSQL's own checks ---------------------------
+    def audit_session(self) -> AbstractContextManager[None]:
+        """One REPEATABLE READ snapshot while other writers keep appending."""
+        return self.snapshot()
+
+    def log_rows(self) -> Iterator[RawLogRow]:
+        """Every entry in seq order with its object row, a page per round trip."""
+        columns = ", ".join(f"o.{name}" for name in OBJECT_COLUMNS)
+        after = -1
+        while True:
+            rows = self._q(
+                f"SELECT e.seq, e.digest, e.kind, e.appended_at, {columns}"
+                " FROM entries e LEFT JOIN objects o ON o.seq = e.seq"
+                f" WHERE e.seq > %s ORDER BY e.seq LIMIT {_PAGE}",
+                (after,),
+            )
+            for seq, digest, kind, appended_at, *obj in rows:
+                named = dict(zip(OBJECT_COLUMNS, obj, strict=True))
+                raw = None if named["digest"] is None else RawObjectRow(**named)
+                yield RawLogRow(seq, digest, kind, appended_at, raw)
+            if len(rows) < _PAGE:
+                return
+            after = int(rows[-1][0])
+
+    def node_scan(self) -> NodeScan:
+        return _NodeReader(self)
+
+    def ref_scan(self) -> RefScan:
+        return _RefReader(self)
+
+    def meta_rows(self) -> list[tuple[object, object]]:
+        return [(k, v) for k, v in self._q("SELECT key, value FROM meta ORDER BY key")]
+
+    def raw_checkpoints(self) -> list[tuple[object, object, object, object]]:
+        return [
+            (s, r, n, c)
+            for s, r, n, c in self._q(
+                "SELECT size, root, note, created_at FROM checkpoints ORDER BY size"
+            )
+        ]
+
+    def tree_node_count(self) -> int:
+        return int(self._q("SELECT count(*) FROM tree_nodes")[0][0])
+
+    def tree_nodes_outside(self, size: int, limit: int) -> list[tuple[object, object]]:
+        rows = self._q(
+            "SELECT level, idx FROM tree_nodes WHERE level < 0 OR level > 62 OR idx < 0"
+            " OR idx >= (%s::bigint >> level) ORDER BY level, idx LIMIT %s",
+            (size, limit),
+        )
+        return [(a, b) for a, b in rows]
+
+    def orphan_objects(self) -> list[tuple[object, object]]:
+        rows = self._q(
+            "SELECT o.seq, o.digest FROM objects o LEFT JOIN entries e ON e.seq = o.seq"
+            " WHERE e.seq IS NULL OR e.digest != o.digest"
+        )
+        return [(a, b) for a, b in rows]
+
+    def ref_count(self) -> int:
+        return int(self._q("SELECT count(*) FROM refs")[0][0])
+
+    def refs_with_objects(self) -> Iterator[tuple[object, ...]]:
+        yield from self._q(
+            "SELECT r.from_digest, r.rel, r.to_digest, o.seq, o.kind, o.data FROM refs r"
+            " LEFT JOIN objects o ON o.digest = r.from_digest ORDER BY r.from_digest, r.pos"
+        )
+
+    def catalog(self, query: str, args: Sequence[Any] = ()) -> list[Any]:
+        """Rows of a query on the system catalogs (``postgres_audit``)."""
+        return self._q(query, args)
+
+    def storage_findings(self) -> list[StorageFinding]:
+        """What the server must hold and enforce: ``postgres_audit.findings``."""
+        from ledger.store import postgres_audit
+
+        return postgres_audit.findings(self)
+
+
+class _NodeReader:
+    """``get(level, idx)``: ``(hash,)`` or None; reads each level forward in pages."""
+
+    def __init__(self, store: PostgresStore) -> None:
+        self._store = store
+        self._pages: dict[int, dict[int, bytes]] = {}
+        self._next: dict[int, int] = {}
+
+    def get(self, level: int, idx: int) -> tuple[bytes] | None:
+        page = self._pages.get(level)
+        if page is None or (idx not in page and idx >= self._next.get(level, 0)):
+            rows = self._store._q(
+                "SELECT idx, hash FROM tree_nodes WHERE level = %s AND idx >= %s"
+                f" ORDER BY idx LIMIT {_PAGE}",
+                (level, idx),
+            )
+            page = {int(i): bytes(h) for i, h in rows}
+            self._pages[level] = page
+            self._next[level] = int(rows[-1][0]) + 1 if len(rows) == _PAGE else 2**63
+        if idx in page:
+            return (page[idx],)
+        if idx < min(page, default=idx):
+            rows = self._store._q(
+                "SELECT hash FROM tree_nodes WHERE level = %s AND idx = %s", (level, idx)
+            )
+            return (bytes(rows[0][0]),) if rows else None
+        return None
+
+
+class _RefReader:
+    """``has(from, rel, to)``: is that reference row stored?
+
+    Appends write an object's references right after it, so the audit asks for them in
+    ``pos`` order: pages read forward answer those, anything else a point query.
+    """
+
+    def __init__(self, store: PostgresStore) -> None:
+        self._store = store
+        self._page: list[tuple[Any, ...]] = []
+        self._at = 0
+        self._after = -1
+        self._done = False
+
+    def _head(self) -> tuple[Any, ...] | None:
+        if self._at == len(self._page) and not self._done:
+            self._page = self._store._q(
+                "SELECT pos, from_digest, rel, to_digest FROM refs WHERE pos > %s"
+                f" ORDER BY pos LIMIT {_PAGE}",
+                (self._after,),
+            )
+            self._at = 0
+            self._done = len(self._page) < _PAGE
+            if self._page:
+                self._after = int(self._page[-1][0])
+        return self._page[self._at] if self._at < len(self._page) else None
+
+    def has(self, from_digest: str, rel: str, to_digest: str) -> bool:
+        head = self._head()
+        if head is not None and tuple(head[1:]) == (from_digest, rel, to_digest):
+            self._at += 1
+            return True
+        return bool(
+            self._store._q(
+                "SELECT 1 FROM refs WHERE to_digest = %s AND rel = %s AND from_digest = %s",
+                (to_digest, rel, from_digest),
+            )
+        )
+
+
+def _copy(cur: Any, table: str, columns: Sequence[str], rows: list[tuple[Any, ...]]) -> None:
+    statement = sql.SQL("COPY {} ({}) FROM STDIN").format(
+        sql.Identifier(table), sql.SQL(", ").join(sql.Identifier(c) for c in columns)
+    )
+    with cur.copy(statement) as copy:
+        for row in rows:
+            copy.write_row(row)
+
+
+def _connect(location: DatabaseURL, readonly: bool) -> Any:
+    """A connection in autocommit mode: every write opens its own transaction."""
+    _require_driver()
+    where = redact(location.url)
+    try:
+        conn = psycopg.connect(
+            location.url, autocommit=True, connect_timeout=30, application_name="provledger"
+        )
+    except psycopg.OperationalError as exc:
+        text = " ".join(str(exc).split())
+        if "does not exist" in text and "database" in text:
+            raise NotFound(
+                f"ledger database not found, got '{text}', expected a database created"
+                " with createdb and initialised by `provledger init`"
+            ) from None
+        raise _storage_error(exc, where) from None
+    if readonly:
+        conn.execute("SET default_transaction_read_only = on")
+    return conn
+
+
+def create_store(location: DatabaseURL) -> tuple[PostgresStore, list[str]]:
+    """Create the tables, triggers and roles in an empty database.
+
+    Returns the store and the grant statements still to run by someone allowed to
+    (empty when the roles were created here). A database that already holds ledger
+    tables is refused.
+    """
+    conn = _connect(location, readonly=False)
+    store = PostgresStore(location, conn)
+    writer, auditor = default_roles(location.name)
+    pending: list[str] = []
+    try:
+        exists = conn.execute("SELECT to_regclass('meta') IS NOT NULL").fetchone()[0]
+        if exists:
+            conn.close()
+            raise RuleViolation(
+                f"ledger already exists, got tables in {store._where}, expected an empty database"
+            )
+        with conn.transaction():
+            for statement in _DDL.split(";"):
+                if statement.strip():
+                    conn.execute(statement)
+            conn.execute(_GUARD_DDL)
+            for statement in _trigger_ddl():
+                conn.execute(statement)
+            conn.execute("INSERT INTO meta(key, value) VALUES ('format', %s)", (FORMAT,))
+            conn.execute("INSERT INTO meta(key, value) VALUES ('pg_writer_role', %s)", (writer,))
+            conn.execute("INSERT INTO meta(key, value) VALUES ('pg_auditor_role', %s)", (auditor,))
+            tables = ", ".join(LEDGER_TABLES)
+            conn.execute(f"REVOKE ALL ON {tables} FROM PUBLIC")
+            try:
+                with conn.transaction():
+                    for role in (writer, auditor):
+                        if not conn.execute(
+                            "SELECT 1 FROM pg_roles WHERE rolname = %s", (role,)
+                        ).fetchone():
+                            conn.execute(f"CREATE ROLE {_ident(role)} NOLOGIN")
+                    for statement in grant_statements(writer, auditor)[3:]:
+                        conn.execute(statement)
+            except psycopg.errors.InsufficientPrivilege:
+                pending = grant_statements(writer, auditor)
+    except psycopg.Error as exc:
+        conn.close()
+        raise _storage_error(exc, store._where) from None
+    return store, pending
+
+
+def has_ledger_tables(location: DatabaseURL) -> bool:
+    """True when the database already holds a ledger's ``meta`` table."""
+    conn = _connect(location, readonly=True)
+    try:
+        return bool(conn.execute("SELECT to_regclass('meta') IS NOT NULL").fetchone()[0])
+    except psycopg.Error as exc:
+        raise _storage_error(exc, redact(location.url)) from None
+    finally:
+        conn.close()
+
+
+def open_store(
+    location: DatabaseURL,
+    *,
+    readonly: bool = False,
+    admission: Admission | None = None,
+    dry_run: bool = False,
+) -> PostgresStore:
+    """Open an existing ledger database; a database without ledger tables is an error."""
+    conn = _connect(location, readonly)
+    store = PostgresStore(location, conn, admission, dry_run)
+    try:
+        exists = conn.execute("SELECT to_regclass('meta') IS NOT NULL").fetchone()[0]
+    except psycopg.Error as exc:
+        conn.close()
+        raise _storage_error(exc, store._where) from None
+    if not exists or store.get_meta("format") != FORMAT:
+        conn.close()
+        raise StorageError(
+            f"not a provledger ledger, got no {FORMAT} format record in {store._where},"
+            " expected a database initialised by `provledger init`"
+        )
+    return store
