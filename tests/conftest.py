@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner
@@ -38,3 +39,20 @@ def ledger_path(tmp_path: Path, runner: CliRunner) -> Iterator[Path]:
     result = runner.invoke(app, ["init", "--db", str(db)])
     assert result.exit_code == 0, result.output
     yield db
+
+
+@pytest.fixture(scope="session")
+def pg_cluster() -> Iterator[Any]:
+    """A throwaway PostgreSQL cluster for the session (skips, or fails under CI=true)."""
+    from pg_cluster import remove, start_cluster
+
+    cluster = start_cluster()
+    yield cluster
+    remove(cluster)
+
+
+@pytest.fixture
+def pg_url(pg_cluster: Any) -> str:
+    """The URL of a new, empty database in the session cluster."""
+    url: str = pg_cluster.createdb()
+    return url

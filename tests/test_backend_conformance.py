@@ -1,0 +1,402 @@
+"""One conformance suite, run against both backends (an SQLite file and a PostgreSQL database).
+
+Append and idempotence, append-only refusal by the database itself, tamper detection by
+``verify``, interruption (a client killed mid-import leaves an exact prefix; a re-run
+completes it) and the same exit codes. Across backends: the same digests for the same
+inputs, and after ``copy`` the same roots, proofs and bundles.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+import rfc8785
+from typer.testing import CliRunner
+
+from ledger.cli import app
+
+ROOT = Path(__file__).resolve().parents[1]
+PROVLEDGER = ROOT / ".venv" / "bin" / "provledger"
+EXAMPLES = ROOT / "verifiers" / "fixtures" / "calibration"
+sys.path.insert(0, str(ROOT / "scripts"))
+
+BACKENDS = ["sqlite", "postgres"]
+
+
+@pytest.fixture(params=BACKENDS)
+def db(request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    """A fresh, initialised ledger on each backend; keys in tmp_path (the cwd)."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("PROVLEDGER_DB", raising=False)
+    if request.param == "sqlite":
+        location = str(tmp_path / "ledger.db")
+    else:
+        location = request.getfixturevalue("pg_url")
+    result = CliRunner().invoke(
+        app,
+        [
+            "init",
+            "--db",
+            location,
+            "--log-key",
+            str(tmp_path / "log.key"),
+            "--authority-key",
+            str(tmp_path / "authority.key"),
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    return location
+
+
+def cli(*args: str) -> Any:
+    return CliRunner().invoke(app, list(args))
+
+
+def corpus_jsonl(path: Path, n: int, seed: int = 7) -> list[str]:
+    """n synthetic IDKMesh documents as JSON Lines; returns their digests in order."""
+    from bench_corpus import write_corpus
+
+    write_corpus(path, n, seed)
+    return [
+        "sha256:" + hashlib.sha256(rfc8785.dumps(json.loads(line))).hexdigest()
+        for line in path.read_text("utf-8").splitlines()
+    ]
+
+
+def stored_digests(location: str) -> list[str]:
+    from ledger.store.backends import open_store
+    from ledger.store.location import db_location
+
+    with open_store(db_location(location), readonly=True) as store:
+        return [e.digest for e in store.entries()]
+
+
+def raw_sql(location: str, statement: str) -> None:
+    """Run SQL on the ledger's database directly, as its owner would."""
+    if location.startswith("postgresql://"):
+        import psycopg
+
+        with psycopg.connect(location, autocommit=True) as conn:
+            conn.execute(statement)
+    else:
+        conn = sqlite3.connect(location, isolation_level=None)
+        try:
+            conn.execute(statement)
+        finally:
+            conn.close()
+
+
+def test_append_is_idempotent_with_the_same_exit_codes(db: str) -> None:
+    wu = str(EXAMPLES / "work-unit.json")
+    first = cli("append", wu, "--db", db, "--json")
+    assert first.exit_code == 0, first.output
+    assert json.loads(first.stdout)[0]["seq"] == 0
+    assert json.loads(first.stdout)[0]["status"] == "new"
+    again = cli("append", wu, "--db", db, "--json")
+    assert again.exit_code == 0
+    assert json.loads(again.stdout)[0] == {**json.loads(first.stdout)[0], "status": "present"}
+    missing = cli("show", "sha256:" + "0" * 64, "--db", db)
+    assert missing.exit_code == 3 and missing.stderr.startswith("error: object not found")
+    bad = Path("bad.json")
+    bad.write_text('{"a": 1, "a": 2}')
+    refused = cli("append", wu, str(bad), "--db", db)
+    assert refused.exit_code == 3 and refused.stderr.count("\n") == 1
+    assert stored_digests(db) == [json.loads(first.stdout)[0]["digest"]]
+    reinit = cli("init", "--db", db, "--log-key", "k2", "--authority-key", "a2")
+    assert reinit.exit_code == 4, reinit.output
+    assert cli("checkpoint", "--db", db, "--log-key", "log.key").exit_code == 0
+    ok = cli("verify", "--db", db, "--json")
+    assert ok.exit_code == 0, ok.output
+    assert json.loads(ok.stdout)["findings"] == []
+
+
+@pytest.mark.parametrize(
+    "statement",
+    [
+        "UPDATE objects SET kind = 'x'",
+        "DELETE FROM entries",
+        "UPDATE tree_nodes SET hash = hash",
+        "DELETE FROM checkpoints",
+        "UPDATE meta SET value = 'x'",
+    ],
+)
+def test_the_database_refuses_updates_and_deletes(db: str, statement: str) -> None:
+    assert cli("append", str(EXAMPLES / "work-unit.json"), "--db", db).exit_code == 0
+    assert cli("checkpoint", "--db", db, "--log-key", "log.key").exit_code == 0
+    with pytest.raises(Exception, match="append-only"):
+        raw_sql(db, statement)
+    assert cli("verify", "--db", db).exit_code == 0
+
+
+def test_postgres_refuses_truncate(pg_url: str, tmp_path: Path) -> None:
+    from ledger.create import initialise
+    from ledger.store.location import db_location
+
+    initialise(db_location(pg_url), None, tmp_path / "l.key", tmp_path / "a.key")
+    for table in ("entries", "objects", "refs", "tree_nodes", "checkpoints", "meta"):
+        with pytest.raises(Exception, match="append-only"):
+            raw_sql(pg_url, f"TRUNCATE {table}")
+
+
+def test_tampered_bytes_are_found(db: str) -> None:
+    assert cli("append", str(EXAMPLES / "work-unit.json"), "--db", db).exit_code == 0
+    if db.startswith("postgresql://"):
+        raw_sql(db, "ALTER TABLE objects DISABLE TRIGGER objects_no_update")
+        raw_sql(db, "UPDATE objects SET data = data || '\\x20'::bytea")
+        expected = {"digest-mismatch", "trigger-disabled"}
+    else:
+        raw_sql(db, "DROP TRIGGER objects_no_update")
+        raw_sql(db, "UPDATE objects SET data = CAST(data || X'20' AS BLOB)")
+        expected = {"digest-mismatch", "trigger-missing"}
+    result = cli("verify", "--db", db, "--json")
+    assert result.exit_code == 1
+    codes = {f["code"] for f in json.loads(result.stdout)["findings"]}
+    assert expected <= codes, codes
+
+
+def test_postgres_verify_checks_grants(pg_url: str, tmp_path: Path) -> None:
+    from ledger.create import initialise
+    from ledger.store.location import db_location
+
+    info = initialise(db_location(pg_url), None, tmp_path / "l.key", tmp_path / "a.key")
+    assert info["pg_grants"] == []  # the test user is a superuser: roles were created
+    assert cli("verify", "--db", pg_url).exit_code == 0
+    writer, auditor = info["pg_writer_role"], info["pg_auditor_role"]
+    raw_sql(pg_url, f'GRANT UPDATE ON entries TO "{writer}"')
+    raw_sql(pg_url, f'GRANT INSERT ON refs TO "{auditor}"')
+    raw_sql(pg_url, "GRANT SELECT ON meta TO PUBLIC")
+    raw_sql(pg_url, "DROP TRIGGER refs_no_truncate ON refs")
+    result = cli("verify", "--db", pg_url, "--json")
+    assert result.exit_code == 1
+    messages = [(f["code"], f["message"]) for f in json.loads(result.stdout)["findings"]]
+    assert ("trigger-missing", "append-only trigger refs_no_truncate is missing") in messages
+    wrong = [m for code, m in messages if code == "grant-wrong"]
+    assert len(wrong) == 3, messages
+    assert any(f"writer role {writer} on entries" in m for m in wrong)
+    assert any(f"auditor role {auditor} on refs" in m for m in wrong)
+    assert any("PUBLIC on meta" in m for m in wrong)
+
+
+def test_writer_and_auditor_roles_have_exactly_their_rights(
+    pg_url: str, pg_cluster: Any, tmp_path: Path
+) -> None:
+    """A login in the writer role can append through provledger; the auditor only read."""
+    from ledger.create import initialise
+    from ledger.store.location import db_location
+
+    info = initialise(db_location(pg_url), None, tmp_path / "l.key", tmp_path / "a.key")
+    dbname = pg_url.split("/")[3].split("?")[0]
+    for login, role in (
+        ("w_" + dbname, info["pg_writer_role"]),
+        ("a_" + dbname, info["pg_auditor_role"]),
+    ):
+        pg_cluster.sql(f'CREATE ROLE "{login}" LOGIN IN ROLE "{role}"')
+    as_writer = pg_cluster.url(dbname, user="w_" + dbname)
+    as_auditor = pg_cluster.url(dbname, user="a_" + dbname)
+    wu = str(EXAMPLES / "work-unit.json")
+    assert cli("append", wu, "--db", as_writer).exit_code == 0
+    denied = cli("append", str(EXAMPLES / "plans" / "evaluator-plan-v0.4.json"), "--db", as_auditor)
+    assert denied.exit_code == 3 and "permission denied" in denied.stderr
+    assert cli("verify", "--db", as_auditor).exit_code == 0
+    with pytest.raises(Exception, match=r"permission denied|append-only"):
+        raw_sql(as_writer, "DELETE FROM entries")
+
+
+def test_interrupted_import_leaves_a_prefix_and_a_rerun_completes(db: str, tmp_path: Path) -> None:
+    if not PROVLEDGER.exists():
+        pytest.skip(f"console script absent: {PROVLEDGER}")
+    jsonl = tmp_path / "in.jsonl"
+    digests = corpus_jsonl(jsonl, 900)
+    env = {**os.environ, "PROVLEDGER_NO_PROGRESS": "1"}
+    cmd = [str(PROVLEDGER), "import", "jsonl", str(jsonl), "--db", db, "--batch", "25"]
+    proc = subprocess.Popen([*cmd, "--workers", "1"], env=env, stderr=subprocess.PIPE)
+    while proc.poll() is None and len(stored_digests(db)) < 100:
+        time.sleep(0.01)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    stored = stored_digests(db)
+    assert stored == digests[: len(stored)]
+    assert len(stored) % 25 == 0 or len(stored) == len(digests)
+    rerun = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    assert rerun.returncode == 0, rerun.stderr
+    assert f"{len(stored)} already present" in rerun.stdout
+    assert stored_digests(db) == digests
+    assert cli("verify", "--db", db).exit_code == 0
+
+
+def test_same_inputs_same_digests_and_copies_agree_everywhere(
+    pg_url: str, pg_cluster: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    lite = str(tmp_path / "a.db")
+    for location, stem in ((lite, "a"), (pg_url, "p")):
+        args = [
+            "init",
+            "--db",
+            location,
+            "--log-key",
+            f"{stem}.log",
+            "--authority-key",
+            f"{stem}.auth",
+        ]
+        assert cli(*args).exit_code == 0
+    jsonl = tmp_path / "in.jsonl"
+    digests = corpus_jsonl(jsonl, 120)
+    for location in (lite, pg_url):
+        result = cli("import", "jsonl", str(jsonl), "--db", location, "--batch", "50")
+        assert result.exit_code == 0, result.output
+        assert stored_digests(location) == digests
+    # Independent ledgers have other timestamps (the leaf records appended_at), so their
+    # roots differ; a copy carries the entries over and so every root and proof. Each
+    # checkpoint is logged as an entry by the next append.
+    assert cli("checkpoint", "--db", lite, "--log-key", "a.log").exit_code == 0
+    assert cli("append", str(EXAMPLES / "work-unit.json"), "--db", lite).exit_code == 0
+    assert cli("checkpoint", "--db", lite, "--log-key", "a.log").exit_code == 0
+    copy_pg = pg_cluster.createdb()
+    back = str(tmp_path / "back.db")
+    first = cli("copy", lite, copy_pg, "--json")
+    assert first.exit_code == 0, first.output
+    second = cli("copy", copy_pg, back, "--json")
+    assert second.exit_code == 0, second.output
+    roots = json.loads(first.stdout)["roots"]
+    assert roots == json.loads(second.stdout)["roots"] and len(roots) == 2
+    for location in (lite, copy_pg, back):
+        result = cli("verify", "--db", location, "--json")
+        assert result.exit_code == 0, result.output
+        assert json.loads(result.stdout)["root"] == roots[str(len(digests) + 2)]
+    # The second checkpoint covers the first one's record (logged at seq 120).
+    for size in (len(digests), len(digests) + 2):
+        proofs = {
+            cli("proof", "inclusion", digests[5], "--db", loc, "--size", str(size), "--json").stdout
+            for loc in (lite, copy_pg, back)
+        }
+        assert len(proofs) == 1
+        consistency = {
+            cli("proof", "consistency", "7", str(size), "--db", loc, "--json").stdout
+            for loc in (lite, copy_pg, back)
+        }
+        assert len(consistency) == 1
+    # A bundle exported from the PostgreSQL copy verifies under the SQLite ledger's key,
+    # and its checkpoint is the one the SQLite ledger stores.
+    bundle = tmp_path / "b.json"
+    assert cli("bundle", "export", digests[3], "--db", copy_pg, "-o", str(bundle)).exit_code == 0
+    from ledger.store.sqlite import open_store
+
+    with open_store(Path(lite)) as store:
+        vkey = store.get_meta("log_verifier_key")
+        lite_checkpoint = store.checkpoints()[-1]
+    assert vkey is not None
+    checked = cli("bundle", "verify", str(bundle), "--log-key", vkey, "--json")
+    assert checked.exit_code == 0, checked.output
+    assert lite_checkpoint.root.hex() in checked.stdout
+
+
+def test_copy_refuses_a_destination_that_is_not_a_prefix(
+    db: str, tmp_path: Path, pg_cluster: Any
+) -> None:
+    assert cli("append", str(EXAMPLES / "work-unit.json"), "--db", db).exit_code == 0
+    other = str(tmp_path / "other.db")
+    init = ["init", "--db", other, "--log-key", "o.log", "--authority-key", "o.auth"]
+    assert cli(*init).exit_code == 0
+    refused = cli("copy", db, other)
+    assert refused.exit_code == 4 and refused.stderr.startswith(
+        "error: copy destination is another"
+    )
+    # Same log, diverging entries: refused before anything is written.
+    fork = pg_cluster.createdb() if db.endswith(".db") else str(tmp_path / "fork.db")
+    assert cli("copy", db, fork).exit_code == 0
+    plan = str(EXAMPLES / "plans" / "evaluator-plan-v0.4.json")
+    assert cli("append", plan, "--db", fork).exit_code == 0
+    assert (
+        cli("append", str(EXAMPLES / "plans" / "evaluator-plan-v0.3.json"), "--db", db).exit_code
+        == 0
+    )
+    before = stored_digests(fork)
+    diverged = cli("copy", db, fork)
+    assert diverged.exit_code == 4 and "not empty" in diverged.stderr
+    assert stored_digests(fork) == before
+
+
+@pytest.mark.parametrize(
+    ("statement", "message"),
+    [
+        ("ALTER TABLE objects ADD COLUMN note text", "column objects.note, got ('text', True, '')"),
+        (
+            'ALTER TABLE objects ALTER COLUMN object_id TYPE text COLLATE "POSIX"',
+            "column objects.object_id, got ('text', True, 'POSIX')",
+        ),
+        ("ALTER TABLE entries DROP CONSTRAINT entries_pkey", "index entries_pkey is missing"),
+        ("ALTER TABLE objects ALTER COLUMN data TYPE text", "column objects.data, got ('text'"),
+        ("CREATE TABLE scratch (x int)", "relation scratch is not part of a ledger's schema"),
+        ("CREATE INDEX extra ON objects(kind)", "index extra is not part of a ledger's schema"),
+        (
+            "CREATE RULE swallow AS ON INSERT TO refs DO INSTEAD NOTHING",
+            "rule swallow on refs is not allowed",
+        ),
+        (
+            "CREATE TRIGGER spy AFTER INSERT ON objects FOR EACH ROW"
+            " EXECUTE FUNCTION provledger_append_only()",
+            "trigger spy on table objects is unknown",
+        ),
+        (
+            "CREATE OR REPLACE FUNCTION provledger_append_only() RETURNS trigger"
+            " LANGUAGE plpgsql AS $$BEGIN RETURN NEW; END$$",
+            "append-only function provledger_append_only has another body",
+        ),
+        (
+            "ALTER TABLE entries DISABLE TRIGGER entries_no_delete",
+            "append-only trigger entries_no_delete is disabled",
+        ),
+        (
+            "ALTER TABLE objects ENABLE ROW LEVEL SECURITY",
+            "row-level security is enabled on objects",
+        ),
+    ],
+)
+def test_postgres_verify_finds_an_altered_schema(
+    pg_url: str, tmp_path: Path, statement: str, message: str
+) -> None:
+    from ledger.create import initialise
+    from ledger.store.location import db_location
+
+    initialise(db_location(pg_url), None, tmp_path / "l.key", tmp_path / "a.key")
+    raw_sql(pg_url, statement)
+    result = cli("verify", "--db", pg_url, "--json")
+    assert result.exit_code == 1
+    found = [f["message"] for f in json.loads(result.stdout)["findings"]]
+    assert any(f.startswith(message) for f in found), found
+
+
+def test_cosignatures_are_stored_once_append_only_and_copied(db: str, tmp_path: Path) -> None:
+    from ledger.errors import NotFound
+    from ledger.store.backends import open_store
+    from ledger.store.location import db_location
+
+    assert cli("append", str(EXAMPLES / "work-unit.json"), "--db", db).exit_code == 0
+    assert cli("checkpoint", "--db", db, "--log-key", "log.key").exit_code == 0
+    lines = ["— witness.example/w1 AAAA", "— witness.example/w2 BBBB"]
+    with open_store(db_location(db)) as store:
+        assert store.add_cosignatures(1, lines) == 2
+        assert store.add_cosignatures(1, lines[::-1]) == 0
+        assert store.cosignatures(1) == lines
+        with pytest.raises(NotFound):
+            store.add_cosignatures(7, lines)
+    with pytest.raises(Exception, match="append-only"):
+        raw_sql(db, "DELETE FROM cosignatures")
+    other = str(tmp_path / "copy.db") if db.startswith("postgresql://") else None
+    if other is not None:
+        result = cli("copy", db, other, "--json")
+        assert result.exit_code == 0, result.output
+        assert json.loads(result.stdout)["cosignatures"] == 2
+        with open_store(db_location(other)) as copied:
+            assert copied.cosignatures(1) == lines

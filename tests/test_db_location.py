@@ -1,0 +1,63 @@
+"""``--db`` values: paths stay paths; postgresql:// URLs survive intact (no ``//`` collapse)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from typer.testing import CliRunner
+
+from ledger.cli import app
+from ledger.store.location import DatabaseURL, database_name, db_location, redact
+
+
+def test_url_is_kept_whole_and_keys_default_to_the_database_name() -> None:
+    url = "postgresql://eve:s3cret@db.example.org:5433/evidence?sslmode=require"
+    db = db_location(url)
+    assert isinstance(db, DatabaseURL) and db.url == url
+    assert str(db) == "postgresql://eve:***@db.example.org:5433/evidence?sslmode=require"
+    key = db.with_name(db.name + ".log.key")
+    assert type(key) is not DatabaseURL and key == Path("evidence.log.key")
+
+
+def test_socket_urls_and_names() -> None:
+    assert database_name("postgresql://u@/led?host=/run/postgresql") == "led"
+    assert database_name("postgres:///x") == "x"
+    assert database_name("postgresql://u@h") == "u"
+    assert db_location("postgresql:///../../etc").name == "_.._etc"
+    assert redact("postgresql://u@h/d") == "postgresql://u@h/d"
+
+
+def test_paths_stay_paths() -> None:
+    for text in ("ledger.db", "./postgresql/x.db", "postgresql:x"):
+        assert type(db_location(text)) is not DatabaseURL
+
+
+@given(st.text(alphabet=st.characters(blacklist_categories=["Cs"]), max_size=30))
+def test_any_database_name_gives_a_plain_relative_key_path(name: str) -> None:
+    db = DatabaseURL("postgresql://u@h/" + name.replace("/", "%2F").replace("?", "%3F"))
+    key = db.with_name(db.name + ".log.key")
+    assert not key.is_absolute() and len(key.parts) == 1 and not key.name.startswith(".")
+
+
+def test_a_url_to_a_missing_server_is_one_error_line(tmp_path: Path) -> None:
+    url = f"postgresql://u@/nodb?host={tmp_path}&port=1"
+    result = CliRunner().invoke(app, ["log", "--db", url])
+    assert result.exit_code == 3
+    assert result.stderr.startswith("error: lost or refused connection to ledger postgresql://")
+    assert result.stderr.count("\n") == 1
+
+
+def test_without_postgresql_tests_skip_locally_and_fail_in_ci(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from pg_cluster import unavailable
+
+    monkeypatch.setenv("CI", "true")
+    with pytest.raises(pytest.fail.Exception, match="apt-get install postgresql"):
+        unavailable("no initdb/pg_ctl found")
+    monkeypatch.delenv("CI")
+    with pytest.raises(pytest.skip.Exception, match="apt-get install postgresql"):
+        unavailable("no initdb/pg_ctl found")
