@@ -14,9 +14,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ledger.log.merkle import root
+from ledger.store.backends import open_store
 from ledger.store.base import LedgerReader, StoredObject
 from ledger.store.prepared import Prepared
-from ledger.store.sqlite import open_store
 
 
 class AdmitAll:

@@ -400,3 +400,140 @@ def test_cosignatures_are_stored_once_append_only_and_copied(db: str, tmp_path: 
         assert json.loads(result.stdout)["cosignatures"] == 2
         with open_store(db_location(other)) as copied:
             assert copied.cosignatures(1) == lines
+
+
+# --- the core's rules hold on both backends ------------------------------------------
+
+TOY = ROOT / "examples" / "cohorts" / "toy"
+
+
+def ledger_state(location: str) -> tuple[int, str]:
+    from ledger_state import state
+
+    from ledger.store.location import db_location
+
+    return state(db_location(location))
+
+
+def test_admission_refuses_inside_the_transaction(db: str) -> None:
+    """An authority-governed record without its attestation: exit 4, one line, nothing
+    written, though the batch's other documents were valid (all or nothing)."""
+    files = [str(p) for p in sorted((TOY / "work-units").glob("*.json"))]
+    assert cli("append", *files, "--db", db).exit_code == 0
+    before = ledger_state(db)
+    frozen = json.loads((TOY / "cohort-v1.json").read_text())
+    frozen["stage"] = "frozen"
+    Path("frozen.json").write_text(json.dumps(frozen))
+    plan = str(EXAMPLES / "plans" / "evaluator-plan-v0.4.json")
+    refused = cli("append", plan, "frozen.json", "--db", db)
+    assert refused.exit_code == 4, refused.output
+    assert refused.stderr.startswith("error: ") and refused.stderr.count("\n") == 1
+    assert "benchmark-cohort" in refused.stderr
+    assert ledger_state(db) == before
+    # The plan alone is admitted: the refusal was the batch's, not a broken connection.
+    assert cli("append", plan, "--db", db).exit_code == 0
+    assert ledger_state(db)[0] == before[0] + 1
+
+
+def test_dry_run_runs_every_check_and_writes_nothing(db: str) -> None:
+    files = [str(p) for p in sorted((TOY / "work-units").glob("*.json"))]
+    before = ledger_state(db)
+    dry = cli("append", "--dry-run", "--json", *files, "--db", db)
+    assert dry.exit_code == 0, dry.output
+    rows = json.loads(dry.stdout)
+    assert [r["status"] for r in rows] == ["new"] * len(files)
+    assert [r["seq"] for r in rows] == list(range(len(files)))
+    assert "dry run: nothing written" in dry.stderr
+    assert ledger_state(db) == before
+    checkpoint = cli("checkpoint", "--dry-run", "--db", db, "--log-key", "log.key")
+    assert checkpoint.exit_code == 0, checkpoint.output
+    assert cli("append", *files, "--db", db).exit_code == 0
+    frozen = json.loads((TOY / "cohort-v1.json").read_text())
+    frozen["stage"] = "frozen"
+    Path("frozen.json").write_text(json.dumps(frozen))
+    after = ledger_state(db)
+    assert cli("append", "--dry-run", "frozen.json", "--db", db).exit_code == 4
+    assert ledger_state(db) == after
+    from ledger.store.backends import open_store
+    from ledger.store.location import db_location
+
+    with open_store(db_location(db), readonly=True) as store:
+        assert store.checkpoints() == []
+
+
+def test_checkpoints_are_logged_and_their_rows_checked(db: str) -> None:
+    from ledger.store.backends import open_store
+    from ledger.store.location import db_location
+
+    assert cli("append", str(EXAMPLES / "work-unit.json"), "--db", db).exit_code == 0
+    assert cli("checkpoint", "--db", db, "--log-key", "log.key").exit_code == 0
+    assert (
+        cli("append", str(EXAMPLES / "plans" / "evaluator-plan-v0.4.json"), "--db", db).exit_code
+        == 0
+    )
+    with open_store(db_location(db), readonly=True) as store:
+        kinds = [e.kind for e in store.entries()]
+    assert kinds == ["work-unit", "checkpoint", "evaluator-plan"]
+    assert cli("verify", "--db", db).exit_code == 0
+    # Someone with the owner's rights rewrites the logged checkpoint's time.
+    if db.startswith("postgresql://"):
+        raw_sql(db, "ALTER TABLE checkpoints DISABLE TRIGGER checkpoints_no_update")
+    else:
+        raw_sql(db, "DROP TRIGGER checkpoints_no_update")
+    raw_sql(db, "UPDATE checkpoints SET created_at = '2020-01-01T00:00:00.000000Z'")
+    result = cli("verify", "--db", db, "--json")
+    assert result.exit_code == 1
+    codes = {f["code"] for f in json.loads(result.stdout)["findings"]}
+    assert "checkpoint-row-mismatch" in codes, codes
+
+
+def test_a_forged_index_column_is_refused_on_read(db: str) -> None:
+    added = cli("append", str(EXAMPLES / "work-unit.json"), "--db", db, "--json")
+    digest = json.loads(added.stdout)[0]["digest"]
+    if db.startswith("postgresql://"):
+        raw_sql(db, "ALTER TABLE objects DISABLE TRIGGER objects_no_update")
+    else:
+        raw_sql(db, "DROP TRIGGER objects_no_update")
+    raw_sql(db, "UPDATE objects SET object_id = 'forged/id'")
+    shown = cli("show", digest, "--db", db)
+    assert shown.exit_code == 1, shown.output
+    assert shown.stderr.startswith("error: ledger object row") and shown.stderr.count("\n") == 1
+    result = cli("verify", "--db", db, "--json")
+    assert result.exit_code == 1
+    assert any(f["digest"] == digest for f in json.loads(result.stdout)["findings"])
+
+
+def test_real_corpus_and_cohort_audit_agree_across_backends(
+    pg_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, corpus: Path
+) -> None:
+    """The reference corpus imported on each backend: the same records, the same cohort
+    audit (each ledger signs with its own authority key, so attestations differ)."""
+    monkeypatch.chdir(tmp_path)
+    lite = str(tmp_path / "c.db")
+    audits = []
+    for location, stem in ((lite, "c"), (pg_url, "p")):
+        init = ["init", "--db", location, "--log-key", f"{stem}.log"]
+        assert cli(*init, "--authority-key", f"{stem}.auth").exit_code == 0
+        imported = cli(
+            "import", "idkmesh", str(corpus), "--db", location, "--authority-key", f"{stem}.auth"
+        )
+        assert imported.exit_code == 0, imported.output
+        audit = cli("cohort", "audit", "--all", "--db", location, "--json")
+        audits.append(json.loads(audit.stdout))
+        assert cli("verify", "--db", location).exit_code == 0
+
+    # Attestations differ (two authority keys); what the cohorts are does not.
+    def summary(rows: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
+        fields = ("id", "stage", "definition_digest", "record_digest", "ok", "defects")
+        return [tuple(row[f] for f in fields) for row in rows]
+
+    assert summary(audits[0]) == summary(audits[1])
+    assert {row["stage"] for row in audits[0]} >= {"burned", "frozen"}
+    from ledger.store.backends import open_store
+    from ledger.store.location import db_location
+
+    def unsigned(location: str) -> list[str]:
+        with open_store(db_location(location), readonly=True) as store:
+            return [e.digest for e in store.entries() if e.kind != "attestation"]
+
+    assert unsigned(lite) == unsigned(pg_url)
