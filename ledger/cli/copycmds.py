@@ -22,9 +22,10 @@ LedgerArg = Annotated[
 
 
 def copy(src: LedgerArg, dst: LedgerArg, json_out: JsonOption = False) -> None:
-    """Copy a ledger entry by entry, with its checkpoints, into an empty or prefix ledger.
+    """Copy a ledger entry by entry between SQLite and PostgreSQL, with its checkpoints.
 
-    DST is created when it is a missing file or a database without ledger tables. Key
+    DST must be empty or a prefix of SRC (an interrupted copy is completed by running it
+    again); DST is created when it is a missing file or a database without ledger tables. Key
     files are not copied: the log and authority keys stay where they are. Exit 0 when
     every checkpoint of SRC has the same root in DST.
     """

@@ -12,6 +12,7 @@ EXAMPLES: dict[str, str] = {
     "show": "provledger show sha256:4fdec8a2",
     "log": "provledger log --kind benchmark-cohort --limit 20",
     "stats": "provledger stats --json",
+    "copy": "provledger copy ledger.db postgresql://writer@db.example.org/evidence",
     "migrate": "provledger migrate --db old-ledger.db",
     "checkpoint": "provledger checkpoint",
     "verify": "provledger verify --authority-key ledger.db.authority.key.pub",

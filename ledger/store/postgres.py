@@ -33,6 +33,7 @@ from ledger.errors import AppendOnlyError, IntegrityError, NotFound, RuleViolati
 from ledger.log.checkpoint_record import CHECKPOINT_KIND, checkpoint_record
 from ledger.log.leaf import entry_record, utc_now
 from ledger.log.merkle import PendingNodes, leaf_hash
+from ledger.store import postgres_audit
 from ledger.store.base import (
     OBJECT_COLUMNS,
     Admission,
@@ -53,6 +54,17 @@ from ledger.store.base import (
 )
 from ledger.store.derived import derive, row_problem
 from ledger.store.location import DatabaseURL, redact
+from ledger.store.postgres_schema import (
+    FORMAT,
+    GUARD_DDL,
+    LEDGER_TABLES,
+    META_KEYS,
+    SCHEMA_DDL,
+    default_roles,
+    grant_statements,
+    ident,
+    trigger_ddl,
+)
 from ledger.store.prepared import Prepared
 
 try:
@@ -61,139 +73,12 @@ try:
 except ImportError:  # pragma: no cover - exercised only without the extra
     psycopg = None  # type: ignore[assignment]
 
-SCHEMA_VERSION = "1"
-FORMAT = f"provledger-postgres/{SCHEMA_VERSION}"
-LEDGER_TABLES = (
-    "meta",
-    "objects",
-    "entries",
-    "refs",
-    "tree_nodes",
-    "checkpoints",
-    "cosignatures",
-)
 # One advisory lock per database serialises the log's tail: the first 8 bytes of
 # sha256("provledger log tail") as a signed bigint.
 TAIL_LOCK = int.from_bytes(hashlib.sha256(b"provledger log tail").digest()[:8], "big", signed=True)
-INT64_MAX = 2**63 - 1
-# Meta keys of a PostgreSQL ledger: SQLite's, and the two roles init made or named.
-META_KEYS: tuple[str, ...] = (
-    "format",
-    "origin",
-    "log_verifier_key",
-    "log_key_id",
-    "authority_public_key",
-    "authority_key_id",
-    "pg_writer_role",
-    "pg_auditor_role",
-)
+INT64_MAX = 2**63 - 1  # bigint: user numbers beyond it match nothing
 INSTALL_HINT = "pip install 'provledger[postgres]'"
 _PAGE = 2000  # rows per round trip when streaming
-
-_DDL = """
-CREATE TABLE meta (
-  key TEXT COLLATE "C" PRIMARY KEY,
-  value TEXT COLLATE "C" NOT NULL
-);
-CREATE TABLE entries (
-  seq BIGINT PRIMARY KEY CHECK (seq >= 0),
-  digest TEXT COLLATE "C" NOT NULL,
-  kind TEXT COLLATE "C" NOT NULL,
-  appended_at TEXT COLLATE "C" NOT NULL
-);
-CREATE TABLE objects (
-  digest TEXT COLLATE "C" PRIMARY KEY,
-  seq BIGINT NOT NULL UNIQUE,
-  kind TEXT COLLATE "C" NOT NULL,
-  schema_version TEXT COLLATE "C",
-  object_id TEXT COLLATE "C",
-  object_version BIGINT,
-  legacy_digest TEXT COLLATE "C",
-  legacy_hints TEXT COLLATE "C",
-  data BYTEA NOT NULL
-);
-CREATE INDEX objects_by_id ON objects(object_id, object_version) WHERE object_id IS NOT NULL;
-CREATE INDEX objects_by_legacy ON objects(legacy_digest) WHERE legacy_digest IS NOT NULL;
-CREATE INDEX objects_by_kind ON objects(kind, seq);
-CREATE TABLE refs (
-  pos BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-  from_digest TEXT COLLATE "C" NOT NULL,
-  rel TEXT COLLATE "C" NOT NULL,
-  to_digest TEXT COLLATE "C" NOT NULL
-);
-CREATE INDEX refs_to ON refs(to_digest, rel);
-CREATE TABLE tree_nodes (
-  level INTEGER NOT NULL,
-  idx BIGINT NOT NULL,
-  hash BYTEA NOT NULL,
-  PRIMARY KEY (level, idx)
-);
-CREATE TABLE checkpoints (
-  size BIGINT PRIMARY KEY,
-  root BYTEA NOT NULL,
-  note BYTEA NOT NULL,
-  created_at TEXT COLLATE "C" NOT NULL
-);
-CREATE TABLE cosignatures (
-  pos BIGINT GENERATED ALWAYS AS IDENTITY UNIQUE,
-  size BIGINT NOT NULL,
-  line TEXT COLLATE "C" NOT NULL,
-  added_at TEXT COLLATE "C" NOT NULL,
-  PRIMARY KEY (size, line)
-);
-"""
-
-GUARD_FUNCTION = "provledger_append_only"
-GUARD_BODY = (
-    "BEGIN RAISE EXCEPTION 'provledger: the ledger is append-only, % on % refused',"
-    " TG_OP, TG_TABLE_NAME; END"
-)
-_GUARD_DDL = (
-    f"CREATE FUNCTION {GUARD_FUNCTION}() RETURNS trigger LANGUAGE plpgsql AS"
-    f" $guard${GUARD_BODY}$guard$"
-)
-
-
-def trigger_names() -> list[tuple[str, str, str]]:
-    """(table, trigger name, operation) of every append-only trigger a ledger must have."""
-    return [
-        (t, f"{t}_no_{op.lower()}", op)
-        for t in LEDGER_TABLES
-        for op in ("UPDATE", "DELETE", "TRUNCATE")
-    ]
-
-
-def _trigger_ddl() -> list[str]:
-    out = []
-    for table, name, op in trigger_names():
-        each = "STATEMENT" if op == "TRUNCATE" else "ROW"
-        out.append(
-            f"CREATE TRIGGER {name} BEFORE {op} ON {table}"
-            f" FOR EACH {each} EXECUTE FUNCTION {GUARD_FUNCTION}()"
-        )
-    return out
-
-
-def default_roles(dbname: str) -> tuple[str, str]:
-    """Names of the writer and auditor roles ``init`` creates for database ``dbname``."""
-    return f"{dbname}_writer", f"{dbname}_auditor"
-
-
-def grant_statements(writer: str, auditor: str) -> list[str]:
-    """The SQL that gives the two roles exactly their rights (documented for DBAs)."""
-    tables = ", ".join(LEDGER_TABLES)
-    w, a = _ident(writer), _ident(auditor)
-    return [
-        f"CREATE ROLE {w} NOLOGIN",
-        f"CREATE ROLE {a} NOLOGIN",
-        f"REVOKE ALL ON {tables} FROM PUBLIC",
-        f"GRANT SELECT, INSERT ON {tables} TO {w}",
-        f"GRANT SELECT ON {tables} TO {a}",
-    ]
-
-
-def _ident(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
 
 
 def _require_driver() -> None:
@@ -809,8 +694,6 @@ class PostgresStore:
 
     def storage_findings(self) -> list[StorageFinding]:
         """What the server must hold and enforce: ``postgres_audit.findings``."""
-        from ledger.store import postgres_audit
-
         return postgres_audit.findings(self)
 
 
@@ -932,11 +815,11 @@ def create_store(location: DatabaseURL) -> tuple[PostgresStore, list[str]]:
                 f"ledger already exists, got tables in {store._where}, expected an empty database"
             )
         with conn.transaction():
-            for statement in _DDL.split(";"):
+            for statement in SCHEMA_DDL.split(";"):
                 if statement.strip():
                     conn.execute(statement)
-            conn.execute(_GUARD_DDL)
-            for statement in _trigger_ddl():
+            conn.execute(GUARD_DDL)
+            for statement in trigger_ddl():
                 conn.execute(statement)
             conn.execute("INSERT INTO meta(key, value) VALUES ('format', %s)", (FORMAT,))
             conn.execute("INSERT INTO meta(key, value) VALUES ('pg_writer_role', %s)", (writer,))
@@ -949,7 +832,7 @@ def create_store(location: DatabaseURL) -> tuple[PostgresStore, list[str]]:
                         if not conn.execute(
                             "SELECT 1 FROM pg_roles WHERE rolname = %s", (role,)
                         ).fetchone():
-                            conn.execute(f"CREATE ROLE {_ident(role)} NOLOGIN")
+                            conn.execute(f"CREATE ROLE {ident(role)} NOLOGIN")
                     for statement in grant_statements(writer, auditor)[3:]:
                         conn.execute(statement)
             except psycopg.errors.InsufficientPrivilege:

@@ -1,0 +1,139 @@
+"""The schema of a PostgreSQL ledger: tables, the append-only guard, its triggers, roles.
+
+One definition, used by ``create_store`` to make a ledger and by ``postgres_audit`` to
+check one. The tables mean what SQLite's mean: ``objects.data`` holds the canonical
+bytes (``bytea``), ``entries.seq`` is the Merkle leaf index, ``tree_nodes`` holds every
+complete subtree hash, ``checkpoints`` the signed notes. Text columns use the byte
+collation "C", as SQLite's BINARY compares.
+"""
+
+from __future__ import annotations
+
+SCHEMA_VERSION = "1"
+FORMAT = f"provledger-postgres/{SCHEMA_VERSION}"
+LEDGER_TABLES = (
+    "meta",
+    "objects",
+    "entries",
+    "refs",
+    "tree_nodes",
+    "checkpoints",
+    "cosignatures",
+)
+
+# Meta keys of a PostgreSQL ledger: SQLite's, and the two roles init made or named.
+META_KEYS: tuple[str, ...] = (
+    "format",
+    "origin",
+    "log_verifier_key",
+    "log_key_id",
+    "authority_public_key",
+    "authority_key_id",
+    "pg_writer_role",
+    "pg_auditor_role",
+)
+
+SCHEMA_DDL = """
+CREATE TABLE meta (
+  key TEXT COLLATE "C" PRIMARY KEY,
+  value TEXT COLLATE "C" NOT NULL
+);
+CREATE TABLE entries (
+  seq BIGINT PRIMARY KEY CHECK (seq >= 0),
+  digest TEXT COLLATE "C" NOT NULL,
+  kind TEXT COLLATE "C" NOT NULL,
+  appended_at TEXT COLLATE "C" NOT NULL
+);
+CREATE TABLE objects (
+  digest TEXT COLLATE "C" PRIMARY KEY,
+  seq BIGINT NOT NULL UNIQUE,
+  kind TEXT COLLATE "C" NOT NULL,
+  schema_version TEXT COLLATE "C",
+  object_id TEXT COLLATE "C",
+  object_version BIGINT,
+  legacy_digest TEXT COLLATE "C",
+  legacy_hints TEXT COLLATE "C",
+  data BYTEA NOT NULL
+);
+CREATE INDEX objects_by_id ON objects(object_id, object_version) WHERE object_id IS NOT NULL;
+CREATE INDEX objects_by_legacy ON objects(legacy_digest) WHERE legacy_digest IS NOT NULL;
+CREATE INDEX objects_by_kind ON objects(kind, seq);
+CREATE TABLE refs (
+  pos BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+  from_digest TEXT COLLATE "C" NOT NULL,
+  rel TEXT COLLATE "C" NOT NULL,
+  to_digest TEXT COLLATE "C" NOT NULL
+);
+CREATE INDEX refs_to ON refs(to_digest, rel);
+CREATE TABLE tree_nodes (
+  level INTEGER NOT NULL,
+  idx BIGINT NOT NULL,
+  hash BYTEA NOT NULL,
+  PRIMARY KEY (level, idx)
+);
+CREATE TABLE checkpoints (
+  size BIGINT PRIMARY KEY,
+  root BYTEA NOT NULL,
+  note BYTEA NOT NULL,
+  created_at TEXT COLLATE "C" NOT NULL
+);
+CREATE TABLE cosignatures (
+  pos BIGINT GENERATED ALWAYS AS IDENTITY UNIQUE,
+  size BIGINT NOT NULL,
+  line TEXT COLLATE "C" NOT NULL,
+  added_at TEXT COLLATE "C" NOT NULL,
+  PRIMARY KEY (size, line)
+);
+"""
+
+GUARD_FUNCTION = "provledger_append_only"
+GUARD_BODY = (
+    "BEGIN RAISE EXCEPTION 'provledger: the ledger is append-only, % on % refused',"
+    " TG_OP, TG_TABLE_NAME; END"
+)
+GUARD_DDL = (
+    f"CREATE FUNCTION {GUARD_FUNCTION}() RETURNS trigger LANGUAGE plpgsql AS"
+    f" $guard${GUARD_BODY}$guard$"
+)
+
+
+def trigger_names() -> list[tuple[str, str, str]]:
+    """(table, trigger name, operation) of every append-only trigger a ledger must have."""
+    return [
+        (t, f"{t}_no_{op.lower()}", op)
+        for t in LEDGER_TABLES
+        for op in ("UPDATE", "DELETE", "TRUNCATE")
+    ]
+
+
+def trigger_ddl() -> list[str]:
+    out = []
+    for table, name, op in trigger_names():
+        each = "STATEMENT" if op == "TRUNCATE" else "ROW"
+        out.append(
+            f"CREATE TRIGGER {name} BEFORE {op} ON {table}"
+            f" FOR EACH {each} EXECUTE FUNCTION {GUARD_FUNCTION}()"
+        )
+    return out
+
+
+def default_roles(dbname: str) -> tuple[str, str]:
+    """Names of the writer and auditor roles ``init`` creates for database ``dbname``."""
+    return f"{dbname}_writer", f"{dbname}_auditor"
+
+
+def grant_statements(writer: str, auditor: str) -> list[str]:
+    """The SQL that gives the two roles exactly their rights (documented for DBAs)."""
+    tables = ", ".join(LEDGER_TABLES)
+    w, a = ident(writer), ident(auditor)
+    return [
+        f"CREATE ROLE {w} NOLOGIN",
+        f"CREATE ROLE {a} NOLOGIN",
+        f"REVOKE ALL ON {tables} FROM PUBLIC",
+        f"GRANT SELECT, INSERT ON {tables} TO {w}",
+        f"GRANT SELECT ON {tables} TO {a}",
+    ]
+
+
+def ident(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
