@@ -66,7 +66,7 @@ def _append_gated(
 ) -> None:
     """Run one gated append on the open ledger and report it (a refusal exits 4)."""
     from cohorts.errors import GateError
-    from ledger.store.sqlite import open_store
+    from ledger.store.backends import open_store
 
     with open_store(db, dry_run=dry_run) as store:
         try:
@@ -273,7 +273,7 @@ def audit_cmd(
     from cohorts.audit_view import audit_lines
     from cohorts.errors import CohortUsageError
     from cohorts.service import audit, audit_attestations, audit_behavioural
-    from ledger.store.sqlite import open_store
+    from ledger.store.backends import open_store
 
     if all_cohorts == (cohort_id is not None):
         raise CohortUsageError(
@@ -299,7 +299,7 @@ def audit_cmd(
 
 def _audit_all(db: Path, json_out: bool) -> None:
     from cohorts.service import audit, cohort_rows
-    from ledger.store.sqlite import open_store
+    from ledger.store.backends import open_store
 
     rows = []
     with open_store(db, readonly=True) as store:
@@ -355,7 +355,7 @@ def _audit_all(db: Path, json_out: bool) -> None:
 def list_cmd(db: DbOption = Path("ledger.db"), json_out: JsonOption = False) -> None:
     """List stored cohorts: id, stage, definition digest, tasks, attestation state."""
     from cohorts.service import cohort_rows
-    from ledger.store.sqlite import open_store
+    from ledger.store.backends import open_store
 
     with open_store(db, readonly=True) as store:
         rows = cohort_rows(store)
@@ -410,7 +410,7 @@ def provenance_cmd(
     from rich.tree import Tree
 
     from cohorts.provenance import provenance_of
-    from ledger.store.sqlite import open_store
+    from ledger.store.backends import open_store
 
     with open_store(db, readonly=True) as store:
         report = provenance_of(store, ref)
@@ -458,7 +458,7 @@ def import_idkmesh_cmd(
     refused.
     """
     from cohorts.importer import import_idkmesh
-    from ledger.store.sqlite import open_store
+    from ledger.store.backends import open_store
 
     with open_store(db, dry_run=dry_run) as store:
         signer = None if unsigned else _signer(db, authority_key)

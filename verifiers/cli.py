@@ -164,7 +164,7 @@ def run_verifier(
     sovereignty refusal exits 4 and records nothing.
     """
     from ledger.errors import InputError
-    from ledger.store.sqlite import open_store
+    from ledger.store.backends import open_store
 
     signer = _signer(key, passphrase_env)
     if output is not None and (output.is_dir() or not output.parent.is_dir()):
@@ -407,7 +407,7 @@ def _require_identity(store: Store, table: CalibrationTable, signer: Ed25519Sign
 def _record_calibration(
     db: Path, fx: Fixture, table: CalibrationTable, signer: Ed25519Signer, dry_run: bool = False
 ) -> dict[str, Any]:
-    from ledger.store.sqlite import open_store
+    from ledger.store.backends import open_store
     from verifiers.record import CalibrationInputs, calibration_record
     from verifiers.runner import rfc3339
 
@@ -493,7 +493,7 @@ def behavioral_run(
     VerificationResult. Exit 0 when every probe met its expectation, 1 otherwise.
     """
     from ledger.errors import NotFound
-    from ledger.store.sqlite import open_store
+    from ledger.store.backends import open_store
     from verifiers.behavioral import load_probe_plan, run_probes
     from verifiers.record import behavioral_record
     from verifiers.sandbox import find_sandbox

@@ -33,7 +33,7 @@ def index_cmd(
     {"out", "previous_size", "size", "new_entries", "checkpoints", "results"}.
     """
     from cohorts.browse.build import build_index, default_out
-    from ledger.store.sqlite import open_store
+    from ledger.store.backends import open_store
 
     target = out if out is not None else default_out(db)
     with open_store(db, readonly=True) as store:

@@ -168,7 +168,7 @@ class LiveProvenance:
 def live_provenance(ledger: Path | None, origin: str | None, digest: str) -> LiveProvenance:
     """Run the provenance checks of ``digest`` on ``ledger`` (read-only)."""
     from cohorts.provenance import Check, provenance
-    from ledger.store.sqlite import open_store
+    from ledger.store.backends import open_store
 
     if ledger is None:
         return LiveProvenance(False, "start provledger serve with --db LEDGER to run the checks")
