@@ -14,6 +14,7 @@ table, and (as canonical blobs) by ``git fast-import`` into a bare repository.
 
 Usage: .venv/bin/python scripts/bench.py [--sizes 10000,100000] [--out bench.json]
        [--quick] [--seed 7] [--workdir DIR] [--keep] [--no-peers]
+       [--postgres ADMIN_URL [--writer-counts 1,4,8]]
 """
 
 from __future__ import annotations
@@ -604,6 +605,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--keep", action="store_true", help="keep the ledgers and corpora")
     parser.add_argument("--no-peers", action="store_true", help="skip sqlite-utils and git")
     parser.add_argument("--no-attestations", action="store_true")
+    parser.add_argument(
+        "--postgres",
+        metavar="ADMIN_URL",
+        default=None,
+        help="instead: SQLite vs PostgreSQL with 1/4/8 concurrent writers (scripts/bench_pg.py);"
+        " the server at ADMIN_URL gets one scratch database per run",
+    )
+    parser.add_argument("--writer-counts", default="1,4,8", help="with --postgres")
     args = parser.parse_args(argv)
     if args.queries is None:
         args.queries = 100 if args.quick else 1000
@@ -620,6 +629,8 @@ def main(argv: list[str] | None = None) -> int:
         "attestations": not args.no_attestations,
         "runs": [],
     }
+    if args.postgres:
+        return _postgres(args, sizes, base, result)
     for n in sizes:
         print(f"== n={n}", file=sys.stderr, flush=True)
         result["runs"].append(bench_size(n, args, base))
@@ -633,6 +644,25 @@ def main(argv: list[str] | None = None) -> int:
     if args.workdir is None and not args.keep:
         shutil.rmtree(base, ignore_errors=True)
     print(table(result))
+    return 0
+
+
+def _postgres(
+    args: argparse.Namespace, sizes: list[int], base: Path, result: dict[str, Any]
+) -> int:
+    from bench_pg import bench_writers, pg_settings, writers_table
+
+    result["postgres_settings"] = pg_settings(args.postgres)
+    result["writers"] = []
+    for n in sizes:
+        print(f"== writers n={n}", file=sys.stderr, flush=True)
+        result["writers"].append(bench_writers(n, args, base))
+        if args.out:
+            args.out.write_text(json.dumps(result, indent=2, sort_keys=True) + "\n")
+    if args.workdir is None and not args.keep:
+        shutil.rmtree(base, ignore_errors=True)
+    print(json.dumps(result["postgres_settings"], sort_keys=True))
+    print(writers_table(result))
     return 0
 
 
