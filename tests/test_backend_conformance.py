@@ -537,3 +537,26 @@ def test_real_corpus_and_cohort_audit_agree_across_backends(
             return [e.digest for e in store.entries() if e.kind != "attestation"]
 
     assert unsigned(lite) == unsigned(pg_url)
+
+
+def test_an_unexpected_server_error_is_one_line_exit_3(
+    pg_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import psycopg
+
+    from ledger.create import initialise
+    from ledger.store import postgres
+    from ledger.store.location import db_location
+
+    initialise(db_location(pg_url), None, tmp_path / "l.key", tmp_path / "a.key")
+
+    def broken(self: Any) -> Any:
+        raise psycopg.errors.InternalError("could not read block 7")
+
+    monkeypatch.setattr(postgres.PostgresStore, "stats", broken)
+    result = cli("stats", "--db", pg_url)
+    assert result.exit_code == 3, result.output
+    assert (
+        result.stderr
+        == "error: database error, got 'could not read block 7', expected a usable ledger\n"
+    )

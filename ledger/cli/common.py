@@ -103,6 +103,14 @@ class ProvGroup(TyperGroup):
         except Exception as exc:  # the one place a bug becomes exit 70
             if os.environ.get("PROVLEDGER_DEBUG") == "1":
                 raise
+            if type(exc).__module__.startswith("psycopg"):
+                # A server error the PostgreSQL store did not name (it names the ones it
+                # expects): like sqlite3.Error above, without importing the optional driver.
+                text = " ".join(str(exc).split())
+                typer.echo(
+                    fail_line(f"database error, got '{text}', expected a usable ledger"), err=True
+                )
+                ctx.exit(3)
             typer.echo(
                 fail_line(
                     f"internal error, got {type(exc).__name__}: {exc}, expected none"
