@@ -560,3 +560,36 @@ def test_an_unexpected_server_error_is_one_line_exit_3(
         result.stderr
         == "error: database error, got 'could not read block 7', expected a usable ledger\n"
     )
+
+
+def test_copy_continues_a_prefix_with_every_checkpoint(
+    db: str, tmp_path: Path, pg_cluster: Any
+) -> None:
+    """A copy run again after the source grew (or after an interrupted copy) appends only
+    the rest; checkpoints logged in between arrive as the source has them."""
+    other = pg_cluster.createdb() if db.endswith(".db") else str(tmp_path / "other.db")
+    files = [str(p) for p in sorted((TOY / "work-units").glob("*.json"))]
+    assert cli("append", *files[:2], "--db", db).exit_code == 0
+    assert cli("checkpoint", "--db", db, "--log-key", "log.key").exit_code == 0
+    first = cli("copy", db, other, "--json")
+    assert first.exit_code == 0, first.output
+    assert json.loads(first.stdout)["copied"] == 2
+    for name in files[2:]:
+        assert cli("append", name, "--db", db).exit_code == 0
+        assert cli("checkpoint", "--db", db, "--log-key", "log.key").exit_code == 0
+    again = cli("copy", db, other, "--json")
+    assert again.exit_code == 0, again.output
+    summary = json.loads(again.stdout)
+    assert summary["already_present"] == 2
+    assert summary["copied"] == summary["source_size"] - 2
+    assert stored_digests(other) == stored_digests(db)
+    source_roots = {}
+    from ledger.store.backends import open_store
+    from ledger.store.location import db_location
+
+    for location in (db, other):
+        with open_store(db_location(location), readonly=True) as store:
+            source_roots[location] = [(c.size, c.root, c.note) for c in store.checkpoints()]
+    assert source_roots[db] == source_roots[other] and len(source_roots[db]) == len(files) - 1
+    verified = cli("verify", "--db", other, "--json")
+    assert verified.exit_code == 0, verified.output
