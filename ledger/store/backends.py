@@ -7,7 +7,7 @@ speak the ``Store`` protocol only.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ledger.store.location import DatabaseURL
 
@@ -36,13 +36,12 @@ def open_store(
         return postgres.open_store(db, readonly=readonly, admission=admission, dry_run=dry_run)
     from ledger.store import sqlite
 
-    return sqlite.open_store(
-        db,
-        readonly=readonly,
-        max_page_count=max_page_count,
-        admission=admission,
-        dry_run=dry_run,
-    )
+    # Only what was given: a caller that wraps ``sqlite.open_store`` (a test capping the
+    # file's size with ``functools.partial``) keeps its own arguments.
+    options: dict[str, Any] = {"readonly": readonly, "admission": admission, "dry_run": dry_run}
+    if max_page_count is not None:
+        options["max_page_count"] = max_page_count
+    return sqlite.open_store(db, **options)
 
 
 def is_database_url(db: Path) -> bool:

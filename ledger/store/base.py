@@ -1,4 +1,4 @@
-"""The storage interface: what every backend (SQLite now, PostgreSQL later) provides.
+"""The storage interface: what every backend (an SQLite file, a PostgreSQL database) provides.
 
 Invariants every backend keeps:
 - Entries have contiguous sequence numbers from 0; ``seq`` is the Merkle leaf index.
