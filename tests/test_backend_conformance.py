@@ -593,3 +593,30 @@ def test_copy_continues_a_prefix_with_every_checkpoint(
     assert source_roots[db] == source_roots[other] and len(source_roots[db]) == len(files) - 1
     verified = cli("verify", "--db", other, "--json")
     assert verified.exit_code == 0, verified.output
+
+
+def test_init_without_role_rights_prints_the_grants_for_an_administrator(
+    pg_cluster: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A database owner who may not create roles: init succeeds, prints what a role
+    administrator must run, and verify reports the missing roles until it is run."""
+    import uuid
+
+    monkeypatch.chdir(tmp_path)
+    name = "o_" + uuid.uuid4().hex[:10]
+    pg_cluster.sql(f'CREATE ROLE "{name}" LOGIN')
+    pg_cluster.sql(f'CREATE DATABASE "{name}" OWNER "{name}"')
+    url = pg_cluster.url(name, user=name)
+    init = cli("init", "--db", url, "--json")
+    assert init.exit_code == 0, init.output
+    info = json.loads(init.stdout)
+    statements = info["pg_grants"]
+    assert len(statements) == 5 and statements[0] == f'CREATE ROLE "{name}_writer" NOLOGIN'
+    assert (tmp_path / f"{name}.log.key").is_file()  # keys next to the cwd, named after the db
+    result = cli("verify", "--db", url, "--json")
+    assert result.exit_code == 1
+    codes = [f["code"] for f in json.loads(result.stdout)["findings"]]
+    assert codes == ["grant-missing", "grant-missing"]
+    for statement in statements:
+        pg_cluster.sql(statement, db=name)
+    assert cli("verify", "--db", url).exit_code == 0

@@ -60,8 +60,9 @@ def init(
     out.print(f"log key         {info['log_key_file']} (key id {info['log_key_id']})")
     out.print(f"authority key   {info['authority_key_file']} (key id {info['authority_key_id']})")
     if "pg_writer_role" in info:
-        out.print(f"writer role     {info['pg_writer_role']} (INSERT, SELECT)", markup=False)
-        out.print(f"auditor role    {info['pg_auditor_role']} (SELECT)", markup=False)
+        state = " not created yet: see the warnings" if info["pg_grants"] else ""
+        out.print(f"writer role     {info['pg_writer_role']} (INSERT, SELECT){state}", markup=False)
+        out.print(f"auditor role    {info['pg_auditor_role']} (SELECT){state}", markup=False)
         for statement in info["pg_grants"]:
             typer.echo(
                 f"warning: roles not created; a role administrator must run: {statement};",
