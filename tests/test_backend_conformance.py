@@ -620,3 +620,39 @@ def test_init_without_role_rights_prints_the_grants_for_an_administrator(
     for statement in statements:
         pg_cluster.sql(statement, db=name)
     assert cli("verify", "--db", url).exit_code == 0
+
+
+def test_the_demo_chain_verifies_and_bundles_on_both_backends(db: str) -> None:
+    """scripts/demo.sh's steps: identity, inputs, a recorded verifier run, a checkpoint,
+    the result's provenance, a bundle checked offline under the ledger's log key."""
+    assert cli("key", "generate", "verifier.key").exit_code == 0
+    register = [
+        "identity", "register", "--db", db, "--authority-key", "authority.key",
+        "--verifier-id", "idkmesh-local-verifier", "--adapter", "deterministic-patch-verifier",
+        "--adapter-version", "0.3.0", "--public-key", "verifier.key.pub",
+    ]  # fmt: skip
+    assert cli(*register).exit_code == 0
+    plans = sorted(str(p) for p in (EXAMPLES / "plans").glob("*.json"))
+    assert cli("append", str(EXAMPLES / "work-unit.json"), *plans, "--db", db).exit_code == 0
+    run = cli(
+        "run-verifier", "--db", db, "--key", "verifier.key", "--json",
+        "--work-unit", str(EXAMPLES / "work-unit.json"),
+        "--plan", str(EXAMPLES / "plans" / "evaluator-plan-v0.4.json"),
+        "--manifest", str(EXAMPLES / "manifests" / "repair.result-manifest.json"),
+        "--candidate-root", str(EXAMPLES / "candidates" / "repair"),
+    )  # fmt: skip
+    assert run.exit_code == 0, run.output
+    result = json.loads(run.stdout)["result_digest"]
+    assert cli("checkpoint", "--db", db, "--log-key", "log.key").exit_code == 0
+    provenance = cli("provenance", result, "--db", db, "--json")
+    assert provenance.exit_code == 0, provenance.output
+    assert cli("bundle", "export", result, "--db", db, "-o", "r.bundle.json").exit_code == 0
+    from ledger.store.backends import open_store
+    from ledger.store.location import db_location
+
+    with open_store(db_location(db), readonly=True) as store:
+        vkey = store.get_meta("log_verifier_key")
+    assert vkey is not None
+    checked = cli("bundle", "verify", "r.bundle.json", "--log-key", vkey)
+    assert checked.exit_code == 0, checked.output
+    assert cli("verify", "--db", db).exit_code == 0
