@@ -625,10 +625,11 @@ class PostgresStore:
         """One REPEATABLE READ snapshot while other writers keep appending."""
         return self.snapshot()
 
-    def log_rows(self) -> Iterator[RawLogRow]:
-        """Every entry in seq order with its object row, a page per round trip."""
+    def log_rows(self, since: int = 0) -> Iterator[RawLogRow]:
+        """Entries from ``since`` on in seq order with their object rows, a page per
+        round trip."""
         columns = ", ".join(f"o.{name}" for name in OBJECT_COLUMNS)
-        after = -1
+        after = since - 1
         while True:
             rows = self._q(
                 f"SELECT e.seq, e.digest, e.kind, e.appended_at, {columns}"
@@ -647,8 +648,8 @@ class PostgresStore:
     def node_scan(self) -> NodeScan:
         return _NodeReader(self)
 
-    def ref_scan(self) -> RefScan:
-        return _RefReader(self)
+    def ref_scan(self, resume: bool = False) -> RefScan:
+        return _RefReader(self, resume=resume)
 
     def meta_rows(self) -> list[tuple[object, object]]:
         return [(k, v) for k, v in self._q("SELECT key, value FROM meta ORDER BY key")]
@@ -730,15 +731,18 @@ class _RefReader:
     """``has(from, rel, to)``: is that reference row stored?
 
     Appends write an object's references right after it, so the audit asks for them in
-    ``pos`` order: pages read forward answer those, anything else a point query.
+    ``pos`` order: pages read forward answer those, anything else a point query. With
+    ``resume`` (an audit that starts part-way through the log) paging starts after the
+    row the first question finds by point query.
     """
 
-    def __init__(self, store: PostgresStore) -> None:
+    def __init__(self, store: PostgresStore, *, resume: bool = False) -> None:
         self._store = store
         self._page: list[tuple[Any, ...]] = []
         self._at = 0
         self._after = -1
-        self._done = False
+        self._done = resume  # nothing to page until the first point query says where
+        self._resume = resume
 
     def _head(self) -> tuple[Any, ...] | None:
         if self._at == len(self._page) and not self._done:
@@ -758,12 +762,14 @@ class _RefReader:
         if head is not None and tuple(head[1:]) == (from_digest, rel, to_digest):
             self._at += 1
             return True
-        return bool(
-            self._store._q(
-                "SELECT 1 FROM refs WHERE to_digest = %s AND rel = %s AND from_digest = %s",
-                (to_digest, rel, from_digest),
-            )
-        )
+        found = self._store._q(
+            "SELECT min(pos) FROM refs WHERE to_digest = %s AND rel = %s AND from_digest = %s",
+            (to_digest, rel, from_digest),
+        )[0][0]
+        if found is not None and self._resume:
+            self._resume, self._done = False, False
+            self._page, self._at, self._after = [], 0, int(found)
+        return found is not None
 
 
 def _copy(cur: Any, table: str, columns: Sequence[str], rows: list[tuple[Any, ...]]) -> None:
