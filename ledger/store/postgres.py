@@ -15,7 +15,7 @@ ledger table, and ``init`` creates a writer role (INSERT, SELECT) and an auditor
 (SELECT) when the connecting user may create roles. ``ledger.store.postgres_audit``
 is what ``verify`` checks of all that (tables, columns, indexes, triggers, roles, grants).
 
-Everything else is as on SQLite: the admission policy runs inside the transaction
+As on SQLite: the admission policy runs inside the transaction
 after the rows are written, a dry run keeps one outer transaction (rolled back on
 close) with a savepoint per batch, checkpoints are logged as entries, object rows are
 re-derived from their bytes on every read.
