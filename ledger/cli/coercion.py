@@ -85,10 +85,28 @@ def _path(parameter_info: Any) -> Callable[[Any, Any, Any], Any]:
     return convert
 
 
+def _parsed(parser: Callable[[str], Any]) -> Callable[[Any, Any, Any], Any]:
+    """A ``Path`` option with its own ``parser`` (``--db``: a file or a postgresql://
+    URL): typer hands a given string to the parser and keeps what it returns."""
+
+    def convert(value: Any, param: Any, ctx: Any) -> Any:
+        if type(value) is str:
+            return parser(value)
+        if isinstance(value, Path):
+            return value
+        raise _Defer
+
+    return convert
+
+
 def _converter(descriptor: Any) -> Callable[[Any, Any, Any], Any] | None:
     """The direct conversion for this parameter, or None (typer's coercion only)."""
     info = descriptor.parameter_info
-    if info.parser is not None or descriptor.file_annotation is not None:
+    if descriptor.file_annotation is not None:
+        return None
+    if info.parser is not None:
+        if descriptor.annotation in (Path, Path | None):
+            return _parsed(info.parser)
         return None
     annotation = descriptor.annotation
     if annotation is str:
