@@ -673,10 +673,35 @@ class PostgresStore:
         )
         return [(a, b) for a, b in rows]
 
-    def orphan_objects(self) -> list[tuple[object, object]]:
+    def tree_nodes_past(self, size: int, limit: int) -> list[tuple[int, object]]:
+        found: list[tuple[int, object]] = []
+        for level in range(63):
+            found += [
+                (level, idx)
+                for (idx,) in self._q(
+                    "SELECT idx FROM tree_nodes WHERE level = %s AND idx >= %s"
+                    " ORDER BY idx LIMIT %s",
+                    (level, size >> level, limit),
+                )
+            ]
+        return found
+
+    def orphan_objects(self, start: int = 0) -> list[tuple[object, object]]:
         rows = self._q(
             "SELECT o.seq, o.digest FROM objects o LEFT JOIN entries e ON e.seq = o.seq"
-            " WHERE e.seq IS NULL OR e.digest != o.digest"
+            " WHERE (e.seq IS NULL OR e.digest != o.digest) AND o.seq >= %s",
+            (start,),
+        )
+        return [(a, b) for a, b in rows]
+
+    def duplicate_objects(self, start: int = 0, limit: int = 100) -> list[tuple[object, object]]:
+        # ``objects.digest`` is the primary key: the server keeps one row per digest, so
+        # this finds something only when that key was dropped (a schema finding too).
+        rows = self._q(
+            "SELECT seq, digest FROM objects WHERE digest IN (SELECT digest FROM objects"
+            " GROUP BY digest HAVING count(*) > 1 AND max(seq) >= %s LIMIT %s)"
+            " ORDER BY digest, seq",
+            (start, limit),
         )
         return [(a, b) for a, b in rows]
 
@@ -693,8 +718,9 @@ class PostgresStore:
         """Rows of a query on the system catalogs (``postgres_audit``)."""
         return self._q(query, args)
 
-    def storage_findings(self) -> list[StorageFinding]:
-        """What the server must hold and enforce: ``postgres_audit.findings``."""
+    def storage_findings(self, whole: bool = True) -> list[StorageFinding]:
+        """What the server must hold and enforce: ``postgres_audit.findings``. None of
+        it reads the tables' rows, so ``whole`` changes nothing here."""
         return postgres_audit.findings(self)
 
 
