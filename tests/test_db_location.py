@@ -61,3 +61,10 @@ def test_without_postgresql_tests_skip_locally_and_fail_in_ci(
     monkeypatch.delenv("CI")
     with pytest.raises(pytest.skip.Exception, match="apt-get install postgresql"):
         unavailable("no initdb/pg_ctl found")
+
+
+def test_migrate_is_for_sqlite_files_only() -> None:
+    result = CliRunner().invoke(app, ["migrate", "--db", "postgresql://u@/led?host=/nowhere"])
+    assert result.exit_code == 3
+    assert result.stderr.startswith("error: migrate, got the PostgreSQL ledger postgresql://u@/led")
+    assert result.stderr.count("\n") == 1

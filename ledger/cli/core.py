@@ -267,8 +267,15 @@ def stats(db: DbOption = Path("ledger.db"), json_out: JsonOption = False) -> Non
 
 def migrate(db: DbOption = Path("ledger.db"), json_out: JsonOption = False) -> None:
     """Bring a ledger made by an earlier release to the current file layout, in place."""
+    from ledger.errors import InputError
+    from ledger.store.backends import is_database_url
     from ledger.store.sqlite import FORMAT, migrate_store
 
+    if is_database_url(db):
+        raise InputError(
+            f"migrate, got the PostgreSQL ledger {db}, expected an SQLite file"
+            " (a PostgreSQL ledger has one layout; nothing to migrate)"
+        )
     before = migrate_store(db)
     info = {"db": str(db), "from": before, "to": FORMAT, "migrated": before is not None}
     if json_out:
