@@ -34,7 +34,7 @@ from typing import Any
 
 from ledger.audit.attestations import AttestationAudit
 from ledger.audit.findings import LedgerFinding
-from ledger.audit.object_check import check_object
+from ledger.audit.object_check import CheckResult, check_object
 from ledger.audit.parallel import Presign, default_workers, with_object_checks
 from ledger.encoding.canonical import require_canonical
 from ledger.errors import InputError, LedgerError
@@ -47,7 +47,10 @@ from ledger.store.base import (
     OBJECT_COLUMNS,
     AuditSource,
     CheckpointRow,
+    NodeScan,
+    RawLogRow,
     RawObjectRow,
+    RefScan,
     StorageFinding,
     StoredObject,
     unchecked_object,
@@ -277,109 +280,177 @@ def _audit(
     workers: int = 1,
     since_checkpoint: bytes | None = None,
 ) -> LedgerAuditReport:
-    report = LedgerAuditReport()
-    findings = report.findings
-    meta_key = store.get_meta("log_verifier_key")
-    origin = store.get_meta("origin")
-    findings.extend(_check_meta(store))
-    vkey = trusted_key or meta_key
-    if trusted_key is not None and meta_key is not None and trusted_key != meta_key:
-        findings.append(
-            LedgerFinding(
-                "log-key-mismatch",
-                f"ledger records log key {meta_key}, expected the trusted key {trusted_key}",
-            )
-        )
-    meta_authority = store.get_meta("authority_public_key")
-    if trusted_authority is not None and trusted_authority != meta_authority:
-        findings.append(
-            LedgerFinding(
-                "authority-key-mismatch",
-                f"ledger records authority key {meta_authority},"
-                f" expected the trusted key {trusted_authority}",
-            )
-        )
-    frontier = merkle.CompactRange()
-    if since_checkpoint is not None:
-        frontier = _resume(store, since_checkpoint, vkey, origin, report)
-    start = frontier.size
-    # The backend's own checks: exact schema, triggers (and grants); the checks that read
-    # the whole file (SQLite's integrity_check) only when the whole log is audited.
-    findings.extend(_storage_finding(f) for f in store.storage_findings(whole=start == 0))
+    """One audit: trust anchors, the stored checkpoints, one pass over the log, the
+    whole-ledger checks after it. Findings come in that order."""
+    run = _AuditRun(store, trusted_key, object_checks)
+    run.check_anchors(trusted_authority)
+    run.resume(since_checkpoint)
+    run.load_checkpoints(from_checkpoint)
+    rows = store.log_rows(since=run.start)
+    # check_object's results, maybe computed in workers, in row order.
+    for row, checked in with_object_checks(rows, workers, run.presign(workers)):
+        run.entry(row, checked)
+        advance(1)
+    return run.finish()
 
-    checkpoints, problems = _load_checkpoints(store.raw_checkpoints())
-    findings.extend(problems)
-    saved: Checkpoint | None = None
-    if from_checkpoint is not None:
-        try:
-            if vkey is None:
-                raise LedgerError("no log key to verify the saved checkpoint with")
-            saved = open_checkpoint(from_checkpoint, vkey, origin)
-            report.from_checkpoint = {"size": saved.size, "root": saved.root_hash.hex()}
-        except LedgerError as exc:
+
+class _AuditRun:
+    """The mutable state of one audit pass; each method is one step of ``_audit``.
+
+    Invariant: ``frontier`` is the compact range of the entries checked so far (from
+    ``start``); ``checkpoints`` holds the stored checkpoints not yet reached, ``seen``
+    those compared with the tree, ``logged`` the sizes whose checkpoint record was found
+    in the log; ``saved`` is the auditor's saved head until the log reaches its size.
+    ``nodes`` and ``ref_rows`` are opened once the start is known (``load_checkpoints``).
+    """
+
+    nodes: NodeScan
+    ref_rows: RefScan
+
+    def __init__(
+        self, store: AuditSource, trusted_key: str | None, object_checks: Sequence[ObjectCheck]
+    ) -> None:
+        self.store = store
+        self.trusted_key = trusted_key
+        self.object_checks = object_checks
+        self.report = LedgerAuditReport()
+        self.findings = self.report.findings
+        self.meta_key = store.get_meta("log_verifier_key")
+        self.origin = store.get_meta("origin")
+        self.vkey = trusted_key or self.meta_key
+        self.frontier = merkle.CompactRange()
+        self.start = 0
+        self.checkpoints: dict[int, CheckpointRow] = {}
+        self.seen: dict[int, CheckpointRow] = {}
+        self.logged: set[int] = set()
+        self.saved: Checkpoint | None = None
+        self.ref_count = 0
+        self.ref_trouble = False
+        self.reader = _Recent(store)
+
+    # -- before the pass -----------------------------------------------------------------
+    def check_anchors(self, trusted_authority: str | None) -> None:
+        """The meta records, and the log and authority keys against the trusted ones."""
+        store, findings = self.store, self.findings
+        findings.extend(_check_meta(store))
+        trusted_key, meta_key = self.trusted_key, self.meta_key
+        if trusted_key is not None and meta_key is not None and trusted_key != meta_key:
             findings.append(
                 LedgerFinding(
-                    "saved-checkpoint-invalid",
-                    "the saved checkpoint does not verify under the "
-                    + ("trusted" if trusted_key else "ledger's current")
-                    + f" log key (key replaced, or another log): {exc}",
+                    "log-key-mismatch",
+                    f"ledger records log key {meta_key}, expected the trusted key {trusted_key}",
+                )
+            )
+        meta_authority = store.get_meta("authority_public_key")
+        if trusted_authority is not None and trusted_authority != meta_authority:
+            findings.append(
+                LedgerFinding(
+                    "authority-key-mismatch",
+                    f"ledger records authority key {meta_authority},"
+                    f" expected the trusted key {trusted_authority}",
                 )
             )
 
-    # Checkpoint rows already compared with the tree, by size: each one below the log
-    # size must be logged as the entry at seq == size, and equal that record.
-    seen: dict[int, CheckpointRow] = {}
-    logged: set[int] = set()
-    # Checkpoints before the resumed size were verified with the checkpoint resumed from.
-    for size in [size for size in checkpoints if size < start]:
-        del checkpoints[size]
-    # Size 0 (or the resumed size) has no entry to be checked after, so its checkpoint
-    # and saved head go first.
-    if start > 0 and start in checkpoints:
-        seen[start] = checkpoints.pop(start)
-        findings.extend(_check_checkpoint(seen[start], frontier.root(), vkey, origin))
-        report.checkpoints_checked += 1
-    if 0 in checkpoints:
-        seen[0] = checkpoints.pop(0)
-        findings.extend(_check_checkpoint(seen[0], frontier.root(), vkey, origin))
-        report.checkpoints_checked += 1
-    if saved is not None and saved.size == 0:
-        saved = None
-    if saved is not None and 0 < saved.size <= start:
-        # The saved head lies before the resumed one: both are verified checkpoints, so
-        # a consistency proof between them (from the stored nodes) decides it.
-        findings.extend(_check_saved_before(store, saved, start, frontier.root()))
-        saved = None
-    ref_count = 0
-    ref_trouble = False
-    nodes = store.node_scan()
-    ref_rows = store.ref_scan(resume=start > 0)
-    reader = _Recent(store)
-    presign = None
-    for check in object_checks:
-        if isinstance(check, AttestationAudit) and workers > 1:
-            # Signatures are verified in the workers, ahead of the judgement here.
-            presign = Presign(check.signing_keys(reader), check.memo)
-    # check_object's results, maybe computed in workers, in row order.
-    rows = store.log_rows(since=start)
-    for row, checked in with_object_checks(rows, workers, presign):
+    def resume(self, since_checkpoint: bytes | None) -> None:
+        """Start at an already verified checkpoint, then run the backend's own checks."""
+        if since_checkpoint is not None:
+            self.frontier = _resume(
+                self.store, since_checkpoint, self.vkey, self.origin, self.report
+            )
+        self.start = self.frontier.size
+        # The backend's own checks: exact schema, triggers (and grants); the checks that
+        # read the whole file (SQLite's integrity_check) only when the whole log is audited.
+        self.findings.extend(
+            _storage_finding(f) for f in self.store.storage_findings(whole=self.start == 0)
+        )
+
+    def load_checkpoints(self, from_checkpoint: bytes | None) -> None:
+        """Load the stored checkpoints and the saved head; check those at the start."""
+        findings, start = self.findings, self.start
+        checkpoints, problems = _load_checkpoints(self.store.raw_checkpoints())
+        findings.extend(problems)
+        self.checkpoints = checkpoints
+        if from_checkpoint is not None:
+            self.saved = self._open_saved(from_checkpoint)
+        # Checkpoints before the resumed size were verified with the checkpoint resumed from.
+        for size in [size for size in checkpoints if size < start]:
+            del checkpoints[size]
+        # Size 0 (or the resumed size) has no entry to be checked after, so its checkpoint
+        # and saved head go first.
+        if start > 0 and start in checkpoints:
+            self._reach_checkpoint(start)
+        if 0 in checkpoints:
+            self._reach_checkpoint(0)
+        saved = self.saved
+        if saved is not None and saved.size == 0:
+            self.saved = None
+        elif saved is not None and 0 < saved.size <= start:
+            # The saved head lies before the resumed one: both are verified checkpoints, so
+            # a consistency proof between them (from the stored nodes) decides it.
+            findings.extend(_check_saved_before(self.store, saved, start, self.frontier.root()))
+            self.saved = None
+        self.nodes = self.store.node_scan()
+        self.ref_rows = self.store.ref_scan(resume=start > 0)
+
+    def _open_saved(self, note: bytes) -> Checkpoint | None:
+        try:
+            if self.vkey is None:
+                raise LedgerError("no log key to verify the saved checkpoint with")
+            saved = open_checkpoint(note, self.vkey, self.origin)
+        except LedgerError as exc:
+            self.findings.append(
+                LedgerFinding(
+                    "saved-checkpoint-invalid",
+                    "the saved checkpoint does not verify under the "
+                    + ("trusted" if self.trusted_key else "ledger's current")
+                    + f" log key (key replaced, or another log): {exc}",
+                )
+            )
+            return None
+        self.report.from_checkpoint = {"size": saved.size, "root": saved.root_hash.hex()}
+        return saved
+
+    def presign(self, workers: int) -> Presign | None:
+        """With workers, attestation signatures are verified there, ahead of the judgement."""
+        presign = None
+        for check in self.object_checks:
+            if isinstance(check, AttestationAudit) and workers > 1:
+                presign = Presign(check.signing_keys(self.reader), check.memo)
+        return presign
+
+    # -- one entry -----------------------------------------------------------------------
+    def entry(self, row: RawLogRow, checked: CheckResult | None) -> None:
+        """Every check of one log entry, then its leaf into the tree."""
         # Entry columns as stored: any SQL type in a tampered file.
         seq: Any = row.seq
         digest: Any = row.digest
         kind: Any = row.kind
         appended_at: Any = row.appended_at
         name = digest if isinstance(digest, str) else None
-        if seq != frontier.size:
+        self._entry_columns(seq, kind, digest, appended_at, name)
+        if row.object is None:
+            self.findings.append(LedgerFinding("object-missing", "entry has no object", seq, name))
+        elif (problem := _object_row_problem(row.object)) is not None:
+            self.findings.append(LedgerFinding("object-row-invalid", problem, seq, name))
+        else:
+            self._object(unchecked_object(row.object), checked, seq, kind, digest, name)
+        self._tree(_leaf_hash(seq, kind, digest, appended_at), seq, name)
+        self._reached(self.frontier.size)
+
+    def _entry_columns(
+        self, seq: Any, kind: Any, digest: Any, appended_at: Any, name: str | None
+    ) -> None:
+        findings, size = self.findings, self.frontier.size
+        if seq != size:
             findings.append(
                 LedgerFinding(
                     "sequence-gap",
-                    f"entry seq {seq} follows {frontier.size - 1}, expected {frontier.size}",
+                    f"entry seq {seq} follows {size - 1}, expected {size}",
                     seq=seq,
                     digest=name,
                 )
             )
-        leaf_fields = (seq, kind, digest, appended_at)
-        if not all(isinstance(v, str) for v in leaf_fields[1:]):
+        if not all(isinstance(v, str) for v in (kind, digest, appended_at)):
             findings.append(
                 LedgerFinding("entry-invalid", "entry columns are not all text", seq, name)
             )
@@ -392,49 +463,56 @@ def _audit(
                     name,
                 )
             )
-        if row.object is None:
-            findings.append(LedgerFinding("object-missing", "entry has no object", seq, name))
-        elif (problem := _object_row_problem(row.object)) is not None:
-            findings.append(LedgerFinding("object-row-invalid", problem, seq, name))
-        else:
-            obj = unchecked_object(row.object)  # every column type was just checked
-            if obj.digest != digest or obj.kind != kind:
-                findings.append(
-                    LedgerFinding(
-                        "entry-object-mismatch",
-                        f"entry names {kind} {digest}, object row is {obj.kind} {obj.digest}",
-                        seq,
-                        name,
-                    )
+
+    def _object(
+        self,
+        obj: StoredObject,  # every column type was just checked
+        checked: CheckResult | None,
+        seq: Any,
+        kind: Any,
+        digest: Any,
+        name: str | None,
+    ) -> None:
+        findings = self.findings
+        if obj.digest != digest or obj.kind != kind:
+            findings.append(
+                LedgerFinding(
+                    "entry-object-mismatch",
+                    f"entry names {kind} {digest}, object row is {obj.kind} {obj.digest}",
+                    seq,
+                    name,
                 )
-            problems, refs = checked if checked is not None else check_object(obj)
-            findings.extend(problems)
-            if not problems and obj.digest == digest and obj.kind == kind:
-                reader.keep(obj)
-            for rel, target in refs:
-                ref_count += 1
-                if not ref_rows.has(obj.digest, rel, target):
-                    ref_trouble = True
-                    findings.append(
-                        LedgerFinding(
-                            "ref-missing", f"reference {rel} -> {target} missing", seq, name
-                        )
-                    )
-            for check in object_checks:
-                try:
-                    findings.extend(check(obj, reader))
-                except LedgerError as exc:
-                    findings.append(LedgerFinding("object-check-error", str(exc), seq, name))
-            if obj.kind == CHECKPOINT_KIND and kind == CHECKPOINT_KIND and not problems:
-                logged.add(seq)
-                findings.extend(_check_record(obj, seen.get(seq), frontier.root(), vkey, origin))
-        leaf = _leaf_hash(seq, kind, digest, appended_at)
-        for level, idx, value in frontier.append(leaf):
-            stored = nodes.get(level, idx)
+            )
+        problems, refs = checked if checked is not None else check_object(obj)
+        findings.extend(problems)
+        if not problems and obj.digest == digest and obj.kind == kind:
+            self.reader.keep(obj)
+        for rel, target in refs:
+            self.ref_count += 1
+            if not self.ref_rows.has(obj.digest, rel, target):
+                self.ref_trouble = True
+                findings.append(
+                    LedgerFinding("ref-missing", f"reference {rel} -> {target} missing", seq, name)
+                )
+        for check in self.object_checks:
+            try:
+                findings.extend(check(obj, self.reader))
+            except LedgerError as exc:
+                findings.append(LedgerFinding("object-check-error", str(exc), seq, name))
+        if obj.kind == CHECKPOINT_KIND and kind == CHECKPOINT_KIND and not problems:
+            self.logged.add(seq)
+            findings.extend(
+                _check_record(obj, self.seen.get(seq), self.frontier.root(), self.vkey, self.origin)
+            )
+
+    def _tree(self, leaf: bytes, seq: Any, name: str | None) -> None:
+        """Append the leaf; every node it completes must be stored with that hash."""
+        for level, idx, value in self.frontier.append(leaf):
+            stored = self.nodes.get(level, idx)
             if stored is None or not (
                 isinstance(stored[0], bytes) and hmac.compare_digest(stored[0], value)
             ):
-                findings.append(
+                self.findings.append(
                     LedgerFinding(
                         "tree-node-mismatch",
                         f"tree node level {level} index {idx} "
@@ -443,64 +521,82 @@ def _audit(
                         name,
                     )
                 )
-        size = frontier.size
-        if size in checkpoints:
-            seen[size] = checkpoints.pop(size)
-            findings.extend(_check_checkpoint(seen[size], frontier.root(), vkey, origin))
-            report.checkpoints_checked += 1
+
+    def _reach_checkpoint(self, size: int) -> None:
+        self.seen[size] = self.checkpoints.pop(size)
+        self.findings.extend(
+            _check_checkpoint(self.seen[size], self.frontier.root(), self.vkey, self.origin)
+        )
+        self.report.checkpoints_checked += 1
+
+    def _reached(self, size: int) -> None:
+        """The log has ``size`` entries: its stored checkpoint and the saved head there."""
+        if size in self.checkpoints:
+            self._reach_checkpoint(size)
+        saved = self.saved
         if saved is not None and saved.size == size:
-            if not hmac.compare_digest(saved.root_hash, frontier.root()):
-                findings.append(
+            if not hmac.compare_digest(saved.root_hash, self.frontier.root()):
+                self.findings.append(
                     LedgerFinding(
                         "history-rewritten",
-                        f"log at size {size} has root {frontier.root().hex()},"
+                        f"log at size {size} has root {self.frontier.root().hex()},"
                         f" expected the saved checkpoint's {saved.root_hash.hex()}",
                         checkpoint=size,
                     )
                 )
-            saved = None
-        advance(1)
-    report.entries = frontier.size
-    report.root = frontier.root().hex()
+            self.saved = None
 
-    if saved is not None:
-        findings.append(
-            LedgerFinding(
-                "history-rewritten",
-                f"log has {frontier.size} entries, expected at least the saved checkpoint's"
-                f" {saved.size}",
-                checkpoint=saved.size,
-            )
-        )
-    for size in sorted(set(seen) - logged):
-        if size < frontier.size:
-            findings.append(
+    # -- after the pass ------------------------------------------------------------------
+    def finish(self) -> LedgerAuditReport:
+        """What only the whole pass can tell: heads not reached, extra rows, totals."""
+        store, findings, frontier, start = self.store, self.findings, self.frontier, self.start
+        self.report.entries = frontier.size
+        self.report.root = frontier.root().hex()
+        findings.extend(self._unreached())
+        if start > 0:
+            findings.extend(_check_consistency(store, start, self.report, frontier.root()))
+        findings.extend(_extra_tree_nodes(store, frontier.size, start))
+        findings.extend(_check_orphans(store, start))
+        findings.extend(_check_duplicates(store, start))
+        ref_trouble = self.ref_trouble
+        if start == 0:
+            ref_trouble = ref_trouble or store.ref_count() != self.ref_count
+        if ref_trouble:
+            findings.extend(_extra_refs(store))
+        return self.report
+
+    def _unreached(self) -> list[LedgerFinding]:
+        size = self.frontier.size
+        found = []
+        if self.saved is not None:
+            found.append(
                 LedgerFinding(
-                    "checkpoint-unlogged",
-                    f"checkpoint at size {size} is not logged as entry {size},"
-                    " expected its record there (only the newest may be unlogged)",
-                    seq=size,
-                    checkpoint=size,
+                    "history-rewritten",
+                    f"log has {size} entries, expected at least the saved checkpoint's"
+                    f" {self.saved.size}",
+                    checkpoint=self.saved.size,
                 )
             )
-    for size in checkpoints:
-        findings.append(
-            LedgerFinding(
-                "checkpoint-beyond-log",
-                f"checkpoint for size {size} > log size {frontier.size}",
-                checkpoint=size,
+        for at in sorted(set(self.seen) - self.logged):
+            if at < size:
+                found.append(
+                    LedgerFinding(
+                        "checkpoint-unlogged",
+                        f"checkpoint at size {at} is not logged as entry {at},"
+                        " expected its record there (only the newest may be unlogged)",
+                        seq=at,
+                        checkpoint=at,
+                    )
+                )
+        for at in self.checkpoints:
+            found.append(
+                LedgerFinding(
+                    "checkpoint-beyond-log",
+                    f"checkpoint for size {at} > log size {size}",
+                    checkpoint=at,
+                )
             )
-        )
-    if start > 0:
-        findings.extend(_check_consistency(store, start, report, frontier.root()))
-    findings.extend(_extra_tree_nodes(store, frontier.size, start))
-    findings.extend(_check_orphans(store, start))
-    findings.extend(_check_duplicates(store, start))
-    if start == 0:
-        ref_trouble = ref_trouble or store.ref_count() != ref_count
-    if ref_trouble:
-        findings.extend(_extra_refs(store))
-    return report
+        return found
 
 
 def _resume(
