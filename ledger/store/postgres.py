@@ -30,9 +30,8 @@ from pathlib import Path
 from typing import Any
 
 from ledger.errors import AppendOnlyError, IntegrityError, NotFound, RuleViolation, StorageError
-from ledger.log.checkpoint_record import CHECKPOINT_KIND, checkpoint_record
-from ledger.log.leaf import entry_record, utc_now
-from ledger.log.merkle import PendingNodes, leaf_hash
+from ledger.log.leaf import utc_now
+from ledger.log.merkle import PendingNodes
 from ledger.store import postgres_audit
 from ledger.store.base import (
     OBJECT_COLUMNS,
@@ -52,6 +51,7 @@ from ledger.store.base import (
     StoredObject,
     stored_object,
 )
+from ledger.store.batch import checkpoint_first, plan_rows, refuse_checkpoint_records
 from ledger.store.derived import derive, row_problem
 from ledger.store.location import DatabaseURL, redact
 from ledger.store.postgres_schema import (
@@ -227,19 +227,11 @@ class PostgresStore:
 
     def _append_batch(self, items: Sequence[Prepared]) -> list[AppendResult]:
         """Insert the new items in order, inside the caller's locked transaction."""
-        for item in items:
-            if item.kind == CHECKPOINT_KIND:
-                raise RuleViolation(
-                    "append, got a checkpoint record, expected an object"
-                    " (checkpoint records are written by the ledger itself)"
-                )
+        refuse_checkpoint_records(items)
         known = self._entries_for([item.digest for item in items])
         seq = self.size()
-        pending = self.checkpoint_at(seq)
-        if pending is not None and any(item.digest not in known for item in items):
-            # Log the newest checkpoint first, at seq == its size (checkpoint_record).
-            return self._append_rows([checkpoint_record(pending), *items], known, seq)[1:]
-        return self._append_rows(items, known, seq)
+        lead, batch = checkpoint_first(items, known, self.checkpoint_at(seq))
+        return self._append_rows(batch, known, seq)[lead:]
 
     def _append_rows(
         self,
@@ -248,48 +240,15 @@ class PostgresStore:
         seq: int,
         stamps: Sequence[str] | None = None,
     ) -> list[AppendResult]:
-        entries: list[tuple[Any, ...]] = []
-        objects: list[tuple[Any, ...]] = []
-        refs: list[tuple[str, str, str]] = []
-        nodes: list[tuple[int, int, bytes]] = []
-        tree = PendingNodes(self)
-        results: list[AppendResult] = []
-        for i, item in enumerate(items):
-            entry = known.get(item.digest)
-            if entry is not None:
-                results.append(AppendResult(entry, new=False))
-                continue
-            appended_at = utc_now() if stamps is None else stamps[i]
-            entry = Entry(seq, item.digest, item.kind, appended_at)
-            known[item.digest] = entry
-            entries.append((seq, item.digest, item.kind, appended_at))
-            objects.append(
-                (
-                    item.digest,
-                    seq,
-                    item.kind,
-                    item.schema_version,
-                    item.object_id,
-                    item.object_version,
-                    item.legacy_digest,
-                    item.legacy_hints,
-                    item.data,
-                )
-            )
-            refs.extend((item.digest, rel, target) for rel, target in item.refs)
-            # The leaf, then every complete subtree it closes: O(log n) hashing.
-            leaf = leaf_hash(entry_record(seq, item.kind, item.digest, appended_at))
-            nodes.extend(tree.append(seq, leaf))
-            results.append(AppendResult(entry, new=True))
-            seq += 1
-        if entries:
+        rows = plan_rows(items, known, seq, PendingNodes(self), stamps)
+        if rows.entries:
             cur = self._conn.cursor()
-            _copy(cur, "entries", ("seq", "digest", "kind", "appended_at"), entries)
-            _copy(cur, "objects", OBJECT_COLUMNS, objects)
-            if refs:
-                _copy(cur, "refs", ("from_digest", "rel", "to_digest"), refs)
-            _copy(cur, "tree_nodes", ("level", "idx", "hash"), nodes)
-        return results
+            _copy(cur, "entries", ("seq", "digest", "kind", "appended_at"), rows.entries)
+            _copy(cur, "objects", OBJECT_COLUMNS, rows.objects)
+            if rows.refs:
+                _copy(cur, "refs", ("from_digest", "rel", "to_digest"), rows.refs)
+            _copy(cur, "tree_nodes", ("level", "idx", "hash"), rows.nodes)
+        return rows.results
 
     def _entries_for(self, digests: Sequence[str]) -> dict[str, Entry]:
         """Entries of the already-stored objects among ``digests``."""

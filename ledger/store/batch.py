@@ -1,0 +1,104 @@
+"""The rows one append batch writes, planned once for every backend.
+
+Invariant: given the entries already stored for the batch's digests (``known``) and the
+log size ``seq``, ``plan_rows`` returns exactly the rows to insert: entries from ``seq``
+on with no gap, one object row per digest not yet stored (an object seen earlier in
+the batch gets that entry back), its references, and every tree node the new leaves
+complete. ``results`` has one ``AppendResult`` per input item, in order. Backends only
+insert these rows, inside the transaction that holds the log's tail, so the log, the
+objects and the tree are built by this one routine whatever stores them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from ledger.errors import RuleViolation
+from ledger.log.checkpoint_record import CHECKPOINT_KIND, checkpoint_record
+from ledger.log.leaf import entry_record, utc_now
+from ledger.log.merkle import PendingNodes, leaf_hash
+from ledger.store.base import AppendResult, CheckpointRow, Entry
+from ledger.store.prepared import Prepared
+
+#: One ``objects`` row, in ``OBJECT_COLUMNS`` order.
+ObjectRow = tuple[str, int, str, str | None, str | None, int | None, str | None, str | None, bytes]
+
+
+@dataclass
+class BatchRows:
+    """The rows of one batch, per table, and the result for each input item."""
+
+    entries: list[tuple[int, str, str, str]] = field(default_factory=list)
+    objects: list[ObjectRow] = field(default_factory=list)
+    refs: list[tuple[str, str, str]] = field(default_factory=list)
+    nodes: list[tuple[int, int, bytes]] = field(default_factory=list)
+    results: list[AppendResult] = field(default_factory=list)
+
+
+def refuse_checkpoint_records(items: Sequence[Prepared]) -> None:
+    """Checkpoint records are written by the ledger itself, never appended."""
+    for item in items:
+        if item.kind == CHECKPOINT_KIND:
+            raise RuleViolation(
+                "append, got a checkpoint record, expected an object"
+                " (checkpoint records are written by the ledger itself)"
+            )
+
+
+def checkpoint_first(
+    items: Sequence[Prepared], known: dict[str, Entry], pending: CheckpointRow | None
+) -> tuple[int, list[Prepared]]:
+    """The items to write and how many lead them that the caller did not ask for.
+
+    A checkpoint of the current size not yet logged goes first, at seq == its size, when
+    the batch appends anything: every later tree head then covers it
+    (``ledger.log.checkpoint_record``).
+    """
+    if pending is not None and any(item.digest not in known for item in items):
+        return 1, [checkpoint_record(pending), *items]
+    return 0, list(items)
+
+
+def plan_rows(
+    items: Sequence[Prepared],
+    known: dict[str, Entry],
+    seq: int,
+    tree: PendingNodes,
+    stamps: Sequence[str] | None = None,
+) -> BatchRows:
+    """The rows that append ``items`` at ``seq`` (see the module invariant).
+
+    ``known`` gains the new entries; ``stamps`` gives each item's ``appended_at`` (a copy
+    keeps the source's), else the current time is used.
+    """
+    rows = BatchRows()
+    for i, item in enumerate(items):
+        entry = known.get(item.digest)
+        if entry is not None:
+            rows.results.append(AppendResult(entry, new=False))
+            continue
+        appended_at = utc_now() if stamps is None else stamps[i]
+        entry = Entry(seq, item.digest, item.kind, appended_at)
+        known[item.digest] = entry
+        rows.entries.append((seq, item.digest, item.kind, appended_at))
+        rows.objects.append(
+            (
+                item.digest,
+                seq,
+                item.kind,
+                item.schema_version,
+                item.object_id,
+                item.object_version,
+                item.legacy_digest,
+                item.legacy_hints,
+                item.data,
+            )
+        )
+        rows.refs.extend((item.digest, rel, target) for rel, target in item.refs)
+        # The leaf, then every complete subtree it closes: O(log n) hashing.
+        leaf = leaf_hash(entry_record(seq, item.kind, item.digest, appended_at))
+        rows.nodes.extend(tree.append(seq, leaf))
+        rows.results.append(AppendResult(entry, new=True))
+        seq += 1
+    return rows
