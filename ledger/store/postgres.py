@@ -66,6 +66,7 @@ from ledger.store.postgres_schema import (
     trigger_ddl,
 )
 from ledger.store.prepared import Prepared
+from ledger.store.rules import copied_checkpoint_is_new, head_checkpoint
 
 try:
     import psycopg
@@ -285,16 +286,9 @@ class PostgresStore:
         return row
 
     def _checkpoint_of_head(self, sign: SignHead) -> CheckpointRow:
+        """The stored checkpoint of the current size, or ``sign``'s row for it."""
         size = self.size()
-        existing = self.checkpoint_at(size)
-        if existing is not None:
-            return existing
-        signed = sign(self, size)
-        if signed.size != size:
-            raise AppendOnlyError(
-                f"checkpoint, got size {signed.size}, expected the log size {size}"
-            )
-        return signed
+        return head_checkpoint(size, self.checkpoint_at(size), lambda n: sign(self, n))
 
     def add_cosignatures(self, size: int, lines: Sequence[str]) -> int:
         """Store witness signature lines for the checkpoint at ``size``; return how many
@@ -348,23 +342,11 @@ class PostgresStore:
     def put_checkpoint(self, row: CheckpointRow) -> None:
         """Store a checkpoint copied from another ledger for the current log size."""
         with self._write():
-            existing = self.checkpoint_at(row.size)
-            if existing is not None:
-                if existing != row:
-                    raise AppendOnlyError(
-                        f"checkpoint at size {row.size} exists, got another note,"
-                        " expected the source's"
-                    )
-                return
-            size = self.size()
-            if row.size != size:
-                raise RuleViolation(
-                    f"copied checkpoint, got size {row.size}, expected the log size {size}"
+            if copied_checkpoint_is_new(row, self.checkpoint_at(row.size), self.size()):
+                self._conn.execute(
+                    "INSERT INTO checkpoints(size, root, note, created_at) VALUES (%s,%s,%s,%s)",
+                    (row.size, row.root, row.note, row.created_at),
                 )
-            self._conn.execute(
-                "INSERT INTO checkpoints(size, root, note, created_at) VALUES (%s,%s,%s,%s)",
-                (row.size, row.root, row.note, row.created_at),
-            )
 
     def bulk_session(self) -> AbstractContextManager[None]:
         """Nothing to tune: the server's settings are the operator's."""

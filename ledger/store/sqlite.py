@@ -43,6 +43,7 @@ from ledger.store.base import (
 from ledger.store.batch import checkpoint_first, plan_rows, refuse_checkpoint_records
 from ledger.store.derived import derive, row_problem
 from ledger.store.prepared import Prepared
+from ledger.store.rules import copied_checkpoint_is_new, head_checkpoint
 from ledger.store.sqlite_scan import SQLiteNodeScan, SQLiteRefScan
 
 SCHEMA_VERSION = "2"
@@ -383,23 +384,11 @@ class SQLiteStore:
     def put_checkpoint(self, row: CheckpointRow) -> None:
         """Store a checkpoint copied from another ledger for the current log size."""
         with self._immediate():
-            size = self.size()
-            existing = self.checkpoint_at(row.size)
-            if existing is not None:
-                if existing != row:
-                    raise AppendOnlyError(
-                        f"checkpoint at size {row.size} exists, got another note,"
-                        " expected the source's"
-                    )
-                return
-            if row.size != size:
-                raise RuleViolation(
-                    f"copied checkpoint, got size {row.size}, expected the log size {size}"
+            if copied_checkpoint_is_new(row, self.checkpoint_at(row.size), self.size()):
+                self._conn.execute(
+                    "INSERT INTO checkpoints(size, root, note, created_at) VALUES (?,?,?,?)",
+                    (row.size, row.root, row.note, row.created_at),
                 )
-            self._conn.execute(
-                "INSERT INTO checkpoints(size, root, note, created_at) VALUES (?,?,?,?)",
-                (row.size, row.root, row.note, row.created_at),
-            )
 
     def _append_one(self, item: Prepared) -> AppendResult:
         return self._append_batch([item])[0]
@@ -487,15 +476,7 @@ class SQLiteStore:
     def _checkpoint_of_head(self, sign: SignHead) -> CheckpointRow:
         """The stored checkpoint of the current size, or ``sign``'s row for it."""
         size = self.size()
-        existing = self.checkpoint_at(size)
-        if existing is not None:
-            return existing
-        signed = sign(self, size)
-        if signed.size != size:
-            raise AppendOnlyError(
-                f"checkpoint, got size {signed.size}, expected the log size {size}"
-            )
-        return signed
+        return head_checkpoint(size, self.checkpoint_at(size), lambda n: sign(self, n))
 
     @contextmanager
     def _immediate(self) -> Iterator[None]:
