@@ -12,7 +12,8 @@ import rfc8785
 from typer.testing import CliRunner
 
 from ledger.cli import app
-from ledger.store.sqlite import LEDGER_TABLES, open_store
+from ledger.store.base import LEDGER_TABLES
+from ledger.store.sqlite import open_store
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 

@@ -48,6 +48,17 @@ class StoredObject:
 
 OBJECT_COLUMNS: tuple[str, ...] = tuple(f.name for f in fields(StoredObject))
 
+#: The tables of a ledger, in every backend; all of them are append-only.
+LEDGER_TABLES: tuple[str, ...] = (
+    "meta",
+    "objects",
+    "entries",
+    "refs",
+    "tree_nodes",
+    "checkpoints",
+    "cosignatures",
+)
+
 
 def stored_object(columns: Sequence[Any]) -> StoredObject:
     """A ``StoredObject`` from a row of ``OBJECT_COLUMNS``, matched by name."""

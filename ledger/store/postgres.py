@@ -34,6 +34,7 @@ from ledger.log.leaf import utc_now
 from ledger.log.merkle import PendingNodes
 from ledger.store import postgres_audit
 from ledger.store.base import (
+    LEDGER_TABLES,
     OBJECT_COLUMNS,
     Admission,
     AppendResult,
@@ -57,7 +58,6 @@ from ledger.store.location import DatabaseURL, redact
 from ledger.store.postgres_schema import (
     FORMAT,
     GUARD_DDL,
-    LEDGER_TABLES,
     META_KEYS,
     SCHEMA_DDL,
     default_roles,

@@ -18,8 +18,8 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
-from ledger.store.base import StorageFinding
-from ledger.store.postgres_schema import GUARD_BODY, GUARD_FUNCTION, LEDGER_TABLES, trigger_names
+from ledger.store.base import LEDGER_TABLES, StorageFinding
+from ledger.store.postgres_schema import GUARD_BODY, GUARD_FUNCTION, trigger_names
 
 
 class Catalog(Protocol):

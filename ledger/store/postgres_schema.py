@@ -9,17 +9,10 @@ collation "C", as SQLite's BINARY compares.
 
 from __future__ import annotations
 
+from ledger.store.base import LEDGER_TABLES
+
 SCHEMA_VERSION = "1"
 FORMAT = f"provledger-postgres/{SCHEMA_VERSION}"
-LEDGER_TABLES = (
-    "meta",
-    "objects",
-    "entries",
-    "refs",
-    "tree_nodes",
-    "checkpoints",
-    "cosignatures",
-)
 
 # Meta keys of a PostgreSQL ledger: SQLite's, and the two roles init made or named.
 META_KEYS: tuple[str, ...] = (

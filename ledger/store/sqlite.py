@@ -23,6 +23,7 @@ from ledger.log.leaf import utc_now
 from ledger.log.merkle import PendingNodes
 from ledger.store import sqlite_audit
 from ledger.store.base import (
+    LEDGER_TABLES,
     OBJECT_COLUMNS,
     Admission,
     AppendResult,
@@ -68,15 +69,6 @@ def digest_key(digest: str) -> str:
     return digest[KEY_START - 1 : KEY_START - 1 + KEY_LEN]
 
 
-LEDGER_TABLES = (
-    "meta",
-    "objects",
-    "entries",
-    "refs",
-    "tree_nodes",
-    "checkpoints",
-    "cosignatures",
-)
 BUSY_TIMEOUT_S = 60.0
 PAGE_SIZE = 32768  # for new ledgers (see create_store)
 # Largest value an SQLite INTEGER holds; user numbers beyond it can match nothing.
