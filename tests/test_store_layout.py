@@ -174,6 +174,7 @@ def _to_format_1(db: Path) -> None:
     for index in ("objects_by_id", "objects_by_digest", "objects_by_legacy", "objects_by_kind"):
         conn.execute(f"DROP INDEX {index}")
     conn.execute("DROP INDEX refs_to")
+    conn.execute("DROP TABLE kind_totals")  # format 1 kept no totals
     conn.execute("ALTER TABLE objects RENAME TO objects_new")
     conn.execute(V1_OBJECTS)
     conn.execute("INSERT INTO objects SELECT * FROM objects_new ORDER BY seq")
@@ -181,8 +182,9 @@ def _to_format_1(db: Path) -> None:
     for sql in V1_INDEXES:
         conn.execute(sql)
     conn.execute("UPDATE meta SET value = 'provledger-sqlite/1' WHERE key = 'format'")
-    for _kind, _name, sql in saved:
-        conn.execute(sql)
+    for _kind, name, sql in saved:
+        if not name.startswith("kind_totals_"):
+            conn.execute(sql)
     conn.execute("COMMIT")
     conn.close()
 
@@ -216,6 +218,10 @@ def test_format_1_refused_then_migrated(ledger_path: Path, runner: CliRunner) ->
     }
     with sqlite3.connect(ledger_path) as raw:
         assert raw.execute("SELECT * FROM objects ORDER BY seq").fetchall() == v1_rows
+        # Totals computed while migrating: 20 blobs (their bytes) and nothing else yet.
+        assert raw.execute("SELECT * FROM kind_totals").fetchall() == [
+            ("blob", 20, 20, sum(len(item.data) for item in items))
+        ]
     verify = runner.invoke(app, ["verify", "--db", str(ledger_path), "--json"])
     assert verify.exit_code == 0, verify.output
     after = runner.invoke(app, ["proof", "inclusion", items[7].digest, "--db", str(ledger_path)])

@@ -134,8 +134,21 @@ def has(findings: list[dict[str, Any]], code: str, **where: Any) -> bool:
     return any(f["code"] == code and all(f[k] == v for k, v in where.items()) for f in findings)
 
 
+def rebuild_totals(conn: sqlite3.Connection) -> None:
+    """Recompute the per-kind totals from the rows, as a careful forger would."""
+    conn.execute("DELETE FROM kind_totals")
+    conn.execute(
+        "INSERT INTO kind_totals SELECT kind, sum(e), sum(o), sum(b) FROM ("
+        " SELECT kind, 1 AS e, 0 AS o, 0 AS b FROM entries UNION ALL"
+        " SELECT o.kind, 0, 1, length(o.data) FROM objects o JOIN entries e ON e.seq = o.seq"
+        ") GROUP BY kind"
+    )
+
+
 def rebuild_tree(conn: sqlite3.Connection) -> bytes:
-    """Recompute every stored node from the entries, as a careful forger would."""
+    """Recompute every stored node (and the totals) from the entries, as a careful
+    forger would."""
+    rebuild_totals(conn)
     tree = merkle.MemoryTree()
     for seq, digest, kind, at in conn.execute(
         "SELECT seq, digest, kind, appended_at FROM entries ORDER BY seq"
@@ -393,7 +406,29 @@ def _edit_node_type(c: sqlite3.Connection, led: Ledger) -> None:
     c.execute("UPDATE tree_nodes SET hash = hex(hash) WHERE level = 0 AND idx = 11")
 
 
+def _totals_bytes_raised(c: sqlite3.Connection, led: Ledger) -> None:
+    # An update the triggers allow (totals may grow), yet no append made it.
+    c.execute("UPDATE kind_totals SET bytes = bytes + 1 WHERE kind = 'blob'")
+
+
+def _totals_row_deleted(c: sqlite3.Connection, led: Ledger) -> None:
+    c.execute("DELETE FROM kind_totals WHERE kind = 'checkpoint'")
+
+
+def _totals_row_inserted(c: sqlite3.Connection, led: Ledger) -> None:
+    c.execute("INSERT INTO kind_totals VALUES ('work-unit', 1, 1, 10)")
+
+
+def _totals_count_as_text(c: sqlite3.Connection, led: Ledger) -> None:
+    # Text that INTEGER affinity cannot turn back into a number.
+    c.execute("UPDATE kind_totals SET entries = 'n=' || entries WHERE kind = 'blob'")
+
+
 CASES: dict[str, tuple[Tamper, Expect]] = {
+    "stored totals raised": (_totals_bytes_raised, [("totals-mismatch", {})]),
+    "stored totals row deleted": (_totals_row_deleted, [("totals-mismatch", {})]),
+    "stored totals row inserted": (_totals_row_inserted, [("totals-mismatch", {})]),
+    "stored totals of the wrong type": (_totals_count_as_text, [("totals-mismatch", {})]),
     "byte in stored blob": (_byte_in_blob, [("digest-mismatch", {"seq": 2})]),
     "byte in stored json": (_byte_in_json, [("digest-mismatch", {"seq": ATTESTATION_SEQ})]),
     "object replaced by another valid object": (

@@ -326,6 +326,8 @@ class _AuditRun:
         self.saved: Checkpoint | None = None
         self.ref_count = 0
         self.ref_trouble = False
+        # The per-kind totals the store keeps, re-derived from the rows of the pass.
+        self.totals = _Totals()
         self.reader = _Recent(store)
 
     # -- before the pass -----------------------------------------------------------------
@@ -421,6 +423,7 @@ class _AuditRun:
     # -- one entry -----------------------------------------------------------------------
     def entry(self, row: RawLogRow, checked: CheckResult | None) -> None:
         """Every check of one log entry, then its leaf into the tree."""
+        self.totals.add(row)
         # Entry columns as stored: any SQL type in a tampered file.
         seq: Any = row.seq
         digest: Any = row.digest
@@ -560,6 +563,9 @@ class _AuditRun:
         findings.extend(_check_duplicates(store, start))
         ref_trouble = self.ref_trouble
         if start == 0:
+            # The totals cover the whole log: an audit resumed at a checkpoint has not
+            # seen the rows before it, so leaves them to the full audit (as the ref count).
+            findings.extend(self.totals.compare(store.kind_totals_rows()))
             ref_trouble = ref_trouble or store.ref_count() != self.ref_count
         if ref_trouble:
             findings.extend(_extra_refs(store))
@@ -597,6 +603,53 @@ class _AuditRun:
                 )
             )
         return found
+
+
+class _Totals:
+    """Per-kind (entries, objects, bytes) re-derived from the log rows as streamed:
+    entries by their kind, object rows by theirs with the length of their bytes."""
+
+    def __init__(self) -> None:
+        self.by_kind: dict[object, list[int]] = {}
+
+    def _of(self, kind: object) -> list[int]:
+        return self.by_kind.setdefault(kind, [0, 0, 0])
+
+    def add(self, row: RawLogRow) -> None:
+        self._of(row.kind)[0] += 1
+        obj = row.object
+        if obj is not None:
+            figures = self._of(obj.kind)
+            figures[1] += 1
+            if isinstance(obj.data, bytes):
+                figures[2] += len(obj.data)
+
+    def compare(
+        self, stored: Iterable[tuple[object, object, object, object]]
+    ) -> list[LedgerFinding]:
+        """A ``totals-mismatch`` finding for every kind whose stored row differs."""
+        want = {kind: tuple(figures) for kind, figures in self.by_kind.items()}
+        got: dict[object, tuple[object, ...]] = {}
+        found = []
+        for kind, *figures in stored:
+            if kind in got:
+                found.append(LedgerFinding("totals-mismatch", f"totals of {kind!r} stored twice"))
+            got[kind] = tuple(figures)
+        for kind in sorted(set(want) | set(got), key=repr):
+            if got.get(kind) != want.get(kind):
+                found.append(
+                    LedgerFinding(
+                        "totals-mismatch",
+                        f"stored totals of kind {kind!r} (entries, objects, bytes), got"
+                        f" {_shown(got.get(kind))}, expected {_shown(want.get(kind))}"
+                        " re-derived from the rows",
+                    )
+                )
+        return found
+
+
+def _shown(figures: tuple[object, ...] | None) -> str:
+    return "no row" if figures is None else "(" + ", ".join(map(repr, figures)) + ")"
 
 
 def _resume(

@@ -3,10 +3,11 @@
 Invariant: given the entries already stored for the batch's digests (``known``) and the
 log size ``seq``, ``plan_rows`` returns exactly the rows to insert: entries from ``seq``
 on with no gap, one object row per digest not yet stored (an object seen earlier in
-the batch gets that entry back), its references, and every tree node the new leaves
-complete. ``results`` has one ``AppendResult`` per input item, in order. Backends only
-insert these rows, inside the transaction that holds the log's tail, so the log, the
-objects and the tree are built by this one routine whatever stores them.
+the batch gets that entry back), its references, every tree node the new leaves
+complete, and what the new rows add to the per-kind totals (``kind_totals``).
+``results`` has one ``AppendResult`` per input item, in order. Backends only insert
+these rows, inside the transaction that holds the log's tail, so the log, the objects,
+the tree and the totals are built by this one routine whatever stores them.
 """
 
 from __future__ import annotations
@@ -34,6 +35,12 @@ class BatchRows:
     refs: list[tuple[str, str, str]] = field(default_factory=list)
     nodes: list[tuple[int, int, bytes]] = field(default_factory=list)
     results: list[AppendResult] = field(default_factory=list)
+    # kind -> [entries, objects, bytes] the batch adds to the store's per-kind totals
+    totals: dict[str, list[int]] = field(default_factory=dict)
+
+    def totals_rows(self) -> list[tuple[str, int, int, int]]:
+        """(kind, entries, objects, bytes) to add to ``kind_totals``, one per kind."""
+        return [(kind, e, o, b) for kind, (e, o, b) in sorted(self.totals.items())]
 
 
 def refuse_checkpoint_records(items: Sequence[Prepared]) -> None:
@@ -96,6 +103,10 @@ def plan_rows(
             )
         )
         rows.refs.extend((item.digest, rel, target) for rel, target in item.refs)
+        added = rows.totals.setdefault(item.kind, [0, 0, 0])
+        added[0] += 1  # the entry
+        added[1] += 1  # its object row
+        added[2] += len(item.data)
         # The leaf, then every complete subtree it closes: O(log n) hashing.
         leaf = leaf_hash(entry_record(seq, item.kind, item.digest, appended_at))
         rows.nodes.extend(tree.append(seq, leaf))

@@ -120,6 +120,12 @@ CREATE TABLE IF NOT EXISTS checkpoints (
   note BLOB NOT NULL,
   created_at TEXT NOT NULL
 );
+CREATE TABLE IF NOT EXISTS kind_totals (
+  kind TEXT PRIMARY KEY,
+  entries INTEGER NOT NULL,
+  objects INTEGER NOT NULL,
+  bytes INTEGER NOT NULL
+) WITHOUT ROWID;
 CREATE VIEW IF NOT EXISTS objects_text AS
   SELECT seq, digest, kind, schema_version, object_id, object_version, legacy_digest,
     length(data) AS size,
@@ -159,16 +165,50 @@ def _trigger_ddl(tables: Sequence[str] = LEDGER_TABLES) -> str:
     return "\n".join(parts)
 
 
+# ``kind_totals`` holds one row per kind, updated by every append in its own write
+# transaction: the one table that is not append-only. Its triggers keep it growing only
+# (no delete; an update may not rename a kind or lower a total); ``verify`` re-derives it.
+TOTALS_TRIGGERS = ("kind_totals_no_delete", "kind_totals_no_shrink")
+_TOTALS_TRIGGER_DDL = """
+CREATE TRIGGER IF NOT EXISTS kind_totals_no_delete BEFORE DELETE ON kind_totals
+  BEGIN SELECT RAISE(ABORT,
+    'provledger: the ledger is append-only, DELETE on kind_totals refused'); END;
+CREATE TRIGGER IF NOT EXISTS kind_totals_no_shrink BEFORE UPDATE ON kind_totals
+  WHEN NEW.kind IS NOT OLD.kind OR NEW.entries < OLD.entries OR NEW.objects < OLD.objects
+    OR NEW.bytes < OLD.bytes
+  BEGIN SELECT RAISE(ABORT,
+    'provledger: the ledger is append-only, UPDATE lowering kind_totals refused'); END;
+"""
+# One upsert per kind of a batch, inside the batch's transaction.
+_ADD_TOTALS = (
+    "INSERT INTO kind_totals(kind, entries, objects, bytes) VALUES (?,?,?,?)"
+    " ON CONFLICT(kind) DO UPDATE SET entries = entries + excluded.entries,"
+    " objects = objects + excluded.objects, bytes = bytes + excluded.bytes"
+)
+# The totals as a full audit re-derives them: entries by their kind; object rows (with an
+# entry at their seq: what the log holds) by theirs, with their stored length.
+_DERIVE_TOTALS = """
+INSERT INTO kind_totals(kind, entries, objects, bytes)
+SELECT kind, sum(e), sum(o), sum(b) FROM (
+  SELECT kind, 1 AS e, 0 AS o, 0 AS b FROM entries
+  UNION ALL
+  SELECT o.kind, 0, 1, length(o.data) FROM objects o JOIN entries e ON e.seq = o.seq
+) GROUP BY kind
+"""
+
+
 def trigger_names() -> list[str]:
-    """Names of the append-only triggers every ledger must have."""
-    return [f"{t}_no_{op}" for t in LEDGER_TABLES for op in ("update", "delete")]
+    """Names of the triggers every ledger must have (append-only, totals only grow)."""
+    return [f"{t}_no_{op}" for t in LEDGER_TABLES for op in ("update", "delete")] + list(
+        TOTALS_TRIGGERS
+    )
 
 
 def schema_script() -> str:
     """Everything a ledger file's schema holds: the one definition (tables, indexes,
     triggers, views). ``create_store`` runs it; ``verify`` compares the file with it.
     Add a view or index here and both follow."""
-    return _DDL + _COSIGNATURES_DDL + _trigger_ddl()
+    return _DDL + _COSIGNATURES_DDL + _trigger_ddl() + _TOTALS_TRIGGER_DDL
 
 
 SchemaObject = tuple[str, str, str, str | None]  # (type, name, tbl_name, sql)
@@ -420,6 +460,9 @@ class SQLiteStore:
                 "INSERT INTO refs(from_digest, rel, to_digest) VALUES (?,?,?)", rows.refs
             )
         conn.executemany("INSERT INTO tree_nodes(level, idx, hash) VALUES (?,?,?)", rows.nodes)
+        # Same transaction as the rows: the totals never disagree with a committed prefix,
+        # and a dry run's savepoint rolls them back with the rows.
+        conn.executemany(_ADD_TOTALS, rows.totals_rows())
         return rows.results
 
     def _entries_for(self, digests: Sequence[str]) -> dict[str, Entry]:
@@ -733,10 +776,43 @@ class SQLiteStore:
         return out
 
     def counts(self) -> dict[str, int]:
-        return {
-            str(k): int(n)
-            for k, n in self._q("SELECT kind, count(*) FROM entries GROUP BY kind ORDER BY kind")
-        }
+        """Entries by kind, from the stored totals (one row per kind, no scan)."""
+        return {kind: entries for kind, (entries, _o, _b) in self.kind_totals().items() if entries}
+
+    def kind_totals_rows(self) -> list[tuple[object, object, object, object]]:
+        """(kind, entries, objects, bytes) rows as stored (any SQL type), by kind."""
+        try:
+            return [
+                (k, e, o, b)
+                for k, e, o, b in self._conn.execute(
+                    "SELECT kind, entries, objects, bytes FROM kind_totals ORDER BY kind"
+                )
+            ]
+        except sqlite3.Error as exc:
+            if not self._has_table("kind_totals"):
+                raise StorageError(
+                    f"ledger {self.path} has no kind_totals table, got a {FORMAT} file made"
+                    " before it, expected the current layout; run `provledger migrate` on it"
+                    " once"
+                ) from None
+            raise _storage_error(exc, self.path) from None
+
+    def kind_totals(self) -> dict[str, tuple[int, int, int]]:
+        """Stored (entries, objects, bytes) by kind, O(kinds). Kept by the append path in
+        each batch's transaction; ``verify`` re-derives them from the rows."""
+        out: dict[str, tuple[int, int, int]] = {}
+        for row in self.kind_totals_rows():
+            match row:
+                case (str(kind), int(entries), int(objects), int(size)) if (
+                    min(entries, objects, size) >= 0
+                ):
+                    out[kind] = (entries, objects, size)
+                case _:
+                    raise IntegrityError(
+                        f"ledger totals row is not (kind, counts), got {row!r}, expected"
+                        " text and three counts; run `provledger verify`"
+                    )
+        return out
 
     def node(self, level: int, index: int) -> bytes:
         rows = self._q("SELECT hash FROM tree_nodes WHERE level = ? AND idx = ?", (level, index))
@@ -753,15 +829,21 @@ class SQLiteStore:
         if not in_transaction:
             self._conn.execute("BEGIN")
         try:
-            counts = self.counts()
-            (object_bytes,) = self._conn.execute(
-                "SELECT coalesce(sum(length(data)), 0) FROM objects"
-            ).fetchone()
+            # The stored totals, not a scan: O(kinds). Their sum must be the log's size
+            # (a cheap guard); ``verify`` re-derives every figure from the rows.
+            totals = self.kind_totals()
+            size = self.size()
+            if sum(entries for entries, _o, _b in totals.values()) != size:
+                raise IntegrityError(
+                    f"ledger totals disagree with the log, got"
+                    f" {sum(e for e, _o, _b in totals.values())} entries by kind, expected"
+                    f" {size}; run `provledger verify`"
+                )
             (latest,) = self._conn.execute("SELECT max(size) FROM checkpoints").fetchone()
             return LedgerStats(
-                size=self.size(),
-                counts=counts,
-                object_bytes=int(object_bytes),
+                size=size,
+                counts={kind: e for kind, (e, _o, _b) in sorted(totals.items()) if e},
+                object_bytes=sum(b for _e, _o, b in totals.values()),
                 latest_checkpoint_size=latest,
                 origin=self.get_meta("origin"),
             )
@@ -1025,7 +1107,8 @@ def migrate_store(path: Path) -> str | None:
     """Bring a ledger of an earlier layout to the current one, in one transaction.
 
     Format 1 kept ``objects.digest`` as the primary key and indexed full digests; format 2
-    indexes short keys (``digest_key``). Only the ``objects`` table and the indexes
+    indexes short keys (``digest_key``) and keeps per-kind totals (``kind_totals``,
+    computed here from the rows). Only the ``objects`` table, the indexes and the totals
     change: entries, tree nodes, checkpoints, references and every stored byte are
     kept as they are, so roots and proofs are unchanged. The append-only triggers are
     lifted for this transaction only (a crash leaves the old ledger, untouched).
@@ -1043,9 +1126,17 @@ def migrate_store(path: Path) -> str | None:
             store._begin_immediate()
             try:
                 fmt = store.get_meta("format")
-                if fmt == FORMAT:
+                if fmt == FORMAT and store._has_table("kind_totals"):
                     conn.execute("ROLLBACK")
                     return None
+                if fmt == FORMAT:
+                    # A format-2 file made before the totals table (an unreleased
+                    # layout): add it, its triggers and its rows from the log.
+                    for statement in _statements(schema_script()):
+                        conn.execute(statement)
+                    conn.execute(_DERIVE_TOTALS)
+                    conn.execute("COMMIT")
+                    return fmt
                 if fmt not in OLD_FORMATS:
                     raise StorageError(
                         f"cannot migrate {path}, got format {fmt!r},"
@@ -1061,6 +1152,8 @@ def migrate_store(path: Path) -> str | None:
                 for view in READABLE_VIEWS:
                     conn.execute(f"DROP VIEW IF EXISTS {view}")
                 conn.execute("ALTER TABLE objects RENAME TO objects_old")
+                # Format 1 had no totals; any such table is made again from the rows.
+                conn.execute("DROP TABLE IF EXISTS kind_totals")
                 # Every CREATE is IF NOT EXISTS: this makes the new objects table, its
                 # indexes and the lifted triggers exactly as a new ledger has them.
                 for statement in _statements(schema_script()):
@@ -1072,6 +1165,7 @@ def migrate_store(path: Path) -> str | None:
                     " legacy_digest, legacy_hints, data FROM objects_old ORDER BY seq"
                 )
                 conn.execute("DROP TABLE objects_old")
+                conn.execute(_DERIVE_TOTALS)
                 conn.execute("DROP TRIGGER meta_no_update")
                 conn.execute("UPDATE meta SET value = ? WHERE key = 'format'", (FORMAT,))
                 for statement in _statements(_trigger_ddl()):
