@@ -221,10 +221,13 @@ def test_format_2_file_without_totals_is_migrated(ledger_path: Path, runner: Cli
     want = scanned(ledger_path)
     with sqlite3.connect(ledger_path) as conn:
         conn.execute("DROP TABLE kind_totals")  # its triggers go with it
-    refused = runner.invoke(app, ["stats", "--db", str(ledger_path)])
-    assert refused.exit_code == 3
-    assert "provledger migrate" in refused.stderr
-    assert len(refused.stderr.strip().splitlines()) == 1
+    blob = ["append", "--kind", "blob", str(ledger_path.with_name("ledger.db.log.key.pub"))]
+    for args in (["stats"], blob):
+        refused = runner.invoke(app, [*args, "--db", str(ledger_path)])
+        assert refused.exit_code == 3, (args, refused.output)
+        assert "has no kind_totals table" in refused.stderr
+        assert "provledger migrate" in refused.stderr
+        assert len(refused.stderr.strip().splitlines()) == 1
     migrated = runner.invoke(app, ["migrate", "--db", str(ledger_path), "--json"])
     assert migrated.exit_code == 0, migrated.output
     assert json.loads(migrated.stdout)["from"] == FORMAT

@@ -257,6 +257,11 @@ def _storage_error(exc: sqlite3.Error, path: Path) -> Exception:
             f"ledger {path} stayed locked, got no lock in {BUSY_TIMEOUT_S:.0f}s,"
             " expected another writer to finish"
         )
+    if "no such table: kind_totals" in text:
+        return StorageError(
+            f"ledger {path} has no kind_totals table, got a {FORMAT} file made before it,"
+            " expected the current layout; run `provledger migrate` on it once"
+        )
     if "not a database" in text or "malformed" in text:
         return StorageError(
             f"cannot read ledger {path}, got '{text}', expected a provledger SQLite file"
@@ -789,12 +794,6 @@ class SQLiteStore:
                 )
             ]
         except sqlite3.Error as exc:
-            if not self._has_table("kind_totals"):
-                raise StorageError(
-                    f"ledger {self.path} has no kind_totals table, got a {FORMAT} file made"
-                    " before it, expected the current layout; run `provledger migrate` on it"
-                    " once"
-                ) from None
             raise _storage_error(exc, self.path) from None
 
     def kind_totals(self) -> dict[str, tuple[int, int, int]]:
