@@ -128,6 +128,9 @@ def test_append_is_idempotent_with_the_same_exit_codes(db: str) -> None:
         "UPDATE tree_nodes SET hash = hash",
         "DELETE FROM checkpoints",
         "UPDATE meta SET value = 'x'",
+        "UPDATE kind_totals SET bytes = bytes - 1",
+        "UPDATE kind_totals SET kind = 'other'",
+        "DELETE FROM kind_totals",
     ],
 )
 def test_the_database_refuses_updates_and_deletes(db: str, statement: str) -> None:
@@ -143,7 +146,7 @@ def test_postgres_refuses_truncate(pg_url: str, tmp_path: Path) -> None:
     from ledger.store.location import db_location
 
     initialise(db_location(pg_url), None, tmp_path / "l.key", tmp_path / "a.key")
-    for table in ("entries", "objects", "refs", "tree_nodes", "checkpoints", "meta"):
+    for table in ("entries", "objects", "refs", "tree_nodes", "checkpoints", "meta", "kind_totals"):
         with pytest.raises(Exception, match="append-only"):
             raw_sql(pg_url, f"TRUNCATE {table}")
 
@@ -205,11 +208,81 @@ def test_writer_and_auditor_roles_have_exactly_their_rights(
     as_auditor = pg_cluster.url(dbname, user="a_" + dbname)
     wu = str(EXAMPLES / "work-unit.json")
     assert cli("append", wu, "--db", as_writer).exit_code == 0
+    # Two objects of one kind: the second adds to the kind's totals row (UPDATE).
+    for version in ("0.2", "0.3"):
+        plan = str(EXAMPLES / "plans" / f"evaluator-plan-v{version}.json")
+        assert cli("append", plan, "--db", as_writer).exit_code == 0
+    totals = json.loads(cli("stats", "--db", as_auditor, "--json").stdout)["by_kind"]
+    assert totals == {"evaluator-plan": 2, "work-unit": 1}
     denied = cli("append", str(EXAMPLES / "plans" / "evaluator-plan-v0.4.json"), "--db", as_auditor)
     assert denied.exit_code == 3 and "permission denied" in denied.stderr
     assert cli("verify", "--db", as_auditor).exit_code == 0
     with pytest.raises(Exception, match=r"permission denied|append-only"):
         raw_sql(as_writer, "DELETE FROM entries")
+
+
+def raw_rows(location: str, query: str) -> list[tuple[Any, ...]]:
+    """Rows of a query run on the ledger's database directly."""
+    if location.startswith("postgresql://"):
+        import psycopg
+
+        with psycopg.connect(location, autocommit=True) as conn:
+            return [tuple(row) for row in conn.execute(query).fetchall()]
+    conn = sqlite3.connect(location)
+    try:
+        return conn.execute(query).fetchall()
+    finally:
+        conn.close()
+
+
+def scanned_totals(location: str) -> dict[str, tuple[int, int, int]]:
+    """Per-kind (entries, objects, bytes) from a full scan of the rows."""
+    length = "octet_length" if location.startswith("postgresql://") else "length"
+    rows = raw_rows(
+        location,
+        "SELECT kind, sum(e), sum(o), sum(b) FROM ("
+        " SELECT kind, 1 AS e, 0 AS o, 0 AS b FROM entries UNION ALL"
+        f" SELECT o.kind, 0, 1, {length}(o.data) FROM objects o JOIN entries e ON e.seq = o.seq"
+        ") t GROUP BY kind ORDER BY kind",
+    )
+    return {str(k): (int(e), int(o), int(b)) for k, e, o, b in rows}
+
+
+def test_kind_totals_follow_the_log_and_stats_reads_them(db: str, tmp_path: Path) -> None:
+    jsonl = tmp_path / "in.jsonl"
+    corpus_jsonl(jsonl, 40)
+    assert cli("import", "jsonl", str(jsonl), "--db", db, "--batch", "15").exit_code == 0
+    assert cli("checkpoint", "--db", db, "--log-key", "log.key").exit_code == 0
+    assert cli("append", str(EXAMPLES / "work-unit.json"), "--db", db).exit_code == 0
+    before = scanned_totals(db)
+    assert set(before) >= {"checkpoint", "work-unit", "evaluator-plan"}
+    stored = raw_rows(db, "SELECT kind, entries, objects, bytes FROM kind_totals ORDER BY kind")
+    assert {str(k): (int(e), int(o), int(b)) for k, e, o, b in stored} == before
+    # A dry run and a refused batch change nothing.
+    plan = str(EXAMPLES / "plans" / "evaluator-plan-v0.4.json")
+    assert cli("append", plan, "--db", db, "--dry-run").exit_code == 0
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"a": 1, "a": 2}')
+    assert cli("append", plan, str(bad), "--db", db).exit_code == 3
+    assert scanned_totals(db) == before
+    shown = cli("stats", "--db", db, "--json")
+    assert shown.exit_code == 0, shown.output
+    info = json.loads(shown.stdout)
+    assert info["by_kind"] == {kind: e for kind, (e, _o, _b) in before.items()}
+    assert info["object_bytes"] == sum(b for _e, _o, b in before.values())
+    assert info["entries"] == sum(info["by_kind"].values())
+    assert cli("verify", "--db", db).exit_code == 0
+
+
+def test_forged_totals_are_found_by_verify(db: str) -> None:
+    assert cli("append", str(EXAMPLES / "work-unit.json"), "--db", db).exit_code == 0
+    # Raising a total is what the guard lets through; only verify can tell.
+    raw_sql(db, "UPDATE kind_totals SET bytes = bytes + 1")
+    result = cli("verify", "--db", db, "--json")
+    assert result.exit_code == 1
+    findings = json.loads(result.stdout)["findings"]
+    assert [f["code"] for f in findings] == ["totals-mismatch"], findings
+    assert "'work-unit'" in findings[0]["message"]
 
 
 def test_interrupted_import_leaves_a_prefix_and_a_rerun_completes(db: str, tmp_path: Path) -> None:
@@ -611,7 +684,8 @@ def test_init_without_role_rights_prints_the_grants_for_an_administrator(
     assert init.exit_code == 0, init.output
     info = json.loads(init.stdout)
     statements = info["pg_grants"]
-    assert len(statements) == 5 and statements[0] == f'CREATE ROLE "{name}_writer" NOLOGIN'
+    assert len(statements) == 7 and statements[0] == f'CREATE ROLE "{name}_writer" NOLOGIN'
+    assert f'GRANT SELECT, INSERT, UPDATE ON kind_totals TO "{name}_writer"' in statements
     assert (tmp_path / f"{name}.log.key").is_file()  # keys next to the cwd, named after the db
     result = cli("verify", "--db", url, "--json")
     assert result.exit_code == 1

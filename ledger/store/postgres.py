@@ -34,7 +34,6 @@ from ledger.log.leaf import utc_now
 from ledger.log.merkle import PendingNodes
 from ledger.store import postgres_audit
 from ledger.store.base import (
-    LEDGER_TABLES,
     OBJECT_COLUMNS,
     Admission,
     AppendResult,
@@ -56,7 +55,9 @@ from ledger.store.batch import checkpoint_first, plan_rows, refuse_checkpoint_re
 from ledger.store.derived import derive, row_problem
 from ledger.store.location import DatabaseURL, redact
 from ledger.store.postgres_schema import (
+    ALL_TABLES,
     FORMAT,
+    GROWTH_DDL,
     GUARD_DDL,
     META_KEYS,
     SCHEMA_DDL,
@@ -249,6 +250,9 @@ class PostgresStore:
             if rows.refs:
                 _copy(cur, "refs", ("from_digest", "rel", "to_digest"), rows.refs)
             _copy(cur, "tree_nodes", ("level", "idx", "hash"), rows.nodes)
+            # Same transaction (and tail lock) as the rows; a dry run's savepoint takes
+            # them back with the rows.
+            cur.executemany(_ADD_TOTALS, rows.totals_rows())
         return rows.results
 
     def _entries_for(self, digests: Sequence[str]) -> dict[str, Entry]:
@@ -499,10 +503,33 @@ class PostgresStore:
         return out
 
     def counts(self) -> dict[str, int]:
-        return {
-            str(k): int(n)
-            for k, n in self._q("SELECT kind, count(*) FROM entries GROUP BY kind ORDER BY kind")
-        }
+        """Entries by kind, from the stored totals (one row per kind, no scan)."""
+        return {kind: entries for kind, (entries, _o, _b) in self.kind_totals().items() if entries}
+
+    def kind_totals_rows(self) -> list[tuple[object, object, object, object]]:
+        """(kind, entries, objects, bytes) rows as stored, by kind."""
+        return [
+            (k, e, o, b)
+            for k, e, o, b in self._q(
+                "SELECT kind, entries, objects, bytes FROM kind_totals ORDER BY kind"
+            )
+        ]
+
+    def kind_totals(self) -> dict[str, tuple[int, int, int]]:
+        """Stored (entries, objects, bytes) by kind, O(kinds); ``verify`` re-derives them."""
+        out: dict[str, tuple[int, int, int]] = {}
+        for row in self.kind_totals_rows():
+            match row:
+                case (str(kind), int(entries), int(objects), int(size)) if (
+                    min(entries, objects, size) >= 0
+                ):
+                    out[kind] = (entries, objects, size)
+                case _:
+                    raise IntegrityError(
+                        f"ledger totals row is not (kind, counts), got {row!r}, expected"
+                        " text and three counts; run `provledger verify`"
+                    )
+        return out
 
     def node(self, level: int, index: int) -> bytes:
         rows = self._q("SELECT hash FROM tree_nodes WHERE level = %s AND idx = %s", (level, index))
@@ -546,12 +573,20 @@ class PostgresStore:
     def stats(self) -> LedgerStats:
         """Counts, sizes and the latest checkpoint, all from one snapshot."""
         with self.snapshot():
-            object_bytes = self._q("SELECT coalesce(sum(octet_length(data)), 0) FROM objects")
+            # The stored totals, not a scan: O(kinds); their sum must be the log's size.
+            totals = self.kind_totals()
+            size = self.size()
+            if sum(entries for entries, _o, _b in totals.values()) != size:
+                raise IntegrityError(
+                    f"ledger totals disagree with the log, got"
+                    f" {sum(e for e, _o, _b in totals.values())} entries by kind, expected"
+                    f" {size}; run `provledger verify`"
+                )
             latest = self._q("SELECT max(size) FROM checkpoints")[0][0]
             return LedgerStats(
-                size=self.size(),
-                counts=self.counts(),
-                object_bytes=int(object_bytes[0][0]),
+                size=size,
+                counts={kind: e for kind, (e, _o, _b) in sorted(totals.items()) if e},
+                object_bytes=sum(b for _e, _o, b in totals.values()),
                 latest_checkpoint_size=None if latest is None else int(latest),
                 origin=self.get_meta("origin"),
                 storage_bytes=self.database_bytes(),
@@ -739,6 +774,15 @@ class _RefReader:
         return found is not None
 
 
+# One upsert per kind of a batch; the tail lock orders concurrent writers.
+_ADD_TOTALS = (
+    "INSERT INTO kind_totals(kind, entries, objects, bytes) VALUES (%s,%s,%s,%s)"
+    " ON CONFLICT (kind) DO UPDATE SET entries = kind_totals.entries + EXCLUDED.entries,"
+    " objects = kind_totals.objects + EXCLUDED.objects,"
+    " bytes = kind_totals.bytes + EXCLUDED.bytes"
+)
+
+
 def _copy(cur: Any, table: str, columns: Sequence[str], rows: list[tuple[Any, ...]]) -> None:
     statement = sql.SQL("COPY {} ({}) FROM STDIN").format(
         sql.Identifier(table), sql.SQL(", ").join(sql.Identifier(c) for c in columns)
@@ -792,12 +836,13 @@ def create_store(location: DatabaseURL) -> tuple[PostgresStore, list[str]]:
                 if statement.strip():
                     conn.execute(statement)
             conn.execute(GUARD_DDL)
+            conn.execute(GROWTH_DDL)
             for statement in trigger_ddl():
                 conn.execute(statement)
             conn.execute("INSERT INTO meta(key, value) VALUES ('format', %s)", (FORMAT,))
             conn.execute("INSERT INTO meta(key, value) VALUES ('pg_writer_role', %s)", (writer,))
             conn.execute("INSERT INTO meta(key, value) VALUES ('pg_auditor_role', %s)", (auditor,))
-            tables = ", ".join(LEDGER_TABLES)
+            tables = ", ".join(ALL_TABLES)
             conn.execute(f"REVOKE ALL ON {tables} FROM PUBLIC")
             try:
                 with conn.transaction():

@@ -5,8 +5,9 @@ the schema ``create_store`` made (tables, columns with type, nullability and the
 collation "C", indexes, no rewrite rules, no row-level policies), the append-only guard
 function with its exact body, every trigger enabled, BEFORE its operation and calling
 the guard (no other trigger on a ledger table), and the roles ``init`` recorded with
-exactly their rights: the writer INSERT and SELECT, the auditor SELECT, PUBLIC nothing,
-neither role owning a ledger table (an owner could drop a trigger).
+exactly their rights: the writer INSERT and SELECT (and UPDATE on ``kind_totals``, whose
+own guard lets a total only grow), the auditor SELECT, PUBLIC nothing, neither role
+owning a ledger table (an owner could drop a trigger).
 
 Finding codes match SQLite's where the meaning is the same (``schema-missing``,
 ``schema-altered``, ``schema-extra``, ``trigger-missing``, ``trigger-altered``,
@@ -18,8 +19,13 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
-from ledger.store.base import LEDGER_TABLES, StorageFinding
-from ledger.store.postgres_schema import GUARD_BODY, GUARD_FUNCTION, trigger_names
+from ledger.store.base import StorageFinding
+from ledger.store.postgres_schema import (
+    ALL_TABLES,
+    FUNCTIONS,
+    privileges,
+    triggers,
+)
 
 
 class Catalog(Protocol):
@@ -56,6 +62,10 @@ EXPECTED_COLUMNS: dict[tuple[str, str], tuple[str, bool]] = {
     ("checkpoints", "root"): ("bytea", False),
     ("checkpoints", "note"): ("bytea", False),
     ("checkpoints", "created_at"): ("text", False),
+    ("kind_totals", "kind"): ("text", False),
+    ("kind_totals", "entries"): ("bigint", False),
+    ("kind_totals", "objects"): ("bigint", False),
+    ("kind_totals", "bytes"): ("bigint", False),
     ("cosignatures", "pos"): ("bigint", False),
     ("cosignatures", "size"): ("bigint", False),
     ("cosignatures", "line"): ("text", False),
@@ -71,6 +81,7 @@ EXPECTED_INDEXES: dict[str, str] = {
         "CREATE UNIQUE INDEX cosignatures_pos_key ON cosignatures USING btree (pos)"
     ),
     "entries_pkey": ("CREATE UNIQUE INDEX entries_pkey ON entries USING btree (seq)"),
+    "kind_totals_pkey": ("CREATE UNIQUE INDEX kind_totals_pkey ON kind_totals USING btree (kind)"),
     "meta_pkey": ("CREATE UNIQUE INDEX meta_pkey ON meta USING btree (key)"),
     "objects_by_id": (
         "CREATE INDEX objects_by_id ON objects USING btree (object_id, object_version)"
@@ -89,8 +100,6 @@ EXPECTED_INDEXES: dict[str, str] = {
         "CREATE UNIQUE INDEX tree_nodes_pkey ON tree_nodes USING btree (level, idx)"
     ),
 }
-WRITER_PRIVILEGES = frozenset({"INSERT", "SELECT"})
-AUDITOR_PRIVILEGES = frozenset({"SELECT"})
 _ALL_PRIVILEGES = ("SELECT", "INSERT", "UPDATE", "DELETE", "TRUNCATE", "REFERENCES", "TRIGGER")
 
 
@@ -109,10 +118,10 @@ def _tables(store: Catalog) -> list[StorageFinding]:
             " AND c.relkind IN ('r', 'p', 'v', 'm', 'f')"
         )
     }
-    for table in LEDGER_TABLES:
+    for table in ALL_TABLES:
         if table not in present:
             found.append(StorageFinding("schema-missing", f"table {table} is missing"))
-    for name in sorted(set(present) - set(LEDGER_TABLES)):
+    for name in sorted(set(present) - set(ALL_TABLES)):
         found.append(
             StorageFinding("schema-extra", f"relation {name} is not part of a ledger's schema")
         )
@@ -124,7 +133,7 @@ def _tables(store: Catalog) -> list[StorageFinding]:
             "SELECT table_name, column_name, data_type, is_nullable, collation_name"
             " FROM information_schema.columns WHERE table_schema = current_schema()"
             " AND table_name = ANY(%s)",
-            (list(LEDGER_TABLES),),
+            (list(ALL_TABLES),),
         )
     }
     for key in sorted(set(columns) | set(EXPECTED_COLUMNS)):
@@ -147,7 +156,7 @@ def _tables(store: Catalog) -> list[StorageFinding]:
     for (table,) in store.catalog(
         "SELECT relname FROM pg_class WHERE relnamespace = current_schema()::regnamespace"
         " AND (relrowsecurity OR relforcerowsecurity) AND relname = ANY(%s)",
-        (list(LEDGER_TABLES),),
+        (list(ALL_TABLES),),
     ):
         found.append(StorageFinding("schema-altered", f"row-level security is enabled on {table}"))
     return found
@@ -181,21 +190,22 @@ def _indexes(store: Catalog) -> list[StorageFinding]:
 
 def _triggers(store: Catalog) -> list[StorageFinding]:
     found: list[StorageFinding] = []
-    body = store.catalog(
-        "SELECT p.prosrc FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace"
-        " WHERE p.proname = %s AND n.nspname = current_schema()",
-        (GUARD_FUNCTION,),
-    )
-    if not body:
-        found.append(
-            StorageFinding("trigger-missing", f"append-only function {GUARD_FUNCTION} is missing")
+    for function, want in FUNCTIONS.items():
+        body = store.catalog(
+            "SELECT p.prosrc FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace"
+            " WHERE p.proname = %s AND n.nspname = current_schema()",
+            (function,),
         )
-    elif len(body) != 1 or body[0][0] != GUARD_BODY:
-        found.append(
-            StorageFinding(
-                "trigger-altered", f"append-only function {GUARD_FUNCTION} has another body"
+        if not body:
+            found.append(
+                StorageFinding("trigger-missing", f"append-only function {function} is missing")
             )
-        )
+        elif len(body) != 1 or body[0][0] != want:
+            found.append(
+                StorageFinding(
+                    "trigger-altered", f"append-only function {function} has another body"
+                )
+            )
     present = {
         (str(table), str(name)): (str(enabled), int(tgtype), str(func))
         for table, name, enabled, tgtype, func in store.catalog(
@@ -207,7 +217,7 @@ def _triggers(store: Catalog) -> list[StorageFinding]:
     # pg_trigger.tgtype bits: 1 ROW, 2 BEFORE, 8 DELETE, 16 UPDATE, 32 TRUNCATE.
     bits = {"DELETE": 8, "UPDATE": 16, "TRUNCATE": 32}
     expected = set()
-    for table, name, op in trigger_names():
+    for table, name, op, function in triggers():
         expected.add((table, name))
         got = present.get((table, name))
         if got is None:
@@ -217,7 +227,7 @@ def _triggers(store: Catalog) -> list[StorageFinding]:
             continue
         enabled, tgtype, func = got
         row_bit = 0 if op == "TRUNCATE" else 1
-        if tgtype != (2 | bits[op] | row_bit) or func != GUARD_FUNCTION:
+        if tgtype != (2 | bits[op] | row_bit) or func != function:
             found.append(
                 StorageFinding(
                     "trigger-altered",
@@ -239,10 +249,10 @@ def _triggers(store: Catalog) -> list[StorageFinding]:
 def _grants(store: Catalog) -> list[StorageFinding]:
     found: list[StorageFinding] = []
     roles = [
-        (store.get_meta("pg_writer_role"), WRITER_PRIVILEGES, "writer"),
-        (store.get_meta("pg_auditor_role"), AUDITOR_PRIVILEGES, "auditor"),
+        (store.get_meta("pg_writer_role"), "writer"),
+        (store.get_meta("pg_auditor_role"), "auditor"),
     ]
-    for role, allowed, label in roles:
+    for role, label in roles:
         if role is None:
             found.append(StorageFinding("grant-missing", f"no {label} role recorded in meta"))
             continue
@@ -254,8 +264,9 @@ def _grants(store: Catalog) -> list[StorageFinding]:
                 )
             )
             continue
-        for table in LEDGER_TABLES:
+        for table in ALL_TABLES:
             have = _privileges(store, role, table)
+            allowed = privileges(table, label)
             if have != allowed:
                 found.append(
                     StorageFinding(
@@ -268,11 +279,11 @@ def _grants(store: Catalog) -> list[StorageFinding]:
             "SELECT c.relname FROM pg_class c JOIN pg_roles r ON r.oid = c.relowner"
             " WHERE r.rolname = %s AND c.relname = ANY(%s)"
             " AND c.relnamespace = current_schema()::regnamespace",
-            (role, list(LEDGER_TABLES)),
+            (role, list(ALL_TABLES)),
         )
         if owned:
             found.append(StorageFinding("grant-wrong", f"{label} role {role} owns ledger tables"))
-    for table in LEDGER_TABLES:
+    for table in ALL_TABLES:
         public = _privileges(store, "public", table)
         if public:
             found.append(

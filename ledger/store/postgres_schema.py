@@ -1,4 +1,4 @@
-"""The schema of a PostgreSQL ledger: tables, the append-only guard, its triggers, roles.
+"""The schema of a PostgreSQL ledger: tables, the append-only guards, their triggers, roles.
 
 One definition, used by ``create_store`` to make a ledger and by ``postgres_audit`` to
 check one. The tables mean what SQLite's mean: ``objects.data`` holds the canonical
@@ -13,6 +13,12 @@ from ledger.store.base import LEDGER_TABLES
 
 SCHEMA_VERSION = "1"
 FORMAT = f"provledger-postgres/{SCHEMA_VERSION}"
+
+# The one table that is updated: per-kind totals (entries, objects, bytes) the append
+# path adds to in each batch's transaction, read by ``stats``. Its triggers refuse a
+# delete or truncate and any update that renames a kind or lowers a total.
+TOTALS_TABLE = "kind_totals"
+ALL_TABLES = (*LEDGER_TABLES, TOTALS_TABLE)
 
 # Meta keys of a PostgreSQL ledger: SQLite's, and the two roles init made or named.
 META_KEYS: tuple[str, ...] = (
@@ -70,6 +76,12 @@ CREATE TABLE checkpoints (
   note BYTEA NOT NULL,
   created_at TEXT COLLATE "C" NOT NULL
 );
+CREATE TABLE kind_totals (
+  kind TEXT COLLATE "C" PRIMARY KEY,
+  entries BIGINT NOT NULL,
+  objects BIGINT NOT NULL,
+  bytes BIGINT NOT NULL
+);
 CREATE TABLE cosignatures (
   pos BIGINT GENERATED ALWAYS AS IDENTITY UNIQUE,
   size BIGINT NOT NULL,
@@ -90,22 +102,49 @@ GUARD_DDL = (
 )
 
 
+GROWTH_FUNCTION = "provledger_totals_only_grow"
+GROWTH_BODY = (
+    "BEGIN IF NEW.kind IS DISTINCT FROM OLD.kind OR NEW.entries < OLD.entries"
+    " OR NEW.objects < OLD.objects OR NEW.bytes < OLD.bytes THEN"
+    " RAISE EXCEPTION 'provledger: the ledger is append-only, UPDATE lowering % refused',"
+    " TG_TABLE_NAME; END IF; RETURN NEW; END"
+)
+GROWTH_DDL = (
+    f"CREATE FUNCTION {GROWTH_FUNCTION}() RETURNS trigger LANGUAGE plpgsql AS"
+    f" $grow${GROWTH_BODY}$grow$"
+)
+# Each guard function with its exact body (``verify`` compares them).
+FUNCTIONS = {GUARD_FUNCTION: GUARD_BODY, GROWTH_FUNCTION: GROWTH_BODY}
+
+
 def trigger_names() -> list[tuple[str, str, str]]:
-    """(table, trigger name, operation) of every append-only trigger a ledger must have."""
-    return [
-        (t, f"{t}_no_{op.lower()}", op)
+    """(table, trigger name, operation) of every guard trigger a ledger must have."""
+    return [(t, n, op) for t, n, op, _f in triggers()]
+
+
+def triggers() -> list[tuple[str, str, str, str]]:
+    """(table, trigger name, operation, function) of every guard trigger: the ledger
+    tables refuse UPDATE, DELETE and TRUNCATE; ``kind_totals`` only grows."""
+    out = [
+        (t, f"{t}_no_{op.lower()}", op, GUARD_FUNCTION)
         for t in LEDGER_TABLES
         for op in ("UPDATE", "DELETE", "TRUNCATE")
     ]
+    out += [
+        (TOTALS_TABLE, f"{TOTALS_TABLE}_no_shrink", "UPDATE", GROWTH_FUNCTION),
+        (TOTALS_TABLE, f"{TOTALS_TABLE}_no_delete", "DELETE", GUARD_FUNCTION),
+        (TOTALS_TABLE, f"{TOTALS_TABLE}_no_truncate", "TRUNCATE", GUARD_FUNCTION),
+    ]
+    return out
 
 
 def trigger_ddl() -> list[str]:
     out = []
-    for table, name, op in trigger_names():
+    for table, name, op, function in triggers():
         each = "STATEMENT" if op == "TRUNCATE" else "ROW"
         out.append(
             f"CREATE TRIGGER {name} BEFORE {op} ON {table}"
-            f" FOR EACH {each} EXECUTE FUNCTION {GUARD_FUNCTION}()"
+            f" FOR EACH {each} EXECUTE FUNCTION {function}()"
         )
     return out
 
@@ -122,10 +161,22 @@ def grant_statements(writer: str, auditor: str) -> list[str]:
     return [
         f"CREATE ROLE {w} NOLOGIN",
         f"CREATE ROLE {a} NOLOGIN",
-        f"REVOKE ALL ON {tables} FROM PUBLIC",
+        f"REVOKE ALL ON {', '.join(ALL_TABLES)} FROM PUBLIC",
         f"GRANT SELECT, INSERT ON {tables} TO {w}",
         f"GRANT SELECT ON {tables} TO {a}",
+        # The writer adds to the totals in place (their triggers keep them growing).
+        f"GRANT SELECT, INSERT, UPDATE ON {TOTALS_TABLE} TO {w}",
+        f"GRANT SELECT ON {TOTALS_TABLE} TO {a}",
     ]
+
+
+def privileges(table: str, label: str) -> frozenset[str]:
+    """The rights the ``writer`` or ``auditor`` role has on ``table``, exactly."""
+    if label == "auditor":
+        return frozenset({"SELECT"})
+    if table == TOTALS_TABLE:
+        return frozenset({"SELECT", "INSERT", "UPDATE"})
+    return frozenset({"INSERT", "SELECT"})
 
 
 def ident(name: str) -> str:
