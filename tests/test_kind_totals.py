@@ -236,3 +236,48 @@ def test_format_2_file_without_totals_is_migrated(ledger_path: Path, runner: Cli
     assert verify.exit_code == 0, verify.output
     again = runner.invoke(app, ["migrate", "--db", str(ledger_path), "--json"])
     assert json.loads(again.stdout)["migrated"] is False
+
+
+@pytest.fixture(scope="module")
+def small_ledger(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Blobs and a logged checkpoint: two kinds, built once."""
+    db = tmp_path_factory.mktemp("small") / "ledger.db"
+    runner = CliRunner()
+    assert runner.invoke(app, ["init", "--db", str(db)]).exit_code == 0
+    with open_store(db) as store:
+        store.append_many([prepare_blob(b"b%d" % i) for i in range(6)])
+    assert runner.invoke(app, ["checkpoint", "--db", str(db)]).exit_code == 0
+    with open_store(db) as store:
+        store.append_many([prepare_blob(b"after")])
+    return db
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    kind=st.sampled_from(["blob", "checkpoint", "work-unit"]),
+    column=st.sampled_from(["entries", "objects", "bytes"]),
+    delta=st.integers(min_value=-3, max_value=3).filter(bool),
+)
+def test_any_edit_of_a_total_is_a_finding(
+    small_ledger: Path,
+    tmp_path_factory: pytest.TempPathFactory,
+    kind: str,
+    column: str,
+    delta: int,
+) -> None:
+    from ledger.audit.full import audit
+
+    db = tmp_path_factory.mktemp("edit") / "ledger.db"
+    db.write_bytes(small_ledger.read_bytes())
+    with open_store(db, readonly=True) as store:
+        assert audit(store, workers=1).findings == []
+    present = kind in stored(db)
+    _forge(
+        db,
+        f"UPDATE kind_totals SET {column} = {column} + ({delta}) WHERE kind = '{kind}'"
+        if present
+        else f"INSERT INTO kind_totals VALUES ('{kind}', 0, 0, 0)",
+    )
+    with open_store(db, readonly=True) as store:
+        codes = [f.code for f in audit(store, workers=1).findings]
+    assert codes == ["totals-mismatch"]
