@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import json
 import re
+import threading
 from dataclasses import dataclass
 from typing import Any
 
@@ -66,8 +67,6 @@ def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 def _constant(_text: str) -> Any:
     raise _Unsure  # NaN / Infinity: parse_strict reports it
 
-
-_DECODER = json.JSONDecoder(object_pairs_hook=_pairs, parse_constant=_constant)
 
 _SCALARS = (str, bool, type(None))
 
@@ -210,40 +209,74 @@ class Encoded:
     float_hints: list[list[Any]] | None = None  # as reference_float_hints; None: unknown
 
 
+class _Numbers(threading.local):
+    """Per-thread decoder whose number hooks check every number as it is parsed.
+
+    They replace a second walk over the parsed value (``_scan``): an integer outside
+    +-(2**53 - 1), a float that is not finite or whose magnitude exceeds 2**53 - 1 is
+    ``_Unsure`` (the reference decides). ``floats`` records that a float was parsed;
+    ``odd`` that one is integral or has an exponent ``repr`` -- only then can the RFC
+    8785 bytes differ from ``json``'s, so only then is ``_jcs_floats`` needed.
+    """
+
+    def __init__(self) -> None:
+        self.floats = False
+        self.odd = False
+        self.decoder = json.JSONDecoder(
+            object_pairs_hook=_pairs,
+            parse_float=self._float,
+            parse_int=_safe_int,
+            parse_constant=_constant,
+        )
+
+    def _float(self, text: str) -> float:
+        number = float(text)
+        if not abs(number) <= MAX_SAFE_INTEGER:  # also NaN and infinities
+            raise _Unsure
+        self.floats = True
+        if not self.odd and (number.is_integer() or "e" in repr(number)):
+            self.odd = True
+        return number
+
+
+def _safe_int(text: str) -> int:
+    number = int(text)
+    if not -MAX_SAFE_INTEGER <= number <= MAX_SAFE_INTEGER:
+        raise _Unsure
+    return number
+
+
+_NUMBERS = _Numbers()
+
+
 def parse_encode(data: bytes, limits: Limits = DEFAULT_LIMITS) -> Encoded:
     """``parse_strict`` + ``canonicalize`` + ``legacy_bytes`` in one pass.
 
     Same value, same bytes and same exceptions as the reference functions: any
-    input the fast path does not fully vouch for is handed to them.
+    input the fast path does not fully vouch for is handed to them. The decoder's
+    number hooks and a depth count on the bytes do the checks of ``_scan``.
     """
+    numbers = _NUMBERS
+    numbers.floats = numbers.odd = False
     try:
         if len(data) > limits.max_bytes or data.startswith(_BOM):
             raise _Unsure
+        if not _depth_at_most(data, limits.max_depth):
+            raise _Unsure
         text = data.decode("utf-8")
         start = len(text) - len(text.lstrip(_WS))
-        value, end = _DECODER.raw_decode(text, start)
+        value, end = numbers.decoder.raw_decode(text, start)
         if end != len(text) and text[end:].strip(_WS):
             raise _Unsure
-        kind = type(value)
-        if kind is dict or kind is list:
-            has_float = _scan(value, 0, limits.max_depth, False)
-        elif kind is int:
-            if not -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER:
-                raise _Unsure
-            has_float = False
-        elif kind is float:
-            if value != value or abs(value) > MAX_SAFE_INTEGER:
-                raise _Unsure
-            has_float = True
-        else:
-            has_float = False
-        legacy, data_canonical, hints = _encode(value, has_float)
+        # Without an integral or exponent-form float, RFC 8785 writes what ``json``
+        # writes: one encode gives both byte forms and there are no float hints.
+        legacy, data_canonical, hints = _encode(value, numbers.odd)
     except (_Unsure, ValueError, TypeError, RecursionError):
         # ValueError covers JSONDecodeError, UnicodeDecodeError and UnicodeEncodeError.
         return _reference(data, limits)
     if data_canonical is None:
         data_canonical = reference_canonical_bytes(value)
-    return Encoded(value, data_canonical, legacy, has_float, hints)
+    return Encoded(value, data_canonical, legacy, numbers.floats, hints)
 
 
 def _reference(data: bytes, limits: Limits) -> Encoded:
