@@ -181,10 +181,17 @@ class _Compiler:
             if not folded and set(schema) - _ANNOTATIONS - {"$id", "format"} == {"type"}:
                 self.simple[checks[0]] = _PY_TYPES.get(only or "")
             return checks[0]
+        if len(checks) == 2:
+            first, second = checks
+            return lambda x: first(x) and second(x)
         all_checks = tuple(checks)
 
         def check_all(x: Any) -> bool:
-            return all(check(x) for check in all_checks)
+            # A plain loop: ``all()`` over a generator costs a frame per element.
+            for check in all_checks:  # noqa: SIM110 (see above)
+                if not check(x):
+                    return False
+            return True
 
         return check_all
 
@@ -211,6 +218,33 @@ class _Compiler:
         names = self.compile(schema["propertyNames"]) if "propertyNames" in schema else None
         get = props.get
         get_inline = inline.get
+        # One lookup per member: (Python type tested inline, or None; its check).
+        member = {name: (inline.get(name), sub) for name, sub in props.items()}.get
+
+        def check_plain(x: Any) -> bool:
+            """``check_object`` for the common case: no ``propertyNames``, no size or
+            ``dependentRequired`` bounds."""
+            if type(x) is not dict:
+                return not strict and type(x) in _NATIVE
+            for name in required:
+                if name not in x:
+                    return False
+            for key, value in x.items():
+                found = member(key)
+                if found is None:
+                    if extra is not None and not extra(value):
+                        return False
+                    continue
+                wanted, sub = found
+                if wanted is not None:
+                    if type(value) is not wanted:
+                        return False
+                elif not sub(value):
+                    return False
+            return True
+
+        if names is None and min_p is None and max_p is None and not dependent:
+            return check_plain
 
         def check_object(x: Any) -> bool:
             if type(x) is not dict:
