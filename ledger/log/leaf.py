@@ -6,6 +6,7 @@ is UTC RFC 3339 with microseconds (``2026-11-30T03:13:53.123456Z``).
 
 from __future__ import annotations
 
+import time
 from datetime import UTC, datetime
 from json.encoder import encode_basestring
 
@@ -41,6 +42,24 @@ def entry_record(seq: int, kind: str, digest: str, appended_at: str) -> bytes:
     return canonicalize({"appended_at": appended_at, "digest": digest, "kind": kind, "seq": seq})
 
 
+_FORMAT = "%Y-%m-%dT%H:%M:%S"
+_second: list[tuple[int, str]] = [(-1, "")]  # the last whole second formatted
+
+
 def utc_now() -> str:
-    """The current time in the entry-record format."""
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    """The current time in the entry-record format.
+
+    Every appended entry takes one: the text of the current second is formatted once
+    and reused, the microseconds appended (``datetime.now`` also truncates to them).
+    """
+    return stamp_ns(time.time_ns())
+
+
+def stamp_ns(ns: int) -> str:
+    """``ns`` nanoseconds after the epoch as ``datetime``'s ``%Y-%m-%dT%H:%M:%S.%fZ``."""
+    second, rest = divmod(ns, 1_000_000_000)
+    cached, text = _second[0]
+    if cached != second:
+        text = datetime.fromtimestamp(second, UTC).strftime(_FORMAT)
+        _second[0] = (second, text)
+    return f"{text}.{rest // 1000:06d}Z"
