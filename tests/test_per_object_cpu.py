@@ -128,9 +128,9 @@ def test_float_walk_skipped_only_when_forms_agree(monkeypatch: pytest.MonkeyPatc
     calls: list[Any] = []
     original = _fast._jcs_floats
 
-    def counting(node: Any, path: list[Any], hints: list[list[Any]]) -> Any:
+    def counting(node: Any, *rest: Any) -> Any:
         calls.append(node)
-        return original(node, path, hints)
+        return original(node, *rest)
 
     monkeypatch.setattr(_fast, "_jcs_floats", counting)
     plain = b'{"a": [0.5, 2.25, -3.75], "b": {"c": 1}}'
@@ -143,6 +143,55 @@ def test_float_walk_skipped_only_when_forms_agree(monkeypatch: pytest.MonkeyPatc
         _fast.parse_encode(odd)
         assert calls
         _same(odd)
+
+
+# Strings and keys that spell markers, and integral floats to be marked.
+_marker_text = st.text(alphabet='\x00\\"0123u', max_size=6) | st.sampled_from(
+    ["\x000\x00", "\x001\x00", '"\x000\x00"', "\\u0000"]
+)
+_marked_values = st.recursive(
+    st.sampled_from([1.0, -0.0, 2.0, 0.5, 7, 1e-7]) | _marker_text | st.none(),
+    lambda kids: st.lists(kids, max_size=4) | st.dictionaries(_marker_text, kids, max_size=4),
+    max_leaves=16,
+)
+
+
+@settings(max_examples=500, deadline=None)
+@given(_marked_values)
+def test_one_encode_equals_two(value: Any) -> None:
+    """The marker path gives the two-encode path's bytes and hints, also when input
+    strings spell a marker (then it must fall back)."""
+    try:
+        twice = _fast._encode_twice(value, True)
+    except ValueError:
+        with pytest.raises(ValueError):
+            _fast._encode(value, True)
+        return
+    assert _fast._encode(value, True) == twice
+    data = json.dumps(value).encode()
+    _same(data)
+
+
+def test_one_encode_for_integral_floats(monkeypatch: pytest.MonkeyPatch) -> None:
+    encodes: list[Any] = []
+    real = _fast._ENCODER
+
+    class Counting:
+        def encode(self, value: Any) -> str:
+            encodes.append(value)
+            return real.encode(value)
+
+    monkeypatch.setattr(_fast, "_ENCODER", Counting())
+    got = _fast.parse_encode(b'{"a": [1.0, 2.5, -0.0, {"b": 1.0}], "c": "\\u0000"}')
+    assert len(encodes) == 1
+    assert got.canonical == b'{"a":[1,2.5,0,{"b":1}],"c":"\\u0000"}'
+    assert got.legacy == b'{"a":[1.0,2.5,-0.0,{"b":1.0}],"c":"\\u0000"}'
+    encodes.clear()
+    # A string spelling the marker of 1.0: counted, found twice, two encodes decide.
+    spelled = b'{"a": 1.0, "b": "\\u00000\\u0000"}'
+    got = _fast.parse_encode(spelled)
+    assert len(encodes) == 3  # the marked try, then legacy and canonical
+    assert (got.canonical, got.legacy) == _reference(spelled, strict.DEFAULT_LIMITS)[1:3]
 
 
 def test_parse_encode_is_thread_safe() -> None:

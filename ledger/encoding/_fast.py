@@ -117,14 +117,18 @@ def _jcs_float(number: float) -> float | int:
     return int(number) if number.is_integer() else number
 
 
-def _jcs_floats(node: Any, path: list[Any], hints: list[list[Any]]) -> Any:
+def _jcs_floats(
+    node: Any, path: list[Any], hints: list[list[Any]], marks: _Marks | None = None
+) -> Any:
     """``node`` with integral floats turned into ints (copy on write); ``_Unsure`` if unsafe.
 
     Returns ``node`` itself when nothing needs to change, so documents whose floats
     are all non-integral share one encoding for both byte forms. Each converted float
     is recorded in ``hints`` as ``reference_float_hints`` would list it (same order).
+    With ``marks``, members and items become marker strings instead (see ``_encode``).
     """
     kind = type(node)
+    new: Any
     if kind is float:
         new = _jcs_float(node)
         if new is not node:
@@ -138,9 +142,11 @@ def _jcs_floats(node: Any, path: list[Any], hints: list[list[Any]]) -> Any:
             new = _jcs_float(value)
             if new is not value:
                 hints.append([*path, key, repr(value)])
+                if marks is not None:
+                    new = _mark(value, marks)
         elif vkind is dict or vkind is list:
             path.append(key)
-            new = _jcs_floats(value, path, hints)
+            new = _jcs_floats(value, path, hints, marks)
             path.pop()
         else:
             continue
@@ -151,8 +157,58 @@ def _jcs_floats(node: Any, path: list[Any], hints: list[list[Any]]) -> Any:
     return node if copy is None else copy
 
 
+# Integral floats are the only difference between the two byte forms. Instead of a
+# second encode, each distinct one (by ``repr``) is replaced by a marker string, the
+# marked value is encoded once, and each marker's JSON text is then replaced by the
+# float's ``repr`` (legacy) or by the integer (RFC 8785). A marker is a NUL-delimited
+# number, written ``"\u0000N\u0000"``; it is used only when its text occurs in the
+# output exactly as often as it was placed (an input string could spell it too: then
+# the two encodes decide).
+_Marks = dict[str, list[Any]]  # float repr -> [marker string, times placed]
+
+
+def _mark(number: float, marks: _Marks) -> str:
+    literal = repr(number)
+    entry = marks.get(literal)
+    if entry is None:
+        entry = marks[literal] = [f"\x00{len(marks)}\x00", 0]
+    entry[1] += 1
+    marker: str = entry[0]
+    return marker
+
+
 def _encode(value: Any, has_float: bool) -> tuple[bytes, bytes | None, list[list[Any]] | None]:
     """(legacy bytes, canonical bytes, float hints); None where the fast path cannot vouch."""
+    kind = type(value)
+    if not has_float or (kind is not dict and kind is not list):
+        return _encode_twice(value, has_float)
+    hints: list[list[Any]] = []
+    marks: _Marks = {}
+    try:
+        marked = _jcs_floats(value, [], hints, marks)
+    except _Unsure:
+        return _ENCODER.encode(value).encode("utf-8"), None, None
+    text = _ENCODER.encode(marked)
+    legacy_text = canonical_text = text
+    for literal, (marker, placed) in marks.items():
+        token = '"\\u0000' + marker[1:-1] + '\\u0000"'
+        if text.count(token) != placed:
+            return _encode_twice(value, has_float)
+        legacy_text = legacy_text.replace(token, literal)
+        canonical_text = canonical_text.replace(token, str(int(float(literal))))
+    legacy = legacy_text.encode("utf-8")  # UnicodeEncodeError on lone surrogates
+    if not text.isascii() and _NON_BMP.search(text):
+        return legacy, None, hints
+    if not marks:
+        return legacy, legacy, hints
+    return legacy, canonical_text.encode("utf-8"), hints
+
+
+def _encode_twice(
+    value: Any, has_float: bool
+) -> tuple[bytes, bytes | None, list[list[Any]] | None]:
+    """``_encode`` by two encodes (legacy, then integral floats as ints): the reference
+    for the marker path, and what it falls back to."""
     text = _ENCODER.encode(value)
     legacy = text.encode("utf-8")  # UnicodeEncodeError on lone surrogates
     if not has_float:
