@@ -175,9 +175,7 @@ def _fields(p: Prepared) -> PreparedFields:
 
 
 def _prepared(values: PreparedFields) -> Prepared:
-    # Positional: ``_fields`` packs every field in declaration order (keywords cost a
-    # dict per object in the writer).
-    return Prepared(*values)
+    return Prepared(**dict(zip(_PREPARED_FIELDS, values, strict=True)))
 
 
 def prepare_block(block: Block, kind: str | None, limits: Limits) -> BlockResult:
