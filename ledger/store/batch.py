@@ -12,14 +12,23 @@ the tree and the totals are built by this one routine whatever stores them.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from ledger.errors import RuleViolation
 from ledger.log.checkpoint_record import CHECKPOINT_KIND, checkpoint_record
 from ledger.log.leaf import entry_record, utc_now
 from ledger.log.merkle import PendingNodes, leaf_hash
-from ledger.store.base import AppendResult, CheckpointRow, Entry
+from ledger.store.base import (
+    Admission,
+    AppendResult,
+    BeforeCommit,
+    CheckpointRow,
+    Entry,
+    LedgerReader,
+    Precheck,
+    StoredObject,
+)
 from ledger.store.prepared import Prepared
 
 #: One ``objects`` row, in ``OBJECT_COLUMNS`` order.
@@ -113,3 +122,41 @@ def plan_rows(
         rows.results.append(AppendResult(entry, new=True))
         seq += 1
     return rows
+
+
+def admitted_batch(
+    store: LedgerReader,
+    items: Sequence[Prepared],
+    write: Callable[[Sequence[Prepared]], list[AppendResult]],
+    admission: Admission,
+    precheck: Precheck | None = None,
+    before_commit: BeforeCommit | None = None,
+    *,
+    history: bool = False,
+) -> list[AppendResult]:
+    """One batch's steps inside the backend's write transaction, in this order: the
+    caller's ``precheck``, ``write`` (the rows), the admission policy on the objects the
+    batch added, ``before_commit``. Any of them raising rolls the whole batch back."""
+    if precheck is not None:
+        precheck(store)
+    results = write(items)
+    new = [
+        StoredObject(
+            r.entry.digest,
+            r.entry.seq,
+            p.kind,
+            p.schema_version,
+            p.object_id,
+            p.object_version,
+            p.legacy_digest,
+            p.legacy_hints,
+            p.data,
+        )
+        for p, r in zip(items, results, strict=True)
+        if r.new
+    ]
+    if new:
+        admission.admit(store, new, history=history)
+    if before_commit is not None:
+        before_commit(results)
+    return results

@@ -41,7 +41,12 @@ from ledger.store.base import (
     StoredObject,
     stored_object,
 )
-from ledger.store.batch import checkpoint_first, plan_rows, refuse_checkpoint_records
+from ledger.store.batch import (
+    admitted_batch,
+    checkpoint_first,
+    plan_rows,
+    refuse_checkpoint_records,
+)
 from ledger.store.derived import derive, row_problem
 from ledger.store.prepared import Prepared
 from ledger.store.rules import copied_checkpoint_is_new, head_checkpoint
@@ -361,28 +366,15 @@ class SQLiteStore:
             else:
                 self._begin_immediate()
             try:
-                if precheck is not None:
-                    precheck(self)
-                results = self._append_batch(items)
-                new = [
-                    StoredObject(
-                        r.entry.digest,
-                        r.entry.seq,
-                        p.kind,
-                        p.schema_version,
-                        p.object_id,
-                        p.object_version,
-                        p.legacy_digest,
-                        p.legacy_hints,
-                        p.data,
-                    )
-                    for p, r in zip(items, results, strict=True)
-                    if r.new
-                ]
-                if new:
-                    admission.admit(self, new, history=history)
-                if before_commit is not None:
-                    before_commit(results)
+                results = admitted_batch(
+                    self,
+                    items,
+                    self._append_batch,
+                    admission,
+                    precheck,
+                    before_commit,
+                    history=history,
+                )
                 self._conn.execute("RELEASE batch" if self.dry_run else "COMMIT")
             except BaseException:
                 if self.dry_run:
