@@ -33,6 +33,7 @@ from cohorts.lifecycle import (
     FIXED_STAGES,
     STAGES,
     definition_findings,
+    revision_finding,
     size_findings,
     structure_findings,
 )
@@ -55,7 +56,6 @@ from cohorts.lookup import (
 from cohorts.strength import Strength, strength_of
 from cohorts.task_checks import TaskRefs, check_task_refs, plan_facts, work_unit_facts
 from cohorts.upstream import (
-    FULL_GIT_SHA,
     RECOMMENDATION_TO_OUTCOME,
     predecessor_claims,
     required_validator_ids,
@@ -1055,17 +1055,8 @@ def _task_audit(
 ) -> tuple[TaskAudit, list[CohortFinding]]:
     """One task: its references, source revision, negative evidence and attempts."""
     refs, found = check_task_refs(task, lookup, validate)
-    if stage != "scaffold":
-        revision = task.source_revision
-        if not isinstance(revision, str) or not FULL_GIT_SHA.match(revision):
-            found.append(
-                error(
-                    "task.source.revision",
-                    f"source revision not immutable, got {shown(revision)},"
-                    " expected a full 40-hex commit id",
-                    refs.task_id,
-                )
-            )
+    if stage != "scaffold" and (revision := revision_finding(task, refs.task_id)) is not None:
+        found.append(revision)
     found += _negative_evidence(task.value, refs.task_id, lookup)
     attempts: list[AttemptAudit] = []
     for attempt in task.attempts:

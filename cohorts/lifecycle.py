@@ -198,20 +198,21 @@ def structure_findings(cohort: Mapping[str, object]) -> list[CohortFinding]:
     return found
 
 
+def revision_finding(task: Task, label: str | None) -> CohortFinding | None:
+    """A task's source revision must be an immutable full 40-hex commit id."""
+    revision = task.source_revision
+    if isinstance(revision, str) and FULL_GIT_SHA.match(revision):
+        return None
+    return error(
+        "task.source.revision",
+        f"source revision not immutable, got {shown(revision)}, expected a full 40-hex commit id",
+        label,
+    )
+
+
 def _revision_findings(cohort: Mapping[str, object]) -> list[CohortFinding]:
-    found: list[CohortFinding] = []
-    for task in Task.all_of(cohort):
-        revision = task.source_revision
-        if not isinstance(revision, str) or not FULL_GIT_SHA.match(revision):
-            found.append(
-                error(
-                    "task.source.revision",
-                    f"source revision not immutable, got {shown(revision)},"
-                    " expected a full 40-hex commit id",
-                    task_label(task),
-                )
-            )
-    return found
+    found = (revision_finding(task, task_label(task)) for task in Task.all_of(cohort))
+    return [finding for finding in found if finding is not None]
 
 
 def size_findings(cohort: Mapping[str, object]) -> list[CohortFinding]:

@@ -172,6 +172,19 @@ def test_toy_lineage_audits_clean() -> None:
     )
 
 
+def test_a_mutable_source_revision_is_named_on_its_task() -> None:
+    # The audit and the freeze gate share one revision rule (cohorts.lifecycle).
+    lookup, cohorts = lookup_from(TOY)
+    cohort = copy.deepcopy(cohorts["cohort-v1"])
+    task = cohort["tasks"][0]
+    task["source"]["revision"] = "main"
+    found = keys(audit_cohort(cohort, lookup, skip_checks=("schema",)))
+    assert ("error", "task.source.revision", task["id"], None) in found
+    scaffold = dict(copy.deepcopy(cohort), stage="scaffold")
+    found = keys(audit_cohort(scaffold, lookup, skip_checks=("schema",)))
+    assert not any(code == "task.source.revision" for _sev, code, _t, _a in found)
+
+
 def test_toy_relation_problems() -> None:
     lookup, cohorts = lookup_from(TOY)
     v1, v2 = cohorts["cohort-v1"], cohorts["cohort-v2"]
