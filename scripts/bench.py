@@ -32,6 +32,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -67,6 +68,20 @@ class TreeMemory:
         self._stop.set()
         self._thread.join()
 
+    def cpu_seconds(self) -> float:
+        """User + system CPU so far of the live tree and the children it has reaped."""
+        ticks = 0
+        for pid in self._tree():
+            try:
+                stat = Path(f"/proc/{pid}/stat").read_text()
+            except OSError:
+                continue
+            # Fields after the command name (which may hold spaces): utime is the 14th
+            # field of the line, stime, cutime and cstime follow.
+            rest = stat[stat.rindex(")") + 2 :].split()
+            ticks += sum(int(v) for v in rest[11:15])
+        return ticks / os.sysconf("SC_CLK_TCK")
+
     def _tree(self) -> list[int]:
         pids, todo = [], [self.pid]
         while todo:
@@ -96,12 +111,21 @@ class TreeMemory:
 
 
 def run(
-    cmd: list[str], *, stdin: Any = None, cwd: Path | None = None, check: bool = True
+    cmd: list[str],
+    *,
+    stdin: Any = None,
+    cwd: Path | None = None,
+    check: bool = True,
+    watch: Callable[[TreeMemory], None] | None = None,
 ) -> dict[str, Any]:
-    """Run a command; wall time, exit code, peak RSS (largest process) and tree PSS."""
+    """Run a command; wall time, CPU, exit code, peak RSS (largest process) and tree PSS.
+
+    ``watch`` is given the process tree's sampler once the command has started.
+    """
     timer = ["/usr/bin/time", "-f", "%M"] if Path("/usr/bin/time").exists() else []
     with tempfile.TemporaryFile() as err:
         start = time.perf_counter()
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         proc = subprocess.Popen(
             timer + cmd,
             stdin=stdin,
@@ -111,8 +135,12 @@ def run(
             env={**os.environ, "PROVLEDGER_NO_PROGRESS": "1"},
         )
         with TreeMemory(proc.pid) as mem:
+            if watch is not None:
+                watch(mem)
             out, _ = proc.communicate()
         wall = time.perf_counter() - start
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
         err.seek(0)
         err_text = err.read().decode("utf-8", "replace")
     max_rss = None
@@ -125,6 +153,7 @@ def run(
         raise RuntimeError(f"{cmd[:4]} exited {proc.returncode}: {err_text[-2000:]}")
     return {
         "wall_s": wall,
+        "cpu_s": cpu,
         "exit": proc.returncode,
         "stdout": out,
         "stderr": err_text,
@@ -143,7 +172,9 @@ class LedgerGrowth:
 
     def __init__(self, db: Path, total: int, slice_size: int, interval: float = 0.2) -> None:
         self.db, self.total, self.slice_size, self.interval = db, total, slice_size, interval
-        self.marks: list[tuple[int, float]] = []  # (entries, seconds since start)
+        # (entries, seconds since start, CPU seconds of the import's process tree or None)
+        self.marks: list[tuple[int, float, float | None]] = []
+        self.tree: TreeMemory | None = None
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
@@ -155,6 +186,13 @@ class LedgerGrowth:
     def __exit__(self, *exc: object) -> None:
         self._stop.set()
         self._thread.join()
+
+    def attach(self, tree: TreeMemory) -> None:
+        """Sample this process tree's CPU at each slice boundary too."""
+        self.tree = tree
+
+    def _cpu(self) -> float | None:
+        return None if self.tree is None else self.tree.cpu_seconds()
 
     def _run(self) -> None:
         import sqlite3
@@ -170,19 +208,26 @@ class LedgerGrowth:
             if base is None:
                 base = top if top < self.slice_size else 0
             done = top - base
+            if done >= next_mark:
+                cpu = self._cpu()
             while done >= next_mark and next_mark <= self.total:
-                self.marks.append((next_mark, time.perf_counter() - self._start))
+                self.marks.append((next_mark, time.perf_counter() - self._start, cpu))
                 next_mark += self.slice_size
         conn.close()
 
-    def slices(self, wall: float) -> list[dict[str, Any]]:
-        """Rate per slice; the last slice ends with the import."""
-        out, prev_n, prev_t = [], 0, 0.0
-        marks = [m for m in self.marks if m[0] < self.total] + [(self.total, wall)]
-        for n, t in marks:
+    def slices(self, wall: float, cpu: float | None = None) -> list[dict[str, Any]]:
+        """Rate per slice, and CPU per object when sampled (the figure other jobs on the
+        machine disturb least); the last slice ends with the import, at ``wall``/``cpu``."""
+        out: list[dict[str, Any]] = []
+        prev_n, prev_t, prev_c = 0, 0.0, 0.0
+        marks = [m for m in self.marks if m[0] < self.total] + [(self.total, wall, cpu)]
+        for n, t, c in marks:
             if t > prev_t and n > prev_n:
-                out.append({"upto": n, "objects_per_s": (n - prev_n) / (t - prev_t)})
-            prev_n, prev_t = n, t
+                row: dict[str, Any] = {"upto": n, "objects_per_s": (n - prev_n) / (t - prev_t)}
+                if c is not None and prev_c is not None:
+                    row["cpu_us_per_object"] = (c - prev_c) / (n - prev_n) * 1e6
+                out.append(row)
+            prev_n, prev_t, prev_c = n, t, c
         return out
 
 
@@ -342,7 +387,11 @@ def _peers(n: int, jsonl: Path, db: Path, work: Path, ours_s: float) -> dict[str
     peers: dict[str, Any] = {}
     if Path(SQLITE_UTILS).exists():
         su = run([SQLITE_UTILS, "insert", str(work / "peer.db"), "docs", str(jsonl), "--nl"])
-        peers["sqlite_utils_insert"] = {"wall_s": su["wall_s"], "objects_per_s": n / su["wall_s"]}
+        peers["sqlite_utils_insert"] = {
+            "wall_s": su["wall_s"],
+            "objects_per_s": n / su["wall_s"],
+            "cpu_us_per_object": su["cpu_s"] / n * 1e6,
+        }
         peers["provledger_over_sqlite_utils"] = ours_s / su["wall_s"]
     if shutil.which("git"):
         stream = work / "git.stream"
@@ -352,7 +401,11 @@ def _peers(n: int, jsonl: Path, db: Path, work: Path, ours_s: float) -> dict[str
         with stream.open("rb") as fh:
             git = run(["git", "--git-dir", str(repo), "fast-import", "--quiet"], stdin=fh)
         stream.unlink()
-        peers["git_fast_import"] = {"wall_s": git["wall_s"], "objects_per_s": n / git["wall_s"]}
+        peers["git_fast_import"] = {
+            "wall_s": git["wall_s"],
+            "objects_per_s": n / git["wall_s"],
+            "cpu_us_per_object": git["cpu_s"] / n * 1e6,
+        }
         peers["provledger_over_git"] = ours_s / git["wall_s"]
     return peers
 
@@ -386,7 +439,7 @@ def bench_size(n: int, args: argparse.Namespace, base: Path) -> dict[str, Any]:
     if args.workers:
         imp_cmd += ["--workers", str(args.workers)]
     with LedgerGrowth(db, n, args.slice) as growth:
-        imp = run(imp_cmd)
+        imp = run(imp_cmd, watch=growth.attach)
     summary = json.loads(imp["stdout"])
     canonical = summary["canonical_bytes"]
     res["import"] = {
@@ -397,11 +450,18 @@ def bench_size(n: int, args: argparse.Namespace, base: Path) -> dict[str, Any]:
         "rejected": summary["rejected"],
         "max_rss_mb": (imp["max_rss_bytes"] or 0) / 2**20,
         "tree_pss_mb": imp["tree_pss_bytes"] / 2**20,
-        "slices": growth.slices(imp["wall_s"]),
+        "cpu_us_per_object": imp["cpu_s"] / n * 1e6,
+        "slices": growth.slices(imp["wall_s"], imp["cpu_s"]),
     }
-    rates = [s["objects_per_s"] for s in res["import"]["slices"]]
-    if len(rates) > 1:
-        res["import"]["last_slice_over_first"] = rates[-1] / rates[0]
+    slices = res["import"]["slices"]
+    if len(slices) > 1:
+        res["import"]["last_slice_over_first"] = (
+            slices[-1]["objects_per_s"] / slices[0]["objects_per_s"]
+        )
+        cpus = [s.get("cpu_us_per_object") for s in slices]
+        if cpus[0] and cpus[-1]:
+            # The same criterion in CPU: first slice's cost per object over the last's.
+            res["import"]["first_slice_cpu_over_last"] = cpus[0] / cpus[-1]
     rerun = run(imp_cmd)
     res["import_rerun"] = {
         "wall_s": rerun["wall_s"],
@@ -433,6 +493,7 @@ def bench_size(n: int, args: argparse.Namespace, base: Path) -> dict[str, Any]:
     res["verify"] = {
         "wall_s": ver["wall_s"],
         "entries_per_s": n / ver["wall_s"],
+        "cpu_us_per_entry": ver["cpu_s"] / n * 1e6,
         "exit": ver["exit"],
         "findings": len(report.get("findings", [])),
         "max_rss_mb": (ver["max_rss_bytes"] or 0) / 2**20,
@@ -523,6 +584,15 @@ def table(result: dict[str, Any]) -> str:
         lambda r: " ".join(f"{s['objects_per_s'] / 1000:.1f}k" for s in r["import"]["slices"]),
     )
     add("import last slice / first", lambda r: f"{r['import']['last_slice_over_first']:.2f}")
+    add("import CPU us/object (all processes)", lambda r: f"{r['import']['cpu_us_per_object']:.0f}")
+    add(
+        "import CPU us/object per slice",
+        lambda r: " ".join(f"{s['cpu_us_per_object']:.0f}" for s in r["import"]["slices"]),
+    )
+    add(
+        "import first slice CPU / last",
+        lambda r: f"{r['import']['first_slice_cpu_over_last']:.2f}",
+    )
     add("import canonical MB/s", lambda r: f"{r['import']['canonical_mb_per_s']:.1f}")
     add("import peak RSS MB (largest proc)", lambda r: f"{r['import']['max_rss_mb']:.0f}")
     add("import peak PSS MB (process tree)", lambda r: f"{r['import']['tree_pss_mb']:.0f}")
@@ -532,6 +602,7 @@ def table(result: dict[str, Any]) -> str:
     add("provledger / sqlite-utils (time)", lambda r: _ratio(r, "sqlite_utils"))
     add("provledger / git (time)", lambda r: _ratio(r, "git"))
     add("verify entries/s", lambda r: f"{r['verify']['entries_per_s']:,.0f}")
+    add("verify CPU us/entry (all processes)", lambda r: f"{r['verify']['cpu_us_per_entry']:.0f}")
     add("verify findings", lambda r: str(r["verify"]["findings"]))
     add(
         "verify --since-checkpoint (head) s",

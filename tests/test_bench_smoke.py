@@ -78,6 +78,10 @@ def test_bench_quick_run(tmp_path: Path) -> None:
     # The import curve: one slice here (the default slice is 100,000 objects).
     (only,) = imp["slices"]
     assert only["upto"] == N and only["objects_per_s"] > 0
+    # CPU of the whole process tree (CLI and workers): per object, and per slice.
+    assert imp["cpu_us_per_object"] > 0 and only["cpu_us_per_object"] > 0
+    assert only["cpu_us_per_object"] == imp["cpu_us_per_object"]
+    assert run["verify"]["cpu_us_per_entry"] > 0
     # Start-up CPU of every measured command, against the interpreter floor.
     start = run["start_up"]
     assert {"floor", "--help", "verify --help", "show", "proof inclusion", "stats"} <= set(start)
