@@ -121,6 +121,27 @@ _OBJECT_TYPES: dict[str, type | tuple[type, ...]] = {
 
 
 def _object_row_problem(row: RawObjectRow) -> str | None:
+    """The first column whose SQL type the ``objects`` table does not allow, or None."""
+    r: Any = row
+    # The usual row, decided by exact types (bool is not int, and a subclass of an
+    # allowed type only reaches the loop below, which then decides as before).
+    if (
+        type(r.digest) is str
+        and type(r.seq) is int
+        and type(r.kind) is str
+        and type(r.data) is bytes
+        and (r.schema_version is None or type(r.schema_version) is str)
+        and (r.object_id is None or type(r.object_id) is str)
+        and (r.object_version is None or type(r.object_version) is int)
+        and (r.legacy_digest is None or type(r.legacy_digest) is str)
+        and (r.legacy_hints is None or type(r.legacy_hints) is str)
+    ):
+        return None
+    return _object_row_problem_by_name(row)
+
+
+def _object_row_problem_by_name(row: RawObjectRow) -> str | None:
+    """``_object_row_problem``'s definition, column by column in ``OBJECT_COLUMNS`` order."""
     for name in OBJECT_COLUMNS:
         value = getattr(row, name)
         if not isinstance(value, _OBJECT_TYPES[name]) or isinstance(value, bool):

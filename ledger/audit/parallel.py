@@ -2,8 +2,10 @@
 
 ``with_object_checks`` yields ``(row, check_object result)`` in row order, with a
 bounded window of chunks in flight; below ``POOL_THRESHOLD`` entries it runs in process.
+With a pool, the parent checks chunks too whenever the workers are behind.
 
-With ``presign`` the workers also verify attestation signatures ahead of the audit:
+With ``presign`` the workers (and the parent, for the chunks it checks) also verify
+attestation signatures ahead of the audit:
 for an attestation whose subject was read shortly before (the usual case: a subject is
 attested right after it is appended), the worker checks the Ed25519 signature over
 the DSSE PAE of the subject's stored bytes with the key its key id names, and the
@@ -23,7 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ledger.audit.object_check import CheckResult, check_object
-from ledger.store.base import RawLogRow, RawObjectRow, unchecked_object
+from ledger.store.base import RawLogRow, RawObjectRow, StoredObject
 from ledger.trust.attestation import ATTESTATION_KIND, parse_attestation
 from ledger.trust.dsse import pae
 from ledger.trust.judgement import SignatureMemo
@@ -70,27 +72,78 @@ def _verdicts(signs: list[tuple[bytes, bytes]], keys: dict[str, bytes]) -> list[
     return out
 
 
+# An object row as sent to a worker: its columns in this order, read and rebuilt by name
+# (``_wire``, ``_unwire``). A plain tuple pickles at about a third of a dataclass's cost.
+Wire = tuple[object, object, object, object, object, object, object, object, object]
+
+
+def _wire(row: RawObjectRow) -> Wire:
+    return (
+        row.digest,
+        row.seq,
+        row.kind,
+        row.schema_version,
+        row.object_id,
+        row.object_version,
+        row.legacy_digest,
+        row.legacy_hints,
+        row.data,
+    )
+
+
+def _unwire(wire: Wire) -> StoredObject:
+    """The row as ``unchecked_object`` gives it (types unchecked), from ``_wire``'s tuple."""
+    values: Any = wire
+    (
+        digest,
+        seq,
+        kind,
+        schema_version,
+        object_id,
+        object_version,
+        legacy_digest,
+        legacy_hints,
+        data,
+    ) = values
+    return StoredObject(
+        digest=digest,
+        seq=seq,
+        kind=kind,
+        schema_version=schema_version,
+        object_id=object_id,
+        object_version=object_version,
+        legacy_digest=legacy_digest,
+        legacy_hints=legacy_hints,
+        data=data,
+    )
+
+
 def _check_rows(
-    rows: list[RawObjectRow], signs: list[tuple[bytes, bytes]] | None = None
+    rows: list[Wire],
+    signs: list[tuple[bytes, bytes]] | None = None,
+    keys: dict[str, bytes] | None = None,
 ) -> tuple[list[CheckResult | None], list[Verdict]]:
+    """``check_object`` of each row, and the verdicts on ``signs`` with ``keys`` (in a
+    worker: the keys it was started with)."""
     out: list[CheckResult | None] = []
     for row in rows:
         try:
-            out.append(check_object(unchecked_object(row)))
+            out.append(check_object(_unwire(row)))
         except Exception:
             out.append(None)  # the audit recomputes (and reports) this row itself
-    return out, _verdicts(signs or [], _KEYS)
+    return out, _verdicts(signs or [], _KEYS if keys is None else keys)
 
 
 def default_workers(entries: int) -> int:
-    """Worker processes for an audit of ``entries``: 1 (in process) below the threshold."""
+    """Processes checking objects for an audit of ``entries`` (the audit's own counts):
+    1 (in process) below the threshold, else one per CPU, at most 3."""
     if entries < POOL_THRESHOLD:
         return 1
     try:
         cpus = len(os.sched_getaffinity(0))
     except AttributeError:
         cpus = os.cpu_count() or 1
-    return max(1, min(2, cpus))
+    return max(1, min(3, cpus))
 
 
 def with_object_checks(
@@ -98,8 +151,14 @@ def with_object_checks(
 ) -> Iterator[tuple[RawLogRow, CheckResult | None]]:
     """Yield ``(row, check)`` in row order; ``check`` is None when the row has no object.
 
+    ``workers`` processes check objects: the caller's own and ``workers - 1`` pool
+    workers. Chunks go to the pool while fewer than two per worker are pending; when
+    more are pending and the oldest is not done, the caller checks the next chunk
+    itself instead of waiting (no pickling for it), so neither side idles on two cores.
+    Which process checked a chunk changes nothing in what is yielded.
+
     None may also mean "not computed here": the caller then runs ``check_object`` itself.
-    Signature verdicts (``presign``, workers only) reach the memo before their row.
+    Signature verdicts (``presign``, with workers) reach the memo before their row.
     """
     recent: dict[object, object] = {}
 
@@ -131,8 +190,8 @@ def with_object_checks(
         if batch:
             yield batch
 
-    def pick(batch: list[RawLogRow]) -> list[RawObjectRow]:
-        return [row.object for row in batch if row.object is not None]
+    def pick(batch: list[RawLogRow]) -> list[Wire]:
+        return [_wire(row.object) for row in batch if row.object is not None]
 
     def merge(
         batch: list[RawLogRow], done: tuple[list[CheckResult | None], list[Verdict]]
@@ -151,16 +210,43 @@ def with_object_checks(
         return
     methods = multiprocessing.get_all_start_methods()
     context = multiprocessing.get_context("fork" if "fork" in methods else None)
+    # In row order: a pool task, or a chunk the parent checked itself (its result).
     window: deque[tuple[list[RawLogRow], Any]] = deque()
     keys = {} if presign is None else presign.keys
-    with context.Pool(workers, initializer=_init_worker, initargs=(keys,)) as pool:
+    pooled = workers - 1  # the parent is the other checking process
+    with context.Pool(pooled, initializer=_init_worker, initargs=(keys,)) as pool:
+        sent = 0  # pool tasks in the window
         for batch in chunks():
             signs = subjects(batch) if presign is not None else None
-            task = pool.apply_async(_check_rows, (pick(batch), signs))
-            window.append((batch, task))
-            if len(window) > 2 * workers:
+            if sent >= 2 * pooled and not _ready(window[0][1]):
+                # The workers are behind: rather than wait, the parent checks this chunk
+                # (and its signatures, with the same keys) itself; nothing is pickled.
+                window.append((batch, _Done(_check_rows(pick(batch), signs, keys))))
+            else:
+                window.append((batch, pool.apply_async(_check_rows, (pick(batch), signs))))
+                sent += 1
+            # Yield what is done, in row order; wait only when the window is full.
+            while window and (len(window) > 4 * pooled or _ready(window[0][1])):
                 done, result = window.popleft()
+                sent -= not isinstance(result, _Done)
                 yield from merge(done, result.get())
         while window:
             done, result = window.popleft()
             yield from merge(done, result.get())
+
+
+class _Done:
+    """A chunk's result computed in the parent, read like a pool task's."""
+
+    def __init__(self, result: tuple[list[CheckResult | None], list[Verdict]]) -> None:
+        self._result = result
+
+    def ready(self) -> bool:
+        return True
+
+    def get(self) -> tuple[list[CheckResult | None], list[Verdict]]:
+        return self._result
+
+
+def _ready(task: Any) -> bool:
+    return bool(task.ready())

@@ -82,8 +82,18 @@ class RawObjectRow:
 
 def unchecked_object(raw: RawObjectRow) -> StoredObject:
     """The row as a ``StoredObject``, field by field, WITHOUT checking the SQL types."""
-    values: dict[str, Any] = {name: getattr(raw, name) for name in OBJECT_COLUMNS}
-    return StoredObject(**values)
+    row: Any = raw  # untyped on purpose: a tampered row keeps its SQL types
+    return StoredObject(
+        digest=row.digest,
+        seq=row.seq,
+        kind=row.kind,
+        schema_version=row.schema_version,
+        object_id=row.object_id,
+        object_version=row.object_version,
+        legacy_digest=row.legacy_digest,
+        legacy_hints=row.legacy_hints,
+        data=row.data,
+    )
 
 
 @dataclass(frozen=True)

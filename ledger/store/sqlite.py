@@ -21,7 +21,7 @@ from ledger.errors import AppendOnlyError, IntegrityError, NotFound, RuleViolati
 from ledger.files import require_regular, shown
 from ledger.log.leaf import utc_now
 from ledger.log.merkle import PendingNodes
-from ledger.store import sqlite_audit
+from ledger.store import sqlite_audit, sqlite_scan
 from ledger.store.base import (
     LEDGER_TABLES,
     OBJECT_COLUMNS,
@@ -34,7 +34,6 @@ from ledger.store.base import (
     NodeScan,
     Precheck,
     RawLogRow,
-    RawObjectRow,
     RefScan,
     SignHead,
     StorageFinding,
@@ -846,17 +845,7 @@ class SQLiteStore:
     def log_rows(self, since: int = 0) -> Iterator[RawLogRow]:
         """Every entry from ``since`` on, in seq order, with its object row, columns as
         stored (untrusted)."""
-        columns = ", ".join(f"o.{name}" for name in OBJECT_COLUMNS)
-        cursor = self._conn.execute(
-            f"SELECT e.seq, e.digest, e.kind, e.appended_at, {columns}"
-            " FROM entries e LEFT JOIN objects o ON o.seq = e.seq WHERE e.seq >= ?"
-            " ORDER BY e.seq",
-            (since,),
-        )
-        for seq, digest, kind, appended_at, *obj in cursor:
-            named = dict(zip(OBJECT_COLUMNS, obj, strict=True))
-            raw = None if named["digest"] is None else RawObjectRow(**named)
-            yield RawLogRow(seq, digest, kind, appended_at, raw)
+        return sqlite_scan.log_rows(self._conn, since, _surrogate_text)
 
     def node_scan(self) -> NodeScan:
         return SQLiteNodeScan(self._conn)

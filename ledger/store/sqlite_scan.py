@@ -1,4 +1,5 @@
-"""SQLite sequential scans serving a full audit's in-order lookups (``NodeScan``, ``RefScan``).
+"""SQLite sequential scans serving a full audit: the log rows (``log_rows``) and the
+in-order lookups (``NodeScan``, ``RefScan``).
 
 The audit asks for tree nodes level by level in increasing index order, and for the
 references of each object right after it; a sequential cursor per level (and one over
@@ -8,8 +9,92 @@ references of each object right after it; a sequential cursor per level (and one
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
+
+from ledger.store.base import RawLogRow, RawObjectRow
+
+_FETCH = 256  # log rows fetched per call
+
+# The columns of ``RawObjectRow``, selected by name and unpacked by the same names below.
+_LOG_SELECT = (
+    "SELECT e.seq, e.digest, e.kind, e.appended_at, o.digest, o.seq, o.kind,"
+    " o.schema_version, o.object_id, o.object_version, o.legacy_digest, o.legacy_hints,"
+    " o.data FROM entries e LEFT JOIN objects o ON o.seq = e.seq WHERE e.seq {} ?"
+    " ORDER BY e.seq"
+)
+
+
+def log_rows(
+    conn: sqlite3.Connection, since: int, tolerant: Callable[[bytes], str] | None = None
+) -> Iterator[RawLogRow]:
+    """Every entry from ``since`` on, in seq order, with its object row (untrusted).
+
+    ``tolerant``: the connection's text factory for TEXT that is not valid UTF-8 (an
+    audit's ``tolerant_text``). Decoding every text column through it costs a Python
+    call each, so the rows are fetched with ``str`` (C) while it gives the same text,
+    that is while every TEXT value is valid UTF-8 (the two decodings agree on those).
+    At the first row ``str`` cannot decode, the scan goes on from that row with
+    ``tolerant``: the rows are exactly those ``tolerant`` alone would give. Only
+    ``entries.seq`` (the rowid, an integer) locates the restart.
+    """
+    if tolerant is None or conn.text_factory is not tolerant:
+        yield from _build(conn.execute(_LOG_SELECT.format(">="), (since,)))
+        return
+    cursor = conn.execute(_LOG_SELECT.format(">="), (since,))
+    last: int | None = None
+    while True:
+        conn.text_factory = str
+        try:
+            batch = cursor.fetchmany(_FETCH)
+        except sqlite3.OperationalError:  # text that is not UTF-8: the tolerant reading
+            break
+        finally:
+            conn.text_factory = tolerant
+        if not batch:
+            return
+        last = batch[-1][0]
+        yield from _build(batch)
+    cursor = (
+        conn.execute(_LOG_SELECT.format(">="), (since,))
+        if last is None
+        else conn.execute(_LOG_SELECT.format(">"), (last,))
+    )
+    yield from _build(cursor)
+
+
+def _build(rows: Any) -> Iterator[RawLogRow]:
+    for (
+        seq,
+        digest,
+        kind,
+        appended_at,
+        o_digest,
+        o_seq,
+        o_kind,
+        schema_version,
+        object_id,
+        object_version,
+        legacy_digest,
+        legacy_hints,
+        data,
+    ) in rows:
+        raw = (
+            None
+            if o_digest is None
+            else RawObjectRow(
+                digest=o_digest,
+                seq=o_seq,
+                kind=o_kind,
+                schema_version=schema_version,
+                object_id=object_id,
+                object_version=object_version,
+                legacy_digest=legacy_digest,
+                legacy_hints=legacy_hints,
+                data=data,
+            )
+        )
+        yield RawLogRow(seq, digest, kind, appended_at, raw)
 
 
 class SQLiteNodeScan:
@@ -32,6 +117,17 @@ class SQLiteNodeScan:
         return row
 
     def get(self, level: int, index: int) -> tuple[object] | None:
+        # The usual request: the next index of a level whose cursor already stands on it.
+        # A match moves the level's cursor on: a later request of the same index is a
+        # point query either way (it is not after ``_last``).
+        head = self._heads.get(level)
+        if head is not None and type(head[0]) is int and head[0] == index > self._last[level]:
+            self._last[level] = index
+            self._heads[level] = next(self._cursors[level], None)
+            return (head[1],)
+        return self._get(level, index)
+
+    def _get(self, level: int, index: int) -> tuple[object] | None:
         idx = index
         if idx <= self._last.get(level, -1):
             return self._point(level, idx)
@@ -50,6 +146,7 @@ class SQLiteNodeScan:
         if head is None or not isinstance(head[0], int):
             return self._point(level, idx)
         if head[0] == idx:
+            self._heads[level] = next(self._cursors[level], None)
             return (head[1],)
         return None
 

@@ -1,0 +1,281 @@
+"""``provledger verify``'s parent-side fast paths give exactly what their references give.
+
+- ``sqlite_scan.log_rows`` reads text with the C decoder while it is valid UTF-8 and
+  falls back to the audit's tolerant decoding from the first row it is not: the rows
+  equal a tolerant reading of every row (the previous implementation, kept here).
+- ``full._object_row_problem`` decides usual rows by exact types: same answer as the
+  column-by-column definition for any SQL values.
+- Rows cross to workers as tuples (``parallel._wire``/``_unwire``): the same
+  ``StoredObject`` as ``unchecked_object``, which names every field.
+- ``SQLiteNodeScan`` moves a level's cursor on after a match: still equal to point queries.
+- The parent checks chunks itself when the workers are behind: same report, in the
+  same order, as the one-process audit, on clean and tampered ledgers, whoever checks.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import bench_corpus
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ledger.audit import full, parallel
+from ledger.audit.full import audit
+from ledger.store import sqlite_scan
+from ledger.store.base import (
+    OBJECT_COLUMNS,
+    RawLogRow,
+    RawObjectRow,
+    StoredObject,
+    unchecked_object,
+)
+from ledger.store.bulk import import_jsonl
+from ledger.store.sqlite import _surrogate_text, open_store
+from ledger.store.sqlite_scan import SQLiteNodeScan
+
+# -- log_rows ---------------------------------------------------------------------------
+
+_ENTRY_TEXT = ("digest", "kind", "appended_at")
+_OBJECT_TEXT = ("digest", "kind", "schema_version", "object_id", "legacy_digest", "legacy_hints")
+
+
+def _reference_log_rows(conn: sqlite3.Connection, since: int) -> Iterator[RawLogRow]:
+    """The previous ``SQLiteStore.log_rows``: every row read with the connection's factory."""
+    columns = ", ".join(f"o.{name}" for name in OBJECT_COLUMNS)
+    cursor = conn.execute(
+        f"SELECT e.seq, e.digest, e.kind, e.appended_at, {columns}"
+        " FROM entries e LEFT JOIN objects o ON o.seq = e.seq WHERE e.seq >= ?"
+        " ORDER BY e.seq",
+        (since,),
+    )
+    for seq, digest, kind, appended_at, *obj in cursor:
+        named = dict(zip(OBJECT_COLUMNS, obj, strict=True))
+        raw = None if named["digest"] is None else RawObjectRow(**named)
+        yield RawLogRow(seq, digest, kind, appended_at, raw)
+
+
+def _log_db(rows: int, bad: set[tuple[int, str, str]], missing: set[int]) -> sqlite3.Connection:
+    """``entries`` and ``objects`` as a ledger has them; ``bad`` cells (seq, table, column)
+    hold bytes that are not UTF-8 as TEXT; ``missing`` entries have no object row."""
+    conn = sqlite3.connect(":memory:")
+    conn.execute(
+        "CREATE TABLE entries (seq INTEGER PRIMARY KEY, digest TEXT NOT NULL,"
+        " kind TEXT NOT NULL, appended_at TEXT NOT NULL)"
+    )
+    conn.execute(
+        "CREATE TABLE objects (digest TEXT NOT NULL, seq INTEGER NOT NULL UNIQUE,"
+        " kind TEXT NOT NULL, schema_version TEXT, object_id TEXT, object_version INTEGER,"
+        " legacy_digest TEXT, legacy_hints TEXT, data BLOB NOT NULL)"
+    )
+    for seq in range(rows):
+        conn.execute(
+            "INSERT INTO entries VALUES (?, ?, 'blob', '2026-01-01T00:00:00.000000Z')",
+            (seq, f"sha256:{seq:064x}"),
+        )
+        if seq not in missing:
+            conn.execute(
+                "INSERT INTO objects VALUES (?, ?, 'blob', ?, ?, ?, ?, ?, ?)",
+                (f"sha256:{seq:064x}", seq, "1", f"id-é{seq}", seq, None, "[]", b"x" * seq),
+            )
+    for seq, table, column in sorted(bad):
+        if table == "objects" and seq in missing:
+            continue
+        conn.execute(f"UPDATE {table} SET {column} = CAST(X'ff41c3' AS TEXT) WHERE seq = ?", (seq,))
+    return conn
+
+
+_CELLS = st.one_of(
+    st.tuples(st.integers(0, 599), st.just("entries"), st.sampled_from(_ENTRY_TEXT)),
+    st.tuples(st.integers(0, 599), st.just("objects"), st.sampled_from(_OBJECT_TEXT)),
+)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    bad=st.sets(_CELLS, max_size=4),
+    missing=st.sets(st.integers(0, 599), max_size=3),
+    since=st.sampled_from([0, 1, 255, 256, 300]),
+)
+def test_log_rows_equal_the_tolerant_reading(
+    bad: set[tuple[int, str, str]], missing: set[int], since: int
+) -> None:
+    conn = _log_db(600, bad, missing)
+    conn.text_factory = _surrogate_text
+    expected = list(_reference_log_rows(conn, since))
+    got = list(sqlite_scan.log_rows(conn, since, _surrogate_text))
+    assert got == expected
+    assert conn.text_factory is _surrogate_text  # restored, also after a fallback
+    # Without the tolerant factory the reading is the plain one.
+    conn.text_factory = str
+    if not bad:
+        assert list(sqlite_scan.log_rows(conn, since)) == expected
+
+
+def test_bad_text_on_a_fetch_boundary_is_read_tolerantly() -> None:
+    for seq in (0, 255, 256, 257, 599):
+        conn = _log_db(600, {(seq, "objects", "object_id")}, set())
+        conn.text_factory = _surrogate_text
+        got = list(sqlite_scan.log_rows(conn, 0, _surrogate_text))
+        assert got == list(_reference_log_rows(conn, 0))
+        assert [row.seq for row in got] == list(range(600))
+        shown = got[seq].object
+        assert shown is not None and shown.object_id == "\udcffA\udcc3"
+
+
+# -- the row type check -----------------------------------------------------------------
+
+_VALUES = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-(2**63), 2**63 - 1),
+    st.floats(allow_nan=False),
+    st.text(max_size=5),
+    st.binary(max_size=5),
+)
+_GOOD = {
+    "digest": st.text(max_size=5),
+    "seq": st.integers(0, 10**6),
+    "kind": st.text(max_size=5),
+    "schema_version": st.none() | st.text(max_size=3),
+    "object_id": st.none() | st.text(max_size=3),
+    "object_version": st.none() | st.integers(),
+    "legacy_digest": st.none() | st.text(max_size=3),
+    "legacy_hints": st.none() | st.text(max_size=3),
+    "data": st.binary(max_size=5),
+}
+
+
+@st.composite
+def _rows(draw: st.DrawFn) -> RawObjectRow:
+    """Mostly well-typed rows, some columns of any SQL type (or a bool)."""
+    odd = draw(st.sets(st.sampled_from(OBJECT_COLUMNS), max_size=3))
+    values = {n: draw(_VALUES if n in odd else _GOOD[n]) for n in OBJECT_COLUMNS}
+    return RawObjectRow(**values)
+
+
+@settings(max_examples=400, deadline=None)
+@given(_rows())
+def test_row_type_check_equals_the_definition(row: RawObjectRow) -> None:
+    assert full._object_row_problem(row) == full._object_row_problem_by_name(row)
+
+
+def test_row_type_check_reads_every_column() -> None:
+    good: dict[str, Any] = {n: None for n in OBJECT_COLUMNS}
+    good.update(digest="d", seq=1, kind="k", data=b"")
+    assert full._object_row_problem(RawObjectRow(**good)) is None
+    for name in OBJECT_COLUMNS:
+        for odd in (1.5, True, bytearray(b"x")):
+            row = RawObjectRow(**{**good, name: odd})
+            assert full._object_row_problem(row) == full._object_row_problem_by_name(row)
+            assert full._object_row_problem(row) is not None, (name, odd)
+
+
+# -- rows to the workers ------------------------------------------------------------------
+
+
+@settings(max_examples=200, deadline=None)
+@given(_rows())
+def test_wire_rows_rebuild_the_unchecked_object(row: RawObjectRow) -> None:
+    by_name = StoredObject(**{n: getattr(row, n) for n in OBJECT_COLUMNS})
+    assert unchecked_object(row) == by_name
+    assert parallel._unwire(parallel._wire(row)) == by_name
+
+
+# -- tree nodes ---------------------------------------------------------------------------
+
+_IDX = st.one_of(st.integers(-1, 40), st.just(5.0), st.just("7"), st.none())
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    rows=st.lists(st.tuples(st.integers(0, 3), _IDX, st.binary(max_size=2)), max_size=80),
+    steps=st.lists(st.tuples(st.integers(0, 4), st.integers(-1, 3)), max_size=120),
+)
+def test_node_scan_equals_point_queries(
+    rows: list[tuple[int, Any, bytes]], steps: list[tuple[int, int]]
+) -> None:
+    conn = sqlite3.connect(":memory:")
+    conn.execute("CREATE TABLE tree_nodes (level INTEGER, idx INTEGER, hash BLOB)")
+    conn.executemany("INSERT INTO tree_nodes VALUES (?,?,?)", rows)
+    scan = SQLiteNodeScan(conn)
+    at = {level: 0 for level in range(5)}
+    for level, step in steps:  # mostly forward, level by level; some repeats and steps back
+        at[level] = max(-1, at[level] + step)
+        expected = conn.execute(
+            "SELECT hash FROM tree_nodes WHERE level = ? AND idx = ?", (level, at[level])
+        ).fetchone()
+        assert scan.get(level, at[level]) == expected, (level, at[level])
+
+
+# -- the parent checks chunks too -------------------------------------------------------
+
+
+def _lines(n: int, db: Path) -> bytes:
+    from ledger.trust.keys import Ed25519Signer
+
+    signer = Ed25519Signer.from_file(db.with_name(db.name + ".authority.key"))
+    return b"".join(json.dumps(d).encode() + b"\n" for d in bench_corpus.corpus(n, 11, signer))
+
+
+@pytest.fixture
+def corpus_ledger(ledger_path: Path) -> Path:
+    with open_store(ledger_path) as store:
+        summary = import_jsonl(store, io.BytesIO(_lines(90, ledger_path)), batch=30)
+    assert summary.new == 90
+    return ledger_path
+
+
+def _tamper(db: Path) -> None:
+    conn = sqlite3.connect(db)
+    for name in ("objects_no_update", "entries_no_update", "tree_nodes_no_delete"):
+        conn.execute(f"DROP TRIGGER {name}")
+    conn.execute("UPDATE objects SET data = CAST(' ' || data AS BLOB) WHERE seq = 7")
+    conn.execute("UPDATE objects SET object_version = 'x' WHERE seq = 20")
+    conn.execute("UPDATE entries SET kind = CAST(X'ff' AS TEXT) WHERE seq = 33")
+    conn.execute('UPDATE objects SET legacy_hints = \'[["nope","1.0"]]\' WHERE seq = 41')
+    conn.execute("DELETE FROM tree_nodes WHERE level = 1 AND idx = 30")
+    conn.commit()
+    conn.close()
+
+
+@pytest.mark.parametrize("tampered", [False, True])
+@pytest.mark.parametrize("steal", ["always", "never"])
+def test_parent_and_workers_give_the_one_process_report(
+    corpus_ledger: Path, monkeypatch: pytest.MonkeyPatch, tampered: bool, steal: str
+) -> None:
+    if tampered:
+        _tamper(corpus_ledger)
+    with open_store(corpus_ledger, readonly=True) as store:
+        alone = audit(store, workers=1)
+    monkeypatch.setattr(parallel, "_CHUNK", 4)  # many chunks for a small ledger
+    stolen = 0
+    real_done = parallel._Done
+
+    class Counted(real_done):  # type: ignore[misc, valid-type]
+        def __init__(self, result: Any) -> None:
+            nonlocal stolen
+            stolen += 1
+            super().__init__(result)
+
+    monkeypatch.setattr(parallel, "_Done", Counted)
+    if steal == "always":  # a pool task never looks done: the parent checks what it can
+        monkeypatch.setattr(parallel, "_ready", lambda task: isinstance(task, real_done))
+    else:  # a pool task always looks done: the parent waits for it
+        monkeypatch.setattr(parallel, "_ready", lambda task: True)
+    with open_store(corpus_ledger, readonly=True) as store:
+        pooled = audit(store, workers=2)
+    assert (stolen > 5) if steal == "always" else (stolen == 0)
+    assert pooled.to_json() == alone.to_json()
+    assert [f.to_json() for f in pooled.findings] == [f.to_json() for f in alone.findings]
+    assert alone.ok is not tampered
+    if tampered:
+        codes = {f.code for f in alone.findings}
+        assert {"digest-mismatch", "object-row-invalid", "entry-object-mismatch"} <= codes
+        assert {"hints-invalid", "tree-node-mismatch"} <= codes
