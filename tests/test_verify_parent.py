@@ -279,3 +279,118 @@ def test_parent_and_workers_give_the_one_process_report(
         codes = {f.code for f in alone.findings}
         assert {"digest-mismatch", "object-row-invalid", "entry-object-mismatch"} <= codes
         assert {"hints-invalid", "tree-node-mismatch"} <= codes
+
+
+# -- the legacy form of objects with float hints ----------------------------------------
+
+_KEYS = st.sampled_from(["a", "b", "resources", 'q"', "x\\", "é"])
+_LEAVES = st.one_of(
+    st.integers(-5, 5),
+    st.sampled_from(['"a":0', '{"a":0}', '"resources":{"a":1}', "x", ""]),
+    st.booleans(),
+    st.none(),
+)
+_JSON = st.recursive(
+    _LEAVES,
+    lambda inner: st.one_of(st.lists(inner, max_size=3), st.dictionaries(_KEYS, inner, max_size=3)),
+    max_leaves=12,
+)
+
+
+def _int_paths(node: Any, path: list[Any]) -> Iterator[list[Any]]:
+    if isinstance(node, dict):
+        for key, item in node.items():
+            yield from _int_paths(item, [*path, key])
+    elif isinstance(node, list):
+        for index, item in enumerate(node):
+            yield from _int_paths(item, [*path, index])
+    elif type(node) is int:
+        yield path
+
+
+def _sorted(node: Any) -> Any:
+    """The value as a canonical parse gives it: members in sorted order."""
+    if isinstance(node, dict):
+        return {key: _sorted(node[key]) for key in sorted(node)}
+    if isinstance(node, list):
+        return [_sorted(item) for item in node]
+    return node
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.dictionaries(_KEYS, _JSON, min_size=1, max_size=4), st.data())
+def test_spliced_legacy_form_equals_the_encoded_one(raw: dict[str, Any], data: Any) -> None:
+    from ledger.audit.object_check import _spliced_legacy
+    from ledger.encoding.strict import legacy_bytes
+    from ledger.store.derived import apply_checked_hints, parse_hints
+
+    value = _sorted(raw)
+    paths = list(_int_paths(value, []))
+    if not paths:
+        return
+    chosen = data.draw(st.lists(st.sampled_from(paths), min_size=1, max_size=3, unique_by=str))
+    hints = []
+    for path in chosen:
+        node = value
+        for segment in path:
+            node = node[segment]
+        hints.append([*path, repr(float(node))])
+    text = json.dumps(hints, separators=(",", ":"), ensure_ascii=False)
+    checked = parse_hints(value, text)
+    applied = apply_checked_hints(value, checked)
+    stored = legacy_bytes(value)  # what a canonical document's stored bytes are
+    spliced = _spliced_legacy(stored, value, applied, checked)
+    if spliced is not None:
+        assert spliced == legacy_bytes(applied)
+
+
+def test_spliced_legacy_form_on_the_corpus_and_its_fallback(corpus_ledger: Path) -> None:
+    from ledger.audit.object_check import _spliced_legacy
+    from ledger.encoding.canonical import canonical_value
+    from ledger.encoding.strict import legacy_bytes
+    from ledger.store.derived import apply_checked_hints, parse_hints
+
+    spliced = 0
+    with open_store(corpus_ledger, readonly=True) as store:
+        for seq in range(store.size()):
+            obj = store.get_by_seq(seq)
+            assert obj is not None
+            if obj.legacy_hints is None:
+                continue
+            shown, value = canonical_value(obj.data)
+            assert shown
+            applied = apply_checked_hints(value, parse_hints(value, obj.legacy_hints))
+            form = _spliced_legacy(obj.data, value, applied, parse_hints(value, obj.legacy_hints))
+            assert form == legacy_bytes(applied)
+            spliced += 1
+    assert spliced > 20
+    # A member whose text occurs twice is not spliced (it could be the other one).
+    value = {"a": {"n": 1}, "b": {"a": {"n": 1}}}
+    applied = apply_checked_hints(value, [["a", "n", "1.0"]])
+    assert _spliced_legacy(legacy_bytes(value), value, applied, [["a", "n", "1.0"]]) is None
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.dictionaries(_KEYS, _JSON, min_size=1, max_size=4), st.data())
+def test_spliced_legacy_form_with_a_member_repeated_deeper(raw: dict[str, Any], data: Any) -> None:
+    """The hinted member's text also occurs earlier, nested under a smaller key: the
+    first occurrence is not the member, so splicing it would be wrong."""
+    from ledger.audit.object_check import _spliced_legacy
+    from ledger.encoding.strict import legacy_bytes
+    from ledger.store.derived import apply_checked_hints, parse_hints
+
+    key = data.draw(st.sampled_from(sorted(raw)))
+    raw = {**raw, key: {"n": data.draw(st.integers(0, 3)), "m": raw[key]}}
+    value = _sorted({**raw, "\x00": {key: raw[key]}, " ": [{key: raw[key]}]})
+    hint = [key, "n", repr(float(value[key]["n"]))]
+    checked = parse_hints(value, json.dumps([hint], separators=(",", ":"), ensure_ascii=False))
+    applied = apply_checked_hints(value, checked)
+    stored = legacy_bytes(value)
+    assert _spliced_legacy(stored, value, applied, checked) is None
+    # Without the repeats the member is unique and spliced.
+    alone = _sorted(raw)
+    applied = apply_checked_hints(alone, checked)
+    assert _spliced_legacy(legacy_bytes(alone), alone, applied, checked) in (
+        legacy_bytes(applied),
+        None,
+    )
