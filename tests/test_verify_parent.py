@@ -17,6 +17,8 @@ from __future__ import annotations
 import io
 import json
 import sqlite3
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -279,6 +281,23 @@ def test_parent_and_workers_give_the_one_process_report(
         codes = {f.code for f in alone.findings}
         assert {"digest-mismatch", "object-row-invalid", "entry-object-mismatch"} <= codes
         assert {"hints-invalid", "tree-node-mismatch"} <= codes
+
+
+def test_verify_json_is_utf8_when_a_stored_kind_is_not(corpus_ledger: Path) -> None:
+    """A text column holding bytes that are not UTF-8 is reported, and ``--json`` stays
+    UTF-8: the undecodable byte is written as a ``\\udcxx`` escape that reads back as
+    the same string, never as the raw byte (the installed CLI, a real process)."""
+    _tamper(corpus_ledger)
+    cli = Path(sys.executable).with_name("provledger")
+    proc = subprocess.run(
+        [str(cli), "verify", "--db", str(corpus_ledger), "--json"], capture_output=True
+    )
+    assert proc.returncode == 1, proc.stderr
+    text = proc.stdout.decode("utf-8")  # strict: raises on a raw 0xff byte
+    assert "\\udcff" in text
+    report = json.loads(text)
+    shown = json.dumps(report, ensure_ascii=False)
+    assert "\udcff" in shown  # the same string the store read, surrogate and all
 
 
 # -- the legacy form of objects with float hints ----------------------------------------

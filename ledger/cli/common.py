@@ -11,6 +11,7 @@ error so its traceback is shown.
 from __future__ import annotations
 
 import os
+import re
 import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -299,10 +300,26 @@ def dry_run_note(dry_run: bool) -> None:
 
 
 def emit_json(value: Any) -> None:
-    """Print JSON with sorted keys: the documented, stable output form."""
+    """Print JSON with sorted keys: the documented, stable output form.
+
+    The output is always UTF-8. Text read from a damaged ledger may hold lone surrogates
+    (undecodable bytes); they are written as ``\\uDCxx`` escapes, which read back as the
+    same string, instead of as raw bytes that are not UTF-8.
+    """
     import json
 
-    sys.stdout.write(json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
+    text = json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False)
+    sys.stdout.write(json_escape_surrogates(text) + "\n")
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def json_escape_surrogates(text: str) -> str:
+    """JSON text with every lone surrogate (only possible inside its strings) escaped."""
+    if text.isascii():
+        return text
+    return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
 def interactive() -> bool:
