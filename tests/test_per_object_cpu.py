@@ -173,6 +173,13 @@ def test_one_encode_equals_two(value: Any) -> None:
 
 
 def test_one_encode_for_integral_floats(monkeypatch: pytest.MonkeyPatch) -> None:
+    """On the ``json`` path (the ``msgspec`` path's fallback, made to decline here):
+    one encode for integral floats. tests/test_fast_msgspec.py counts the other path."""
+
+    def decline(*_args: Any) -> Any:
+        raise _fast._Unsure
+
+    monkeypatch.setattr(_fast, "_parse_encode_msgspec", decline)
     encodes: list[Any] = []
     real = _fast._ENCODER
 

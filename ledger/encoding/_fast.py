@@ -34,6 +34,8 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
+import msgspec
+
 from ledger.encoding.strict import (
     DEFAULT_LIMITS,
     MAX_SAFE_INTEGER,
@@ -48,6 +50,12 @@ from ledger.errors import LedgerError
 _ENCODER = json.JSONEncoder(
     sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
 )
+# Writes what ``_ENCODER`` writes, as UTF-8, for the values the ``msgspec`` decoders
+# below return: the same escapes for every code point (tested one by one), members
+# sorted by code point, integers in decimal, and floats -- which the decoders' hooks
+# admit only when this encoder's text is their ``repr``. It writes NaN/Infinity as
+# ``null``; the hooks admit finite floats only.
+_MSGSPEC = msgspec.json.Encoder(order="sorted")
 _NON_BMP = re.compile("[\U00010000-\U0010ffff]")
 _WS = " \t\n\r"
 _BOM = b"\xef\xbb\xbf"
@@ -284,6 +292,7 @@ class _Numbers(threading.local):
             parse_int=_safe_int,
             parse_constant=_constant,
         )
+        self.fast = msgspec.json.Decoder(float_hook=self._fast_float)
 
     def _float(self, text: str) -> float:
         number = float(text)
@@ -291,6 +300,25 @@ class _Numbers(threading.local):
             raise _Unsure
         self.floats = True
         if not self.odd and (number.is_integer() or "e" in repr(number)):
+            self.odd = True
+        return number
+
+    def _fast_float(self, text: str) -> float:
+        """``_float`` for the ``msgspec`` decoder, which also vouches for its encoder.
+
+        A float whose ``msgspec`` text is not its ``repr`` (what ``json`` writes) is
+        ``_Unsure``: exponent forms (below 1e-4 or from 1e16 on, where ``msgspec``
+        writes ``0.00001`` or ``1e16``) and anything else. So the ``msgspec`` encoding
+        of a value decoded here is ``json``'s, number for number.
+        """
+        number = float(text)
+        if not abs(number) <= MAX_SAFE_INTEGER:  # also NaN and infinities
+            raise _Unsure
+        shown = repr(number)
+        if "e" in shown or _MSGSPEC.encode(number) != shown.encode():
+            raise _Unsure
+        self.floats = True
+        if not self.odd and number.is_integer():
             self.odd = True
         return number
 
@@ -309,30 +337,119 @@ def parse_encode(data: bytes, limits: Limits = DEFAULT_LIMITS) -> Encoded:
     """``parse_strict`` + ``canonicalize`` + ``legacy_bytes`` in one pass.
 
     Same value, same bytes and same exceptions as the reference functions: any
-    input the fast path does not fully vouch for is handed to them. The decoder's
-    number hooks and a depth count on the bytes do the checks of ``_scan``.
+    input the fast path does not fully vouch for is handed to them. Two fast paths are
+    tried in turn: ``msgspec`` (``_parse_encode_msgspec``) and the ``json`` decoder
+    whose hooks check every number and member name (``_parse_encode_json``); each
+    raises ``_Unsure`` where it cannot vouch, and the reference decides last.
     """
+    if len(data) > limits.max_bytes or data.startswith(_BOM):
+        return _reference(data, limits)
+    if not _depth_at_most(data, limits.max_depth):
+        return _reference(data, limits)
     numbers = _NUMBERS
     numbers.floats = numbers.odd = False
     try:
-        if len(data) > limits.max_bytes or data.startswith(_BOM):
+        value, legacy, canonical, hints = _parse_encode_msgspec(data, numbers)
+    except (_Unsure, ValueError, TypeError, RecursionError, msgspec.MsgspecError):
+        numbers.floats = numbers.odd = False
+        try:
+            value, legacy, canonical, hints = _parse_encode_json(data, numbers)
+        except (_Unsure, ValueError, TypeError, RecursionError):
+            # ValueError covers JSONDecodeError, UnicodeDecodeError and UnicodeEncodeError.
+            return _reference(data, limits)
+    if canonical is None:
+        canonical = reference_canonical_bytes(value)
+    return Encoded(value, canonical, legacy, numbers.floats, hints)
+
+
+_Parsed = tuple[Any, bytes, bytes | None, list[list[Any]] | None]  # value, legacy, canonical, hints
+
+
+# ``_parse_encode_msgspec`` establishes without hooks what the ``json`` decoder's hooks
+# establish, from the bytes:
+# - Integers beyond +-(2**53 - 1) have 16 or more digits, and an integer's first digit
+#   follows ``[``, ``,``, ``:``, ``-``, whitespace or the start of the text. ``_RUNS``
+#   maps digits to ``0``, those bytes to a space and all others to ``x``, so such an
+#   integer leaves `` 0000000000000000`` (or starts the text with 16 zeros). Digits in
+#   strings may hit too (after a space or a colon); then the ``json`` path decides.
+# - Duplicate member names. Without ``\u003a``-style escapes in the input (``:`` is
+#   U+003A), every ``:`` of the input is a member separator or a ``:`` in a string,
+#   and the re-encoding writes one per member kept and every ``:`` of the strings kept
+#   (neither encoder escapes ``:``). A dropped duplicate removes its separator, so the
+#   output has exactly as many ``:`` as the input iff no member name repeats.
+# - Floats: the decoder's ``float_hook`` (``_Numbers._fast_float``).
+_RUNS = bytes(
+    0x30 if 0x30 <= c <= 0x39 else 0x20 if c in b"[,:- \t\n\r" else 0x78 for c in range(256)
+)
+_LONG_RUN = b"0" * 16
+_COLON_ESCAPE = b"\\u003"  # \u003a and \u003A (and their neighbours, conservatively)
+_BELOW_NON_BMP = bytes(range(0xF0))  # UTF-8 lead bytes of U+10000 and above: F0..F4
+
+
+def _long_integer(data: bytes) -> bool:
+    """True when ``data`` may hold an integer of 16 or more digits (see ``_RUNS``)."""
+    runs = data.translate(_RUNS)
+    at = runs.find(_LONG_RUN)
+    while at >= 0:
+        if at == 0 or runs[at - 1] == 0x20:
+            return True
+        # Not a run's first digit, or one after another byte: no run starts inside
+        # these 16 digits, so look on after them.
+        at = runs.find(_LONG_RUN, at + 16)
+    return False
+
+
+def _non_bmp(data: bytes) -> bool:
+    """True when the UTF-8 ``data`` holds a character above U+FFFF."""
+    return not data.isascii() and bool(data.translate(None, _BELOW_NON_BMP))
+
+
+def _parse_encode_msgspec(data: bytes, numbers: _Numbers) -> _Parsed:
+    """``parse_encode`` through ``msgspec``'s decoder and encoder; ``_Unsure`` (or any
+    decode error) where the facts above are not established."""
+    if _COLON_ESCAPE in data or _long_integer(data):
+        raise _Unsure
+    value = numbers.fast.decode(data)
+    legacy, canonical, hints = _encode_msgspec(value, numbers.odd)
+    if legacy.count(b":") != data.count(b":"):
+        raise _Unsure  # a duplicate member name: the reference reports it
+    return value, legacy, canonical, hints
+
+
+def _encode_msgspec(value: Any, odd: bool) -> tuple[bytes, bytes | None, list[list[Any]]]:
+    """``_encode`` with the ``msgspec`` encoder (bytes, the same bytes); ``odd`` as the
+    decoder's hook found it. ``_Unsure`` where ``_encode`` would encode twice."""
+    if not odd:
+        out = _MSGSPEC.encode(value)
+        return out, None if _non_bmp(out) else out, []
+    kind = type(value)
+    if kind is not dict and kind is not list:
+        raise _Unsure
+    hints: list[list[Any]] = []
+    marks: _Marks = {}
+    marked = _jcs_floats(value, [], hints, marks)
+    out = _MSGSPEC.encode(marked)
+    legacy = canonical = out
+    for literal, (marker, placed) in marks.items():
+        token = b'"\\u0000' + marker[1:-1].encode() + b'\\u0000"'
+        if out.count(token) != placed:
             raise _Unsure
-        if not _depth_at_most(data, limits.max_depth):
-            raise _Unsure
-        text = data.decode("utf-8")
-        start = len(text) - len(text.lstrip(_WS))
-        value, end = numbers.decoder.raw_decode(text, start)
-        if end != len(text) and text[end:].strip(_WS):
-            raise _Unsure
-        # Without an integral or exponent-form float, RFC 8785 writes what ``json``
-        # writes: one encode gives both byte forms and there are no float hints.
-        legacy, data_canonical, hints = _encode(value, numbers.odd)
-    except (_Unsure, ValueError, TypeError, RecursionError):
-        # ValueError covers JSONDecodeError, UnicodeDecodeError and UnicodeEncodeError.
-        return _reference(data, limits)
-    if data_canonical is None:
-        data_canonical = reference_canonical_bytes(value)
-    return Encoded(value, data_canonical, legacy, numbers.floats, hints)
+        legacy = legacy.replace(token, literal.encode())
+        canonical = canonical.replace(token, str(int(float(literal))).encode())
+    return legacy, None if _non_bmp(out) else canonical, hints
+
+
+def _parse_encode_json(data: bytes, numbers: _Numbers) -> _Parsed:
+    """``parse_encode`` through the C ``json`` decoder with checking hooks."""
+    text = data.decode("utf-8")
+    start = len(text) - len(text.lstrip(_WS))
+    value, end = numbers.decoder.raw_decode(text, start)
+    if end != len(text) and text[end:].strip(_WS):
+        raise _Unsure
+    # Without an integral or exponent-form float, RFC 8785 writes what ``json``
+    # writes: one encode gives both byte forms and there are no float hints.
+    legacy, canonical, hints = _encode(value, numbers.odd)
+    return value, legacy, canonical, hints
 
 
 def _reference(data: bytes, limits: Limits) -> Encoded:
@@ -392,26 +509,6 @@ def float_hints(value: Any) -> list[list[Any]]:
 _ROOT = object()
 
 
-def _canonical_float(text: str) -> float:
-    number = float(text)
-    shown = repr(number)
-    # RFC 8785 writes these differently from ``json`` (exponent form, inf/nan) or as
-    # integers (integral doubles): such bytes are not vouched for here.
-    if "e" in shown or "n" in shown or number.is_integer():
-        raise _Unsure
-    return number
-
-
-def _canonical_int(text: str) -> int:
-    number = int(text)
-    if not -MAX_SAFE_INTEGER <= number <= MAX_SAFE_INTEGER:
-        raise _Unsure
-    return number
-
-
-_CANONICAL_DECODER = json.JSONDecoder(
-    parse_float=_canonical_float, parse_int=_canonical_int, parse_constant=_constant
-)
 _NOT_CONTAINER = bytes(c for c in range(256) if c not in b"[]{}")
 _STRING = re.compile(rb'"(?:[^"\\]|\\.)*"')
 _EMPTY_PAIR = re.compile(rb"\[\]|\{\}")
@@ -432,20 +529,74 @@ def _depth_at_most(data: bytes, limit: int) -> bool:
     return True
 
 
+def _canonical_float(text: str) -> float:
+    number = float(text)
+    shown = repr(number)
+    # RFC 8785 writes these differently from ``json`` (exponent form, inf/nan) or as
+    # integers (integral doubles): such bytes are not vouched for here.
+    if "e" in shown or "n" in shown or number.is_integer():
+        raise _Unsure
+    return number
+
+
+def _canonical_int(text: str) -> int:
+    number = int(text)
+    if not -MAX_SAFE_INTEGER <= number <= MAX_SAFE_INTEGER:
+        raise _Unsure
+    return number
+
+
+_CANONICAL_DECODER = json.JSONDecoder(
+    parse_float=_canonical_float, parse_int=_canonical_int, parse_constant=_constant
+)
+
+
+def _canonical_float_text(text: str) -> float:
+    """``float_hook`` of ``canonical_value``'s ``msgspec`` decoder.
+
+    Admits a float only when ``text`` is its ``repr`` and RFC 8785 writes it as ``json``
+    does (not integral, no exponent). Then, when the re-encoding equals the input, the
+    encoder wrote this float as its ``repr`` -- as ``json`` does.
+    """
+    number = float(text)
+    if text != repr(number) or "e" in text or number.is_integer():
+        raise _Unsure  # also NaN/Infinity (their repr has no digits) and all spellings
+    return number
+
+
+_CANONICAL_MSGSPEC = msgspec.json.Decoder(float_hook=_canonical_float_text)
+
+
 def canonical_value(data: bytes, limits: Limits = DEFAULT_LIMITS) -> tuple[bool, Any]:
     """``(True, value)`` when ``data`` is established, quickly, to be its own RFC 8785
     form (then ``value`` is what ``parse_strict`` returns); ``(False, None)`` when that
     is not established here (use ``parse_encode``, which decides).
 
-    ``json`` re-writes the parsed value and the text must come back unchanged. The
-    decoder hooks refuse what ``json`` would write the same but RFC 8785 would not
-    (integral or exponent-form doubles, NaN/Infinity) and integers out of range;
-    duplicate member names, unsorted members, whitespace and any other spelling come
-    back different. Depth and size are checked against ``limits``, and text with
-    characters above U+FFFF (where the two member orders may differ) is left out.
+    The value is re-written and the text must come back unchanged: duplicate member
+    names, unsorted members, whitespace and any other spelling come back different.
+    The re-writing is ``json``'s (through ``msgspec``, see ``_MSGSPEC``), and RFC 8785's
+    wherever the checks here hold: the decoder's float hook refuses what would be
+    written the same but not as RFC 8785 writes it (integral or exponent-form doubles,
+    NaN/Infinity), integers of 16 digits or more are left out (``_long_integer``), depth
+    and size are checked against ``limits``, and text with characters above U+FFFF
+    (where the two member orders may differ) is left out.
     """
     if len(data) > limits.max_bytes or not _depth_at_most(data, limits.max_depth):
         return False, None
+    if _long_integer(data):
+        return _canonical_value_json(data)
+    try:
+        value = _CANONICAL_MSGSPEC.decode(data)
+    except (_Unsure, ValueError, TypeError, RecursionError, msgspec.MsgspecError):
+        return _canonical_value_json(data)
+    if _MSGSPEC.encode(value) != data or _non_bmp(data):
+        return False, None
+    return True, value
+
+
+def _canonical_value_json(data: bytes) -> tuple[bool, Any]:
+    """``canonical_value`` by the C ``json`` decoder, whose hooks check every number
+    (limits already checked)."""
     try:
         text = data.decode("utf-8")
         value = _CANONICAL_DECODER.decode(text)

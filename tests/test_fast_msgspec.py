@@ -1,0 +1,374 @@
+"""The ``msgspec`` fast paths of ``ledger.encoding._fast`` equal the reference exactly.
+
+``parse_encode`` and ``canonical_value`` first try ``msgspec`` without per-member hooks
+and establish the strict parser's facts from the bytes (``_long_integer`` for integers,
+the ``:`` count for duplicate member names, a float hook for floats). Each fact gets
+inputs built to break it: integers and digit runs inside and outside strings, ``\\u003a``
+escapes, duplicate names at every depth, strings spelling numbers and colons, every
+number edge; and the paths are shown to be the ones actually taken.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import re
+import struct
+from pathlib import Path
+from typing import Any
+
+import bench_corpus
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ledger.encoding import _fast, strict
+from ledger.encoding.strict import Limits, legacy_bytes, parse_strict, reference_float_hints
+from ledger.errors import LedgerError
+
+JCS = Path(__file__).parent / "vectors" / "jcs"
+
+
+def _reference(data: bytes, limits: Limits) -> tuple[Any, bytes, bytes, list[Any]]:
+    value = parse_strict(data, limits)
+    return (
+        value,
+        strict.reference_canonical_bytes(value),
+        legacy_bytes(value),
+        reference_float_hints(value),
+    )
+
+
+def _has_float(node: Any) -> bool:
+    if type(node) is float:
+        return True
+    if type(node) is dict:
+        return any(_has_float(v) for v in node.values())
+    if type(node) is list:
+        return any(_has_float(v) for v in node)
+    return False
+
+
+def _same(data: bytes, limits: Limits = strict.DEFAULT_LIMITS) -> None:
+    """``parse_encode`` and ``canonical_value`` of ``data`` against the reference."""
+    shown, shown_value = _fast.canonical_value(data, limits)
+    try:
+        expected = _reference(data, limits)
+    except LedgerError as exc:
+        with pytest.raises(type(exc)) as info:
+            _fast.parse_encode(data, limits)
+        assert str(info.value) == str(exc)
+        assert not shown
+        return
+    got = _fast.parse_encode(data, limits)
+    # json.dumps tells 1 from 1.0 and -0.0 from 0, which == does not.
+    assert json.dumps(got.value) == json.dumps(expected[0])
+    assert (got.canonical, got.legacy) == expected[1:3]
+    assert got.has_float == _has_float(expected[0])
+    if got.float_hints is not None:
+        assert got.float_hints == expected[3]
+    assert shown == (expected[1] == data and _fast.canonical_value(data, limits)[0])
+    if shown:
+        assert expected[1] == data
+        assert json.dumps(shown_value) == json.dumps(expected[0])
+
+
+# -- the encoder writes json's bytes ----------------------------------------------------------
+
+
+def test_every_code_point_escaped_as_json_does() -> None:
+    """Each character alone and all of them in one array: the same bytes as ``json``;
+    lone surrogates are refused by both."""
+    chars = [chr(c) for c in range(0x110000) if not 0xD800 <= c <= 0xDFFF]
+    assert _fast._MSGSPEC.encode(chars) == _fast._ENCODER.encode(chars).encode("utf-8")
+    for ch in chars[:0x3000]:
+        assert _fast._MSGSPEC.encode(ch) == _fast._ENCODER.encode(ch).encode("utf-8")
+    for c in (0xD800, 0xDBFF, 0xDC00, 0xDFFF):
+        with pytest.raises(UnicodeEncodeError):
+            _fast._MSGSPEC.encode(chr(c))
+        with pytest.raises(UnicodeEncodeError):
+            _fast._ENCODER.encode(chr(c)).encode("utf-8")
+
+
+_bmp_text = st.text(
+    alphabet=st.characters(max_codepoint=0xFFFF, exclude_categories=["Cs"]), max_size=6
+)
+_plain = st.recursive(
+    st.none() | st.booleans() | st.integers(-(2**53) + 1, 2**53 - 1) | _bmp_text,
+    lambda kids: st.lists(kids, max_size=4) | st.dictionaries(_bmp_text, kids, max_size=5),
+    max_leaves=25,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_plain)
+def test_member_order_and_scalars_as_json(value: Any) -> None:
+    assert _fast._MSGSPEC.encode(value) == _fast._ENCODER.encode(value).encode("utf-8")
+
+
+def _double(hex_ieee: str) -> float:
+    return float(struct.unpack(">d", bytes.fromhex(hex_ieee.rjust(16, "0")))[0])
+
+
+def test_float_hook_admits_only_json_spellings() -> None:
+    """The hook admits a float iff its ``msgspec`` text is its ``repr`` without an
+    exponent, within the safe range; the documents give the reference's results."""
+    lines = (JCS / "numbers" / "es6testfile_first10000.txt").read_text().splitlines()
+    numbers = _fast._Numbers()
+    admitted = 0
+    for line in lines:
+        value = _double(line.split(",")[0])
+        text = repr(value)
+        try:
+            numbers._fast_float(text)
+        except _fast._Unsure:
+            assert (
+                "e" in text
+                or not abs(value) <= strict.MAX_SAFE_INTEGER
+                or _fast._MSGSPEC.encode(value) != text.encode()
+            )
+            continue
+        admitted += 1
+        assert _fast._MSGSPEC.encode(value) == text.encode() == json.dumps(value).encode()
+    assert admitted > 100
+    for line in lines[:300]:
+        value = _double(line.split(",")[0])
+        if value == value and abs(value) != float("inf"):
+            _same(json.dumps({"n": value, "m": [value, 1]}).encode())
+
+
+# -- integers: the digit-run test --------------------------------------------------------------
+
+_LONG = re.compile(rb"(?:^|(?<=[\[,:\- \t\n\r]))[0-9]{16}")
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.text(alphabet='0123456789.-eaf "[,:]{}\\\t\n\r', max_size=60).map(str.encode))
+def test_long_integer_equals_its_regex(data: bytes) -> None:
+    """16 digits at the start or after a byte that may precede an integer -- exactly."""
+    assert _fast._long_integer(data) == bool(_LONG.search(data))
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        b"9007199254740991",
+        b"9007199254740992",
+        b"-9007199254740992",
+        b"[1000000000000000]",  # 16 digits, in range: the json path decides
+        b"[999999999999999]",
+        b"[-999999999999999, 0.1234567890123456789]",  # long fraction: not an integer
+        b'{"a": 12345678901234567890}',
+        b'{"a": "12345678901234567890"}',  # in a string
+        b'{"12345678901234567890": 1}',
+        b'{"a": "x.12345678901234567890", "b": 123456789012345678}',
+        b'["0.1234567890123456789", 98765432109876543210]',
+        b"[1234567890123456.5]",
+        b"[0.12345678901234567890123]",
+        b"[1.5e12345678901234567]",
+        b"[1e16, 1e15, 100000000000000000000.0]",
+        b"123456789012345678901234567890",
+        b"[" + b"9" * 5000 + b"]",
+    ],
+)
+def test_digit_runs_inside_and_outside_strings(data: bytes) -> None:
+    _same(data)
+
+
+# -- duplicate names: the colon count -----------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        b'{"a":1,"a":2}',
+        b'{"a":1,"a":2,"\\u003a":3}',  # the escaped colon would hide the duplicate
+        b'{"a":1,"a":2,"\\u003A":3}',
+        b'{"a":1,"a":2,"b":"\\u003a"}',
+        b'{"a:":1,"a\\u003a":2}',  # the same name, spelled two ways
+        b'{"a":"x:y","a":"z"}',
+        b'{"a":"z","a":"x:y"}',
+        b'{"a":{"b":1,"b":{"c:":2}}}',
+        b'[{"a":1},{"a":1,"a":1}]',
+        b'{"k":[[{"x":1,"y":2,"x":3}]]}',
+        b'{"\\u0061":1,"a":2}',
+        b'{"a":1,"b":":","c":"::"}',
+        b'{"a\\u003ab":1}',
+        b'{"a\\\\u003ab":1}',
+        b'{":":":"}',
+    ],
+)
+def test_duplicate_names_and_colons(data: bytes) -> None:
+    _same(data)
+
+
+_names = st.sampled_from(["a", "b", ":", "a:", "\\u003a", "\\u0061", "1", "1.0", "x"])
+_leaves = st.sampled_from(
+    ["1", "1.0", "-0.0", "0.5", '":"', '"1.0"', '"1e5"', '"::"', "null", "true", '"\\u003a"']
+)
+
+
+@st.composite
+def _documents(draw: st.DrawFn, depth: int = 0) -> str:
+    """JSON text with names drawn from a small set (so they repeat) at every depth."""
+    if depth >= 4 or draw(st.integers(0, 3)) == 0:
+        return draw(_leaves)
+    if draw(st.booleans()):
+        items = draw(st.lists(_documents(depth + 1), max_size=4))
+        return "[" + ",".join(items) + "]"
+    members = draw(
+        st.lists(st.tuples(_names, _documents(depth + 1)), max_size=4)  # type: ignore[arg-type]
+    )
+    return "{" + ",".join(f'"{k}":{v}' for k, v in members) + "}"
+
+
+@settings(max_examples=600, deadline=None)
+@given(_documents(), st.sampled_from(["", " ", "\n"]))
+def test_generated_documents_with_repeated_names(text: str, pad: str) -> None:
+    _same((pad + text + pad).encode())
+    _same(text.encode(), Limits(max_depth=3))
+
+
+# -- numbers and other edges ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        b"[0.0001, 0.00001, 9.891170751941125e-05, 0.00009891170751941125]",
+        b"[1e16, 1e+16, 10000000000000000.0, 1e15, 1000000000000000.0]",
+        b"[1E2, 1.5e1, 1.25E-1, 2e0, -0.0, -0, 0, 0.0]",
+        b"[9007199254740991.0, 9007199254740992.0, 4503599627370496.5]",
+        b"[1e400, -1e400]",
+        b"[5e-324, 1.7976931348623157e308]",
+        b"[0.1, 0.2, 0.30000000000000004, 123.456, -2.5]",
+        b'{"a": "1.0", "b": "1e5", "c": 1.0}',
+        b"1.0",
+        b"0.5",
+        b"-0.0",
+        b'"\\u00000\\u0000"',
+        b'{"a": 1.0, "b": "\\u00000\\u0000"}',
+        b'{"a": [1.0, 2.0, 1.0], "b": {"c": 2.0}}',
+        b'["\\ud800"]',
+        b'["\\ud83d\\ude00", {"\\ud83d\\ude00": 1, "\\ue000": 2}]',
+        b'{"\xf0\x9f\x98\x80": 1, "\xee\x80\x80": 2.0}',
+        b'"\xed\xa0\x80"',
+        b'"\xf4\x90\x80\x80"',
+        b"\xef\xbb\xbf{}",
+        b"[1] x",
+        b"[1]\x0c",
+        b"\x0c[1]",
+        b'"a\x01b"',
+        b'"\x7f"',
+        b"[1,]",
+        b"[NaN, Infinity]",
+        b"[01]",
+        b"[" * 129 + b"]" * 129,
+        b"[" * 2000 + b"]" * 2000,
+    ],
+)
+def test_number_and_text_edges(data: bytes) -> None:
+    _same(data)
+    _same(data, Limits(max_bytes=30, max_depth=2))
+
+
+_numbers = (
+    st.integers(min_value=-(2**54), max_value=2**54)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.sampled_from([0.0, -0.0, 1.0, 1e-4, 9.9e-5, 1e15, 1e16, 2.0**53, 1e21, 0.1])
+)
+_spelled = st.sampled_from(["1.0", "12345678901234567", ":", "a:b", "\u2028", "\x7f", "\x00"])
+_values = st.recursive(
+    _numbers | st.text(max_size=5) | _spelled | st.booleans() | st.none(),
+    lambda kids: (
+        st.lists(kids, max_size=4)
+        | st.dictionaries(st.text(max_size=3) | _spelled, kids, max_size=4)
+    ),
+    max_leaves=20,
+)
+
+
+@settings(max_examples=500, deadline=None)
+@given(_values, st.sampled_from([None, 1]), st.booleans())
+def test_generated_values(value: Any, indent: int | None, ascii_only: bool) -> None:
+    text = json.dumps(value, indent=indent, ensure_ascii=ascii_only)
+    data = text.encode("utf-8", "surrogatepass")
+    _same(data)
+    try:
+        canonical = strict.reference_canonical_bytes(value)
+    except LedgerError:
+        return
+    _same(canonical)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.binary(max_size=40))
+def test_arbitrary_bytes(data: bytes) -> None:
+    _same(data)
+
+
+# -- the fast paths are the ones taken ---------------------------------------------------------
+
+
+def _refuse(*_args: Any) -> Any:
+    raise AssertionError("a slower path was taken")
+
+
+def test_msgspec_path_taken_for_ordinary_documents(monkeypatch: pytest.MonkeyPatch) -> None:
+    docs = [json.dumps(d).encode() for d in bench_corpus.corpus(180, 11)]
+    expected = [_reference(d, strict.DEFAULT_LIMITS) for d in docs]
+    canonical = [e[1] for e in expected]
+    monkeypatch.setattr(_fast, "_parse_encode_json", _refuse)
+    monkeypatch.setattr(_fast, "_reference", _refuse)
+    monkeypatch.setattr(_fast, "reference_canonical_bytes", _refuse)
+    monkeypatch.setattr(_fast, "_canonical_value_json", _refuse)
+    for data, want in zip(docs, expected, strict=True):
+        got = _fast.parse_encode(data)
+        assert (got.canonical, got.legacy, got.float_hints) == (want[1], want[2], want[3])
+    assert sum(1 for e in expected if e[3]) > 50  # documents with integral floats
+    for data in canonical:
+        assert _fast.canonical_value(data)[0]
+
+
+def test_one_msgspec_encode_per_document(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Integral floats are marked: one encode of the value gives both byte forms."""
+    encodes: list[Any] = []
+    real = _fast._MSGSPEC
+
+    class Counting:
+        def encode(self, value: Any) -> bytes:
+            if type(value) is not float:  # the float hook's own check
+                encodes.append(value)
+            return real.encode(value)
+
+    monkeypatch.setattr(_fast, "_MSGSPEC", Counting())
+    monkeypatch.setattr(_fast, "_parse_encode_json", _refuse)
+    got = _fast.parse_encode(b'{"a": [1.0, 2.5, -0.0, {"b": 1.0}], "c": "\\u0000:"}')
+    assert len(encodes) == 1
+    assert got.canonical == b'{"a":[1,2.5,0,{"b":1}],"c":"\\u0000:"}'
+    assert got.legacy == b'{"a":[1.0,2.5,-0.0,{"b":1.0}],"c":"\\u0000:"}'
+    assert got.float_hints == [["a", 0, "1.0"], ["a", 2, "-0.0"], ["a", 3, "b", "1.0"]]
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        b'{"a":1,"a":2}',  # duplicate: the colon count differs
+        b'{"a\\u003a":1}',  # a colon escape
+        b"[12345678901234567]",  # a long integer
+        b"[1e-7]",  # an exponent-form float
+        b'{"a": 1.0, "b": "\\u00000\\u0000"}',  # a string spelling a marker
+    ],
+)
+def test_msgspec_path_declines(monkeypatch: pytest.MonkeyPatch, data: bytes) -> None:
+    calls: list[bytes] = []
+    original = _fast._parse_encode_json
+
+    def counting(raw: bytes, numbers: Any) -> Any:
+        calls.append(raw)
+        return original(raw, numbers)
+
+    monkeypatch.setattr(_fast, "_parse_encode_json", counting)
+    with contextlib.suppress(LedgerError):
+        _fast.parse_encode(data)
+    assert calls == [data]
