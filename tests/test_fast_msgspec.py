@@ -372,3 +372,70 @@ def test_msgspec_path_declines(monkeypatch: pytest.MonkeyPatch, data: bytes) -> 
     with contextlib.suppress(LedgerError):
         _fast.parse_encode(data)
     assert calls == [data]
+
+
+# -- integral floats where they were in a recent document ----------------------------------------
+
+_floaty = st.recursive(
+    st.sampled_from([1.0, -0.0, 2.0, 0.5, 7, "1.0", None]),
+    lambda kids: (
+        st.lists(kids, max_size=4) | st.dictionaries(st.sampled_from("abc0"), kids, max_size=4)
+    ),
+    max_leaves=16,
+)
+
+
+def _reversed(node: Any) -> Any:
+    """The same value with every object's members in reverse order."""
+    if type(node) is dict:
+        return {k: _reversed(node[k]) for k in reversed(node)}
+    if type(node) is list:
+        return [_reversed(v) for v in node]
+    return node
+
+
+def _paths(value: Any) -> tuple[tuple[Any, ...], ...]:
+    hints: list[list[Any]] = []
+    _fast._jcs_floats(value, [], hints, {})
+    return tuple(tuple(h[:-1]) for h in hints)
+
+
+@settings(max_examples=500, deadline=None)
+@given(_floaty, _floaty)
+def test_known_paths_equal_the_walk(value: Any, other: Any) -> None:
+    """``_mark_known`` gives the walk's marked value, hints and markers, or None; with
+    the paths of the same value (in any member order) it never gives None."""
+    if type(value) is not dict and type(value) is not list:
+        return
+    before = json.dumps(value)
+    hints: list[list[Any]] = []
+    marks: _fast._Marks = {}
+    marked = _fast._jcs_floats(value, [], hints, marks)
+    for candidate in (other, value, _reversed(value)):
+        if type(candidate) is not dict and type(candidate) is not list:
+            continue
+        got = _fast._mark_known(value, len(hints), [_paths(candidate)])
+        if candidate is not other and hints:
+            assert got is not None
+        if got is not None:
+            assert json.dumps(got[0]) == json.dumps(marked)
+            assert (got[1], got[2]) == (hints, marks)
+        assert json.dumps(value) == before  # copy on write
+
+
+def test_known_paths_follow_member_order(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The same shape with members in another order: hints in the new order, and the
+    walk is not needed (the paths are remembered)."""
+    first = b'{"r": {"a": 1.0, "b": 2.0}, "s": [0.5, 3.0]}'
+    second = b'{"s": [0.5, 4.0], "r": {"b": 1.0, "a": -0.0}}'
+    _same(first)
+    monkeypatch.setattr(_fast, "_jcs_floats", _refuse)
+    got = _fast.parse_encode(second)
+    assert got.float_hints == [["s", 1, "4.0"], ["r", "b", "1.0"], ["r", "a", "-0.0"]]
+    assert got.canonical == b'{"r":{"a":0,"b":1},"s":[0.5,4]}'
+    assert got.legacy == b'{"r":{"a":-0.0,"b":1.0},"s":[0.5,4.0]}'
+    monkeypatch.undo()
+    _same(second)
+    # Another float where one was: the count differs, the walk decides.
+    _same(b'{"s": [0.5, 4.0], "r": {"b": 1.0, "a": -0.0, "c": 5.0}}')
+    _same(b'{"s": [0.5, 4.5], "r": {"b": 1.0, "a": -0.0}, "t": 1.0}')

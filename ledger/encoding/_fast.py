@@ -286,6 +286,9 @@ class _Numbers(threading.local):
     def __init__(self) -> None:
         self.floats = False
         self.odd = False
+        self.integral = 0  # integral floats seen by ``_fast_float``
+        # Where the last documents held integral floats (``_mark_known``), newest first.
+        self.paths: list[tuple[tuple[Any, ...], ...]] = []
         self.decoder = json.JSONDecoder(
             object_pairs_hook=_pairs,
             parse_float=self._float,
@@ -318,8 +321,8 @@ class _Numbers(threading.local):
         if "e" in shown or _MSGSPEC.encode(number) != shown.encode():
             raise _Unsure
         self.floats = True
-        if not self.odd and number.is_integer():
-            self.odd = True
+        if number.is_integer():
+            self.integral += 1
         return number
 
 
@@ -348,6 +351,7 @@ def parse_encode(data: bytes, limits: Limits = DEFAULT_LIMITS) -> Encoded:
         return _reference(data, limits)
     numbers = _NUMBERS
     numbers.floats = numbers.odd = False
+    numbers.integral = 0
     try:
         value, legacy, canonical, hints = _parse_encode_msgspec(data, numbers)
     except (_Unsure, ValueError, TypeError, RecursionError, msgspec.MsgspecError):
@@ -410,24 +414,31 @@ def _parse_encode_msgspec(data: bytes, numbers: _Numbers) -> _Parsed:
     if _COLON_ESCAPE in data or _long_integer(data):
         raise _Unsure
     value = numbers.fast.decode(data)
-    legacy, canonical, hints = _encode_msgspec(value, numbers.odd)
+    legacy, canonical, hints = _encode_msgspec(value, numbers)
     if legacy.count(b":") != data.count(b":"):
         raise _Unsure  # a duplicate member name: the reference reports it
     return value, legacy, canonical, hints
 
 
-def _encode_msgspec(value: Any, odd: bool) -> tuple[bytes, bytes | None, list[list[Any]]]:
-    """``_encode`` with the ``msgspec`` encoder (bytes, the same bytes); ``odd`` as the
-    decoder's hook found it. ``_Unsure`` where ``_encode`` would encode twice."""
-    if not odd:
+def _encode_msgspec(value: Any, numbers: _Numbers) -> tuple[bytes, bytes | None, list[list[Any]]]:
+    """``_encode`` with the ``msgspec`` encoder (bytes, the same bytes), for a value the
+    ``msgspec`` decoder just returned (``numbers`` as its hook left them). ``_Unsure``
+    where ``_encode`` would encode twice."""
+    count = numbers.integral
+    if not count:
         out = _MSGSPEC.encode(value)
         return out, None if _non_bmp(out) else out, []
     kind = type(value)
     if kind is not dict and kind is not list:
         raise _Unsure
-    hints: list[list[Any]] = []
-    marks: _Marks = {}
-    marked = _jcs_floats(value, [], hints, marks)
+    known = _mark_known(value, count, numbers.paths)
+    if known is None:
+        hints: list[list[Any]] = []
+        marks: _Marks = {}
+        marked = _jcs_floats(value, [], hints, marks)
+        _remember(numbers.paths, tuple(tuple(hint[:-1]) for hint in hints))
+    else:
+        marked, hints, marks = known
     out = _MSGSPEC.encode(marked)
     legacy = canonical = out
     for literal, (marker, placed) in marks.items():
@@ -437,6 +448,83 @@ def _encode_msgspec(value: Any, odd: bool) -> tuple[bytes, bytes | None, list[li
         legacy = legacy.replace(token, literal.encode())
         canonical = canonical.replace(token, str(int(float(literal))).encode())
     return legacy, None if _non_bmp(out) else canonical, hints
+
+
+_PATHS_KEPT = 4
+
+
+def _remember(paths: list[tuple[tuple[Any, ...], ...]], found: tuple[tuple[Any, ...], ...]) -> None:
+    if found in paths:
+        paths.remove(found)
+    paths.insert(0, found)
+    del paths[_PATHS_KEPT:]
+
+
+def _mark_known(
+    value: Any, count: int, candidates: list[tuple[tuple[Any, ...], ...]]
+) -> tuple[Any, list[list[Any]], _Marks] | None:
+    """``_jcs_floats(value, [], hints, marks)`` without a walk, when the integral floats
+    are where they were in a recent document; None otherwise (then walk).
+
+    ``count`` is the number of integral floats the decoder's hook saw, so when ``count``
+    distinct paths of a candidate all lead to integral floats, those are all of them.
+    They are then put in document order (the order of the walk: position by position,
+    a member's position in its object, an item's index), and exactly the containers
+    on those paths are copied, as ``_jcs_floats`` copies them.
+    """
+    for paths in candidates:
+        if len(paths) != count:
+            continue
+        located = _locate(value, paths)
+        if located is None:
+            continue
+        hints: list[list[Any]] = []
+        marks: _Marks = {}
+        root: Any = dict(value) if type(value) is dict else list(value)
+        copies: dict[tuple[Any, ...], Any] = {}
+        for _, path, number in located:
+            hints.append([*path, repr(number)])
+            node = root
+            for depth in range(len(path) - 1):
+                prefix = path[: depth + 1]
+                copy = copies.get(prefix)
+                if copy is None:
+                    child = node[path[depth]]
+                    copy = copies[prefix] = dict(child) if type(child) is dict else list(child)
+                    node[path[depth]] = copy
+                node = copy
+            node[path[-1]] = _mark(number, marks)
+        return root, hints, marks
+    return None
+
+
+def _locate(
+    value: Any, paths: tuple[tuple[Any, ...], ...]
+) -> list[tuple[list[int], tuple[Any, ...], float]] | None:
+    """(document position, path, float) of each path, sorted by position; None unless
+    every path leads to an integral float."""
+    located = []
+    for path in paths:
+        node = value
+        position = []
+        for key in path:
+            kind = type(node)
+            if kind is dict and type(key) is str and key in node:
+                position.append(list(node).index(key) if len(paths) > 1 else 0)
+            elif kind is list and type(key) is int and 0 <= key < len(node):
+                position.append(key)
+            else:
+                return None
+            node = node[key]
+        if type(node) is not float or not node.is_integer():
+            return None
+        located.append((position, path, node))
+    located.sort(key=_first)
+    return located
+
+
+def _first(item: tuple[list[int], Any, Any]) -> list[int]:
+    return item[0]
 
 
 def _parse_encode_json(data: bytes, numbers: _Numbers) -> _Parsed:
