@@ -343,10 +343,10 @@ def test_one_msgspec_encode_per_document(monkeypatch: pytest.MonkeyPatch) -> Non
 
     monkeypatch.setattr(_fast, "_MSGSPEC", Counting())
     monkeypatch.setattr(_fast, "_parse_encode_json", _refuse)
-    got = _fast.parse_encode(b'{"a": [1.0, 2.5, -0.0, {"b": 1.0}], "c": "\\u0000:"}')
+    got = _fast.parse_encode(b'{"a": [1.0, 2.5, -0.0, {"b": 1.0}], "c": "x\\u0000:"}')
     assert len(encodes) == 1
-    assert got.canonical == b'{"a":[1,2.5,0,{"b":1}],"c":"\\u0000:"}'
-    assert got.legacy == b'{"a":[1.0,2.5,-0.0,{"b":1.0}],"c":"\\u0000:"}'
+    assert got.canonical == b'{"a":[1,2.5,0,{"b":1}],"c":"x\\u0000:"}'
+    assert got.legacy == b'{"a":[1.0,2.5,-0.0,{"b":1.0}],"c":"x\\u0000:"}'
     assert got.float_hints == [["a", 0, "1.0"], ["a", 2, "-0.0"], ["a", 3, "b", "1.0"]]
 
 
@@ -358,6 +358,8 @@ def test_one_msgspec_encode_per_document(monkeypatch: pytest.MonkeyPatch) -> Non
         b"[12345678901234567]",  # a long integer
         b"[1e-7]",  # an exponent-form float
         b'{"a": 1.0, "b": "\\u00000\\u0000"}',  # a string spelling a marker
+        b'{"a": 1.0, "b": "\\u0000"}',  # a string opening as a marker does
+        b'{"a": 1.0, "b": "x\\"\\u0000"}',  # an escaped quote, then U+0000
     ],
 )
 def test_msgspec_path_declines(monkeypatch: pytest.MonkeyPatch, data: bytes) -> None:
@@ -439,3 +441,29 @@ def test_known_paths_follow_member_order(monkeypatch: pytest.MonkeyPatch) -> Non
     # Another float where one was: the count differs, the walk decides.
     _same(b'{"s": [0.5, 4.0], "r": {"b": 1.0, "a": -0.0, "c": 5.0}}')
     _same(b'{"s": [0.5, 4.5], "r": {"b": 1.0, "a": -0.0}, "t": 1.0}')
+
+
+_marker_text = st.text(alphabet='\x00\\"0123u:', max_size=6) | st.sampled_from(
+    ["\x000\x00", "\x001\x00", '"\x000\x00"', "\\u0000", "\x00", 'a"\x00']
+)
+_marked_values = st.recursive(
+    st.sampled_from([1.0, -0.0, 2.0, 0.5, 7, 1e-7]) | _marker_text | st.none(),
+    lambda kids: st.lists(kids, max_size=4) | st.dictionaries(_marker_text, kids, max_size=4),
+    max_leaves=16,
+)
+
+
+@settings(max_examples=500, deadline=None)
+@given(_marked_values)
+def test_unmark_equals_two_encodes(value: Any) -> None:
+    """The msgspec path's one encode gives the two-encode bytes and hints, or declines
+    (strings that open with U+0000 or spell a marker)."""
+    data = json.dumps(value).encode()
+    numbers = _fast._Numbers()
+    try:
+        decoded = numbers.fast.decode(data)
+        got = _fast._encode_msgspec(decoded, numbers)
+    except _fast._Unsure:
+        return
+    assert got == _fast._encode_twice(decoded, numbers.floats)
+    _same(data)

@@ -354,7 +354,7 @@ def parse_encode(data: bytes, limits: Limits = DEFAULT_LIMITS) -> Encoded:
     numbers.integral = 0
     try:
         value, legacy, canonical, hints = _parse_encode_msgspec(data, numbers)
-    except (_Unsure, ValueError, TypeError, RecursionError, msgspec.MsgspecError):
+    except (_Unsure, ValueError, TypeError, KeyError, RecursionError, msgspec.MsgspecError):
         numbers.floats = numbers.odd = False
         try:
             value, legacy, canonical, hints = _parse_encode_json(data, numbers)
@@ -440,14 +440,35 @@ def _encode_msgspec(value: Any, numbers: _Numbers) -> tuple[bytes, bytes | None,
     else:
         marked, hints, marks = known
     out = _MSGSPEC.encode(marked)
-    legacy = canonical = out
-    for literal, (marker, placed) in marks.items():
-        token = b'"\\u0000' + marker[1:-1].encode() + b'\\u0000"'
-        if out.count(token) != placed:
-            raise _Unsure
-        legacy = legacy.replace(token, literal.encode())
-        canonical = canonical.replace(token, str(int(float(literal))).encode())
+    legacy, canonical = _unmark(out, marks, len(hints))
     return legacy, None if _non_bmp(out) else canonical, hints
+
+
+_MARK_OPEN = b'"\\u0000'  # how both encoders begin a marker: a string opening with U+0000
+_MARK_CLOSE = b'\\u0000"'
+
+
+def _unmark(out: bytes, marks: _Marks, placed: int) -> tuple[bytes, bytes]:
+    """The legacy and RFC 8785 bytes from the encoding of a marked value.
+
+    ``_encode``'s replacement in one pass: each of the ``placed`` markers is written
+    ``"\\u0000N\\u0000"`` and holds ``"\\u0000`` once (its second ``\\u0000`` follows a
+    digit). So when ``out`` holds ``"\\u0000`` exactly ``placed`` times, every one opens
+    a marker; otherwise a string spells it too (``_Unsure``: the ``json`` path decides).
+    """
+    pieces = out.split(_MARK_OPEN)
+    if len(pieces) != placed + 1:
+        raise _Unsure
+    spelled = {marker[1:-1].encode(): literal for literal, (marker, _) in marks.items()}
+    legacy = [pieces[0]]
+    canonical = [pieces[0]]
+    for piece in pieces[1:]:
+        end = piece.find(_MARK_CLOSE)
+        literal = spelled[piece[:end]]  # every piece opens a marker (KeyError otherwise)
+        rest = piece[end + len(_MARK_CLOSE) :]
+        legacy += (literal.encode(), rest)
+        canonical += (str(int(float(literal))).encode(), rest)
+    return b"".join(legacy), b"".join(canonical)
 
 
 _PATHS_KEPT = 4
