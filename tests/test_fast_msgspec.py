@@ -14,6 +14,8 @@ import contextlib
 import json
 import re
 import struct
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +29,13 @@ from ledger.encoding.strict import Limits, legacy_bytes, parse_strict, reference
 from ledger.errors import LedgerError
 
 JCS = Path(__file__).parent / "vectors" / "jcs"
+
+
+@pytest.fixture(autouse=True)
+def _msgspec_loaded() -> None:
+    """These tests are about the msgspec paths: no warm-up (see test_warm_up)."""
+    if not _fast._ready:
+        _fast._load_msgspec()
 
 
 def _reference(data: bytes, limits: Limits) -> tuple[Any, bytes, bytes, list[Any]]:
@@ -461,9 +470,42 @@ def test_unmark_equals_two_encodes(value: Any) -> None:
     data = json.dumps(value).encode()
     numbers = _fast._Numbers()
     try:
-        decoded = numbers.fast.decode(data)
+        decoded = numbers.fast_decoder().decode(data)
         got = _fast._encode_msgspec(decoded, numbers)
     except _fast._Unsure:
         return
     assert got == _fast._encode_twice(decoded, numbers.floats)
     _same(data)
+
+
+_WARM_UP_SCRIPT = """
+import json, sys
+import bench_corpus
+from ledger.encoding import _fast, strict
+docs = [json.dumps(d).encode() for d in bench_corpus.corpus(60, 3)]
+seen = []
+for data in docs:
+    got = _fast.parse_encode(data)
+    value = strict.parse_strict(data)
+    assert got.canonical == strict.reference_canonical_bytes(value)
+    assert got.legacy == strict.legacy_bytes(value)
+    assert _fast.canonical_value(got.canonical)[0]
+    seen.append("msgspec" in sys.modules)
+print(json.dumps([seen.index(True), _fast._WARM_UP]))
+"""
+
+
+def test_warm_up() -> None:
+    """A process imports msgspec only after ``_WARM_UP`` documents (two calls each
+    here), with the same results before and after."""
+    root = Path(__file__).resolve().parents[1]
+    out = subprocess.run(
+        [sys.executable, "-c", _WARM_UP_SCRIPT],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=root,
+        env={"PYTHONPATH": f"{root}:{root / 'scripts'}", "PATH": ""},
+    ).stdout
+    first, warm_up = json.loads(out)
+    assert first == warm_up // 2

@@ -40,9 +40,7 @@ import json
 import re
 import threading
 from dataclasses import dataclass
-from typing import Any
-
-import msgspec
+from typing import TYPE_CHECKING, Any
 
 from ledger.encoding.strict import (
     DEFAULT_LIMITS,
@@ -55,15 +53,26 @@ from ledger.encoding.strict import (
 )
 from ledger.errors import LedgerError
 
+if TYPE_CHECKING:
+    import msgspec
+
 _ENCODER = json.JSONEncoder(
     sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
 )
-# Writes what ``_ENCODER`` writes, as UTF-8, for the values the ``msgspec`` decoders
-# below return: the same escapes for every code point (tested one by one), members
-# sorted by code point, integers in decimal, and floats -- which the decoders' hooks
-# admit only when this encoder's text is their ``repr``. It writes NaN/Infinity as
-# ``null``; the hooks admit finite floats only.
-_MSGSPEC = msgspec.json.Encoder(order="sorted")
+# ``_MSGSPEC`` writes what ``_ENCODER`` writes, as UTF-8, for the values the ``msgspec``
+# decoders below return: the same escapes for every code point (tested one by one),
+# members sorted by code point, integers in decimal, and floats -- which the decoders'
+# hooks admit only when this encoder's text is their ``repr``. It writes NaN/Infinity
+# as ``null``; the hooks admit finite floats only.
+#
+# ``msgspec`` is imported once a process has handled ``_WARM_UP`` documents here (see
+# ``_warm``): its import (~8 ms of CPU after ``typer``) outweighs what it saves on the
+# few objects a read command re-derives. Both paths give the same results.
+_MSGSPEC: msgspec.json.Encoder  # set by _load_msgspec
+_CANONICAL_MSGSPEC: msgspec.json.Decoder[Any]  # set by _load_msgspec
+_ready = False
+_WARM_UP = 32
+_calls = 0
 _NON_BMP = re.compile("[\U00010000-\U0010ffff]")
 _WS = " \t\n\r"
 _BOM = b"\xef\xbb\xbf"
@@ -303,7 +312,7 @@ class _Numbers(threading.local):
             parse_int=_safe_int,
             parse_constant=_constant,
         )
-        self.fast = msgspec.json.Decoder(float_hook=self._fast_float)
+        self.fast: msgspec.json.Decoder[Any] | None = None  # made by fast_decoder
 
     def _float(self, text: str) -> float:
         number = float(text)
@@ -313,6 +322,12 @@ class _Numbers(threading.local):
         if not self.odd and (number.is_integer() or "e" in repr(number)):
             self.odd = True
         return number
+
+    def fast_decoder(self) -> msgspec.json.Decoder[Any]:
+        import msgspec
+
+        decoder = self.fast = msgspec.json.Decoder(float_hook=self._fast_float)
+        return decoder
 
     def _fast_float(self, text: str) -> float:
         """``_float`` for the ``msgspec`` decoder, which also vouches for its encoder.
@@ -361,8 +376,10 @@ def parse_encode(data: bytes, limits: Limits = DEFAULT_LIMITS) -> Encoded:
     numbers.floats = numbers.odd = False
     numbers.integral = 0
     try:
+        if not (_ready or _warm()):
+            raise _Unsure
         value, legacy, canonical, hints = _parse_encode_msgspec(data, numbers)
-    except (_Unsure, ValueError, TypeError, KeyError, RecursionError, msgspec.MsgspecError):
+    except _MSGSPEC_ERRORS:
         numbers.floats = numbers.odd = False
         try:
             value, legacy, canonical, hints = _parse_encode_json(data, numbers)
@@ -421,7 +438,7 @@ def _parse_encode_msgspec(data: bytes, numbers: _Numbers) -> _Parsed:
     decode error) where the facts above are not established."""
     if _COLON_ESCAPE in data or _long_integer(data):
         raise _Unsure
-    value = numbers.fast.decode(data)
+    value = (numbers.fast or numbers.fast_decoder()).decode(data)
     legacy, canonical, hints = _encode_msgspec(value, numbers)
     if legacy.count(b":") != data.count(b":"):
         raise _Unsure  # a duplicate member name: the reference reports it
@@ -681,7 +698,34 @@ def _canonical_float_text(text: str) -> float:
     return number
 
 
-_CANONICAL_MSGSPEC = msgspec.json.Decoder(float_hook=_canonical_float_text)
+# What the ``msgspec`` paths catch; ``_load_msgspec`` adds ``msgspec.MsgspecError``.
+_MSGSPEC_ERRORS: tuple[type[Exception], ...] = (
+    _Unsure,
+    ValueError,
+    TypeError,
+    KeyError,
+    RecursionError,
+)
+
+
+def _warm() -> bool:
+    """Count a document; once ``_WARM_UP`` were handled, load ``msgspec`` (True)."""
+    global _calls
+    _calls += 1
+    if _calls <= _WARM_UP:
+        return False
+    _load_msgspec()
+    return True
+
+
+def _load_msgspec() -> None:
+    global _MSGSPEC, _CANONICAL_MSGSPEC, _MSGSPEC_ERRORS, _ready
+    import msgspec
+
+    _MSGSPEC = msgspec.json.Encoder(order="sorted")
+    _CANONICAL_MSGSPEC = msgspec.json.Decoder(float_hook=_canonical_float_text)
+    _MSGSPEC_ERRORS = (*_MSGSPEC_ERRORS, msgspec.MsgspecError)
+    _ready = True
 
 
 def canonical_value(data: bytes, limits: Limits = DEFAULT_LIMITS) -> tuple[bool, Any]:
@@ -700,11 +744,11 @@ def canonical_value(data: bytes, limits: Limits = DEFAULT_LIMITS) -> tuple[bool,
     """
     if len(data) > limits.max_bytes or not _depth_at_most(data, limits.max_depth):
         return False, None
-    if _long_integer(data):
+    if not (_ready or _warm()) or _long_integer(data):
         return _canonical_value_json(data)
     try:
         value = _CANONICAL_MSGSPEC.decode(data)
-    except (_Unsure, ValueError, TypeError, RecursionError, msgspec.MsgspecError):
+    except _MSGSPEC_ERRORS:
         return _canonical_value_json(data)
     if _MSGSPEC.encode(value) != data or _non_bmp(data):
         return False, None
