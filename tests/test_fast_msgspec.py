@@ -339,8 +339,8 @@ def test_msgspec_path_taken_for_ordinary_documents(monkeypatch: pytest.MonkeyPat
         assert _fast.canonical_value(data)[0]
 
 
-def test_one_msgspec_encode_per_document(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Integral floats are marked: one encode of the value gives both byte forms."""
+def test_msgspec_encodes_per_document(monkeypatch: pytest.MonkeyPatch) -> None:
+    """One encode gives both byte forms without integral floats, two with them."""
     encodes: list[Any] = []
     real = _fast._MSGSPEC
 
@@ -352,8 +352,11 @@ def test_one_msgspec_encode_per_document(monkeypatch: pytest.MonkeyPatch) -> Non
 
     monkeypatch.setattr(_fast, "_MSGSPEC", Counting())
     monkeypatch.setattr(_fast, "_parse_encode_json", _refuse)
+    plain = _fast.parse_encode(b'{"a": [0.5, 2.5, -3], "c": "x\\u0000:"}')
+    assert len(encodes) == 1 and plain.canonical is plain.legacy
+    encodes.clear()
     got = _fast.parse_encode(b'{"a": [1.0, 2.5, -0.0, {"b": 1.0}], "c": "x\\u0000:"}')
-    assert len(encodes) == 1
+    assert len(encodes) == 2
     assert got.canonical == b'{"a":[1,2.5,0,{"b":1}],"c":"x\\u0000:"}'
     assert got.legacy == b'{"a":[1.0,2.5,-0.0,{"b":1.0}],"c":"x\\u0000:"}'
     assert got.float_hints == [["a", 0, "1.0"], ["a", 2, "-0.0"], ["a", 3, "b", "1.0"]]
@@ -366,9 +369,8 @@ def test_one_msgspec_encode_per_document(monkeypatch: pytest.MonkeyPatch) -> Non
         b'{"a\\u003a":1}',  # a colon escape
         b"[12345678901234567]",  # a long integer
         b"[1e-7]",  # an exponent-form float
-        b'{"a": 1.0, "b": "\\u00000\\u0000"}',  # a string spelling a marker
-        b'{"a": 1.0, "b": "\\u0000"}',  # a string opening as a marker does
-        b'{"a": 1.0, "b": "x\\"\\u0000"}',  # an escaped quote, then U+0000
+        b"[1e16]",  # msgspec writes 1e16, json 1e+16
+        b"[0.00001]",  # msgspec writes 0.00001, json 1e-05
     ],
 )
 def test_msgspec_path_declines(monkeypatch: pytest.MonkeyPatch, data: bytes) -> None:
@@ -414,23 +416,22 @@ def _paths(value: Any) -> tuple[tuple[Any, ...], ...]:
 @settings(max_examples=500, deadline=None)
 @given(_floaty, _floaty)
 def test_known_paths_equal_the_walk(value: Any, other: Any) -> None:
-    """``_mark_known`` gives the walk's marked value, hints and markers, or None; with
-    the paths of the same value (in any member order) it never gives None."""
+    """``_fix_known`` gives the walk's value (integral floats as integers) and hints, or
+    None; with the paths of the same value (in any member order) it never gives None."""
     if type(value) is not dict and type(value) is not list:
         return
     before = json.dumps(value)
     hints: list[list[Any]] = []
-    marks: _fast._Marks = {}
-    marked = _fast._jcs_floats(value, [], hints, marks)
+    fixed = _fast._jcs_floats(value, [], hints)
     for candidate in (other, value, _reversed(value)):
         if type(candidate) is not dict and type(candidate) is not list:
             continue
-        got = _fast._mark_known(value, len(hints), [_paths(candidate)])
+        got = _fast._fix_known(value, len(hints), [_paths(candidate)])
         if candidate is not other and hints:
             assert got is not None
         if got is not None:
-            assert json.dumps(got[0]) == json.dumps(marked)
-            assert (got[1], got[2]) == (hints, marks)
+            assert json.dumps(got[0]) == json.dumps(fixed)
+            assert got[1] == hints
         assert json.dumps(value) == before  # copy on write
 
 
@@ -464,9 +465,9 @@ _marked_values = st.recursive(
 
 @settings(max_examples=500, deadline=None)
 @given(_marked_values)
-def test_unmark_equals_two_encodes(value: Any) -> None:
-    """The msgspec path's one encode gives the two-encode bytes and hints, or declines
-    (strings that open with U+0000 or spell a marker)."""
+def test_msgspec_encode_equals_json_encodes(value: Any) -> None:
+    """The msgspec path's bytes and hints are ``_encode_twice``'s (``json``), also
+    with strings that spell ``_encode``'s markers."""
     data = json.dumps(value).encode()
     numbers = _fast._Numbers()
     try:
