@@ -15,14 +15,21 @@ from pathlib import Path
 
 from ledger.log.merkle import root
 from ledger.store.backends import open_store
-from ledger.store.base import LedgerReader, StoredObject
+from ledger.store.base import LedgerReader, SignatureVerdicts, StoredObject
 from ledger.store.prepared import Prepared
 
 
 class AdmitAll:
     """An ``Admission`` that admits every batch."""
 
-    def admit(self, reader: LedgerReader, new: Sequence[StoredObject], *, history: bool) -> None:
+    def admit(
+        self,
+        reader: LedgerReader,
+        new: Sequence[StoredObject],
+        *,
+        history: bool,
+        signatures: SignatureVerdicts | None = None,
+    ) -> None:
         return None
 
 

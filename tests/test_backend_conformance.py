@@ -793,3 +793,37 @@ def test_verify_since_a_checkpoint_on_both_backends(db: str) -> None:
     assert tampered.exit_code == 1
     codes = {f["code"] for f in json.loads(tampered.stdout)["findings"]}
     assert "history-rewritten" in codes, codes
+
+
+def test_import_workers_refuse_what_the_writer_refuses(db: str, tmp_path: Path) -> None:
+    """Signatures checked by the import's workers (and subjects read from the batch in
+    memory): a forged attestation is refused with the same message as with one process,
+    nothing of its batch is written, and the genuine input then imports and verifies."""
+    import base64
+
+    from bench_corpus import GROUP, corpus
+
+    from ledger.trust.keys import Ed25519Signer
+
+    signer = Ed25519Signer.from_file(tmp_path / "authority.key")
+    docs = list(corpus(4 * GROUP, 11, signer))
+    forged = json.loads(json.dumps(docs[2 * GROUP - 1]))
+    raw = bytearray(base64.b64decode(forged["signatures"][0]["sig"]))
+    raw[0] ^= 1
+    forged["signatures"][0]["sig"] = base64.b64encode(bytes(raw)).decode("ascii")
+    bad, good = tmp_path / "bad.jsonl", tmp_path / "good.jsonl"
+    bad.write_text("".join(json.dumps(d) + "\n" for d in [*docs[: 2 * GROUP - 1], forged]))
+    good.write_text("".join(json.dumps(d) + "\n" for d in docs))
+    refusals = []
+    for workers in ("2", "1"):
+        result = cli(
+            "import", "jsonl", str(bad), "--db", db, "--batch", str(GROUP), "--workers", workers
+        )
+        assert result.exit_code == 4, result.output
+        refusals.append(result.stderr)
+        assert len(stored_digests(db)) == GROUP
+    assert refusals[0] == refusals[1] and "bad-signature" in refusals[0]
+    done = cli("import", "jsonl", str(good), "--db", db, "--workers", "2", "--json")
+    assert done.exit_code == 0, done.output
+    assert len(stored_digests(db)) == 4 * GROUP
+    assert cli("verify", "--db", db).exit_code == 0

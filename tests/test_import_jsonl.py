@@ -188,11 +188,11 @@ class _CrashingStore:
         self._calls = 0
         self._crash_on = crash_on
 
-    def append_many(self, items: Any, precheck: Any = None) -> Any:
+    def append_many(self, items: Any, precheck: Any = None, **options: Any) -> Any:
         self._calls += 1
         if self._calls == self._crash_on:
             raise KeyboardInterrupt
-        return self._store.append_many(items, precheck)
+        return self._store.append_many(items, precheck, **options)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._store, name)

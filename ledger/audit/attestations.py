@@ -6,7 +6,8 @@ from ledger.audit.findings import LedgerFinding
 from ledger.store.base import LedgerReader, StoredObject
 from ledger.trust.attestation import ATTESTATION_KIND
 from ledger.trust.identity import IDENTITY_KIND, REVOCATION_KIND, TrustIndex, trust_index
-from ledger.trust.judgement import SignatureMemo, check_attestation, signing_key
+from ledger.trust.judgement import SignatureMemo, check_attestation
+from ledger.trust.presign import signing_keys
 
 
 class AttestationAudit:
@@ -26,10 +27,7 @@ class AttestationAudit:
 
     def signing_keys(self, reader: LedgerReader) -> dict[str, bytes]:
         """The raw key each known key id's signatures are checked with."""
-        index = self._trust(reader)
-        ids = {index.authority_key_id, *(record.key_id for record in index.identities)}
-        keys = {kid: signing_key(index, kid) for kid in ids if kid is not None}
-        return {kid: key for kid, key in keys.items() if key is not None}
+        return signing_keys(self._trust(reader))
 
     def _trust(self, reader: LedgerReader) -> TrustIndex:
         if self._index is None or self._reader is not reader or self._index.size != reader.size():

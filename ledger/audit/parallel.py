@@ -15,61 +15,28 @@ anything not computed ahead (or computed for other bytes) it verifies itself.
 
 from __future__ import annotations
 
-import hashlib
 import multiprocessing
 import os
-import re
 from collections import deque
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
 from typing import Any
 
 from ledger.audit.object_check import CheckResult, check_object
 from ledger.store.base import RawLogRow, RawObjectRow, StoredObject
-from ledger.trust.attestation import ATTESTATION_KIND, parse_attestation
-from ledger.trust.dsse import pae
-from ledger.trust.judgement import SignatureMemo
-from ledger.trust.keys import verify
+from ledger.trust.presign import Presign, RecentSubjects, Verdict, presign_verdicts
+
+__all__ = ["POOL_THRESHOLD", "Presign", "default_workers", "with_object_checks"]
 
 # Below this many entries a worker pool costs more than it saves.
 POOL_THRESHOLD = 20_000
 _CHUNK = 256  # rows per task sent to a worker
 _RECENT = 4096  # objects kept in the parent to pair an attestation with its subject
-# Canonical attestation bytes name their subject first: {"digest":...,"kind":...}.
-# Only a guess of which bytes to send along: a wrong guess is a memo miss.
-_SUBJECT = re.compile(rb'"subject":\{"digest":"(sha256:[0-9a-f]{64})"')
-
-Verdict = tuple[bytes, bytes, bytes, bool]  # (raw key, SHA-256 of the PAE, signature, ok)
 _KEYS: dict[str, bytes] = {}  # in a worker: the raw signing key of each key id
-
-
-@dataclass(frozen=True)
-class Presign:
-    """Signatures the workers check ahead: each key id's raw key, and where verdicts go."""
-
-    keys: dict[str, bytes]
-    memo: SignatureMemo
 
 
 def _init_worker(keys: dict[str, bytes]) -> None:
     _KEYS.clear()
     _KEYS.update(keys)
-
-
-def _verdicts(signs: list[tuple[bytes, bytes]], keys: dict[str, bytes]) -> list[Verdict]:
-    out: list[Verdict] = []
-    for attestation, subject in signs:
-        try:
-            detached = parse_attestation(attestation)
-        except Exception:
-            continue  # the audit's judgement reports it
-        key = keys.get(detached.signature.keyid)
-        if key is None:
-            continue
-        message = pae(detached.payload_type, subject)
-        sig = detached.signature.sig
-        out.append((key, hashlib.sha256(message).digest(), sig, verify(key, message, sig)))
-    return out
 
 
 # An object row as sent to a worker: its columns in this order, read and rebuilt by name
@@ -131,7 +98,7 @@ def _check_rows(
             out.append(check_object(_unwire(row)))
         except Exception:
             out.append(None)  # the audit recomputes (and reports) this row itself
-    return out, _verdicts(signs or [], _KEYS if keys is None else keys)
+    return out, presign_verdicts(signs or [], _KEYS if keys is None else keys)
 
 
 def default_workers(entries: int) -> int:
@@ -160,7 +127,7 @@ def with_object_checks(
     None may also mean "not computed here": the caller then runs ``check_object`` itself.
     Signature verdicts (``presign``, with workers) reach the memo before their row.
     """
-    recent: dict[object, object] = {}
+    recent = RecentSubjects(_RECENT)
 
     def subjects(batch: list[RawLogRow]) -> list[tuple[bytes, bytes]]:
         """(attestation bytes, its subject's bytes) for attestations whose subject was
@@ -170,14 +137,9 @@ def with_object_checks(
             obj = row.object
             if obj is None or not isinstance(obj.data, bytes):
                 continue
-            if row.kind == ATTESTATION_KIND:
-                found = _SUBJECT.search(obj.data)
-                subject = recent.get(found.group(1).decode()) if found else None
-                if isinstance(subject, bytes):
-                    signs.append((obj.data, subject))
-            recent.setdefault(obj.digest, obj.data)
-            if len(recent) > _RECENT:
-                del recent[next(iter(recent))]
+            pair = recent.see(row.kind, obj.digest, obj.data)
+            if pair is not None:
+                signs.append(pair)
         return signs
 
     def chunks() -> Iterator[list[RawLogRow]]:

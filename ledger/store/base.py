@@ -256,13 +256,26 @@ BeforeCommit = Callable[[list[AppendResult]], None]
 SignHead = Callable[[LedgerReader, int], CheckpointRow]
 
 
+class SignatureVerdicts(Protocol):
+    """Ed25519 verdicts computed ahead (``ledger.trust.judgement.SignatureMemo``): the
+    same answer as verifying ``sig`` over ``message`` with the raw ``key`` here."""
+
+    def verify(self, key: bytes, message: bytes, sig: bytes) -> bool: ...
+
+
 class Admission(Protocol):
     """The rule set a store runs on every batch inside its transaction, after writing the
     batch's rows and before committing (``ledger.trust.admission.AdmissionPolicy``).
-    Raising rolls the batch back. ``history``: upstream records kept without standing."""
+    Raising rolls the batch back. ``history``: upstream records kept without standing.
+    ``signatures``: signature verdicts computed ahead (same refusals with or without)."""
 
     def admit(
-        self, reader: LedgerReader, new: Sequence[StoredObject], *, history: bool
+        self,
+        reader: LedgerReader,
+        new: Sequence[StoredObject],
+        *,
+        history: bool,
+        signatures: SignatureVerdicts | None = None,
     ) -> None: ...
 
 
@@ -280,6 +293,7 @@ class Store(LedgerReader, Protocol):
         before_commit: BeforeCommit | None = None,
         *,
         history: bool = False,
+        signatures: SignatureVerdicts | None = None,
     ) -> list[AppendResult]: ...
     def add_checkpoint(self, sign: SignHead) -> CheckpointRow: ...
     def add_cosignatures(self, size: int, lines: Sequence[str]) -> int: ...

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from ledger.errors import RuleViolation
 from ledger.log.checkpoint_record import CHECKPOINT_KIND, checkpoint_record
@@ -27,6 +28,7 @@ from ledger.store.base import (
     Entry,
     LedgerReader,
     Precheck,
+    SignatureVerdicts,
     StoredObject,
 )
 from ledger.store.prepared import Prepared
@@ -124,6 +126,28 @@ def plan_rows(
     return rows
 
 
+class BatchReader:
+    """The store, serving the objects the batch has just written from memory.
+
+    Admission reads an attestation's subject back (``LedgerReader.get``), and the subject
+    is usually in the same batch. The store would re-derive that row from the bytes it
+    was written from, moments ago in this transaction, by ``plan_rows`` from the batch's
+    own ``Prepared`` values: the object is served as those rows hold it (same digest,
+    seq, kind, index columns and bytes). Every other read goes to the store.
+    """
+
+    def __init__(self, store: LedgerReader, new: Sequence[StoredObject]) -> None:
+        self._store = store
+        self._new = {obj.digest: obj for obj in new}
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._store, name)
+
+    def get(self, digest: str) -> StoredObject | None:
+        found = self._new.get(digest)
+        return found if found is not None else self._store.get(digest)
+
+
 def admitted_batch(
     store: LedgerReader,
     items: Sequence[Prepared],
@@ -133,10 +157,12 @@ def admitted_batch(
     before_commit: BeforeCommit | None = None,
     *,
     history: bool = False,
+    signatures: SignatureVerdicts | None = None,
 ) -> list[AppendResult]:
     """One batch's steps inside the backend's write transaction, in this order: the
     caller's ``precheck``, ``write`` (the rows), the admission policy on the objects the
-    batch added, ``before_commit``. Any of them raising rolls the whole batch back."""
+    batch added (reading them through a ``BatchReader``; ``signatures``: verdicts
+    computed ahead), ``before_commit``. Any of them raising rolls the whole batch back."""
     if precheck is not None:
         precheck(store)
     results = write(items)
@@ -156,7 +182,7 @@ def admitted_batch(
         if r.new
     ]
     if new:
-        admission.admit(store, new, history=history)
+        admission.admit(BatchReader(store, new), new, history=history, signatures=signatures)
     if before_commit is not None:
         before_commit(results)
     return results

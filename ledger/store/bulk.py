@@ -11,6 +11,13 @@ Guarantees (docs/PERFORMANCE.md states them for users):
   without duplicates (lines already stored count as "already present").
 - Preparation may run in worker processes; results are consumed in input order and
   at most a few blocks are in flight, so memory does not grow with the input.
+- With workers, attestation signatures are verified there too
+  (``ledger.trust.presign``): a worker that prepares an attestation whose subject it
+  prepared shortly before (same block, or its last ``RECENT_SUBJECTS`` documents)
+  checks the signature with the key its key id names among those known when the
+  import starts, and the writer's admission takes that verdict from a
+  ``SignatureMemo`` only for exactly that key, message and signature. Everything
+  else is verified by admission as without workers: the refusals are the same.
 """
 
 from __future__ import annotations
@@ -26,9 +33,11 @@ from ledger.encoding.canonical import DEFAULT_LIMITS, Limits
 from ledger.errors import DocumentTooLargeError, InputError, LedgerError
 from ledger.store.base import Store
 from ledger.store.prepared import Prepared, prepare_json
+from ledger.trust.presign import Presign, RecentSubjects, Verdict, presign_verdicts, signing_keys
 
 DEFAULT_BATCH = 12500  # valid lines per transaction (docs/PERFORMANCE.md: why)
 BLOCK_BYTES = 1 << 20  # lines are shipped to workers in blocks of about this size
+RECENT_SUBJECTS = 1024  # documents a worker keeps to pair an attestation with its subject
 _BLANK = b" \t\r"
 
 
@@ -161,13 +170,15 @@ _PREPARED_FIELDS = tuple(f.name for f in fields(Prepared))
 
 @dataclass(frozen=True)
 class BlockResult:
-    """Prepared documents of one block, in order, plus its rejections and blank count."""
+    """Prepared documents of one block, in order, plus its rejections and blank count,
+    and the signature verdicts computed ahead for its attestations (workers only)."""
 
     prepared: list[PreparedFields]
     rejected: list[Rejection]
     blank: int
     lines: int
     nbytes: int
+    verdicts: list[Verdict] = field(default_factory=list)
 
 
 def _fields(p: Prepared) -> PreparedFields:
@@ -178,10 +189,34 @@ def _prepared(values: PreparedFields) -> Prepared:
     return Prepared(**dict(zip(_PREPARED_FIELDS, values, strict=True)))
 
 
-def prepare_block(block: Block, kind: str | None, limits: Limits) -> BlockResult:
-    """Prepare every line of a block; ``LedgerError`` becomes a rejection, not a stop."""
+@dataclass
+class _Presigner:
+    """In a worker: the signing keys known when the import started, and the documents
+    it prepared last (each worker sees its own blocks only)."""
+
+    keys: dict[str, bytes]
+    recent: RecentSubjects
+
+
+_PRESIGNER: list[_Presigner] = []  # set in each worker by _init_worker
+
+
+def _init_worker(keys: dict[str, bytes]) -> None:
+    _PRESIGNER.clear()
+    if keys:
+        _PRESIGNER.append(_Presigner(keys, RecentSubjects(RECENT_SUBJECTS)))
+
+
+def prepare_block(
+    block: Block, kind: str | None, limits: Limits, presigner: _Presigner | None = None
+) -> BlockResult:
+    """Prepare every line of a block; ``LedgerError`` becomes a rejection, not a stop.
+
+    With a ``presigner``, also the verdicts on the attestations whose subjects it holds.
+    """
     prepared: list[PreparedFields] = []
     rejected: list[Rejection] = []
+    signs: list[tuple[bytes, bytes]] = []
     blank = 0
     for line, size in block.oversize:
         reason = f"document too large, got {size} bytes, expected at most {limits.max_bytes}"
@@ -191,24 +226,38 @@ def prepare_block(block: Block, kind: str | None, limits: Limits) -> BlockResult
             blank += 1
             continue
         try:
-            prepared.append(_fields(prepare_json(raw, kind, limits)))
+            item = prepare_json(raw, kind, limits)
         except LedgerError as exc:
             rejected.append(
                 Rejection(block.first + offset, type(exc).__name__, " ".join(str(exc).split()))
             )
+            continue
+        prepared.append(_fields(item))
+        if presigner is not None:
+            pair = presigner.recent.see(item.kind, item.digest, item.data)
+            if pair is not None:
+                signs.append(pair)
     rejected.sort(key=lambda r: r.line)
     lines = len(block.lines) + len(block.oversize)
-    return BlockResult(prepared, rejected, blank, lines, block.nbytes)
+    verdicts = presign_verdicts(signs, presigner.keys) if signs and presigner else []
+    return BlockResult(prepared, rejected, blank, lines, block.nbytes, verdicts)
 
 
 def _prepare_task(args: tuple[Block, str | None, Limits]) -> BlockResult:
-    return prepare_block(*args)
+    return prepare_block(*args, _PRESIGNER[0] if _PRESIGNER else None)
 
 
 def _ordered_results(
-    blocks: Iterator[Block], kind: str | None, limits: Limits, workers: int
+    blocks: Iterator[Block],
+    kind: str | None,
+    limits: Limits,
+    workers: int,
+    keys: dict[str, bytes] | None = None,
 ) -> Iterator[BlockResult]:
-    """Prepared blocks in input order; with workers > 1, a bounded window in flight."""
+    """Prepared blocks in input order; with workers > 1, a bounded window in flight.
+
+    ``keys`` (workers only): key id -> raw key, for the workers' signature checks.
+    """
     if workers <= 1:
         for block in blocks:
             yield prepare_block(block, kind, limits)
@@ -218,7 +267,7 @@ def _ordered_results(
     # only run pure functions, never touch the caller's database connection.
     context = multiprocessing.get_context("fork" if "fork" in methods else None)
     window: deque[Any] = deque()
-    with context.Pool(workers) as pool:
+    with context.Pool(workers, initializer=_init_worker, initargs=(keys or {},)) as pool:
         for block in blocks:
             window.append(pool.apply_async(_prepare_task, ((block, kind, limits),)))
             if len(window) > 2 * workers:
@@ -252,7 +301,8 @@ def import_jsonl(
     summary = ImportSummary()
     pending: list[Prepared] = []
     with store.bulk_session():
-        _import(store, source, kind, batch, workers, limits, advance, summary, pending)
+        presign = _presign(store) if workers > 1 else None
+        _import(store, source, kind, batch, workers, limits, advance, summary, pending, presign)
     summary.size = store.size()
     return summary
 
@@ -267,10 +317,13 @@ def _import(
     advance: Callable[[int], None],
     summary: ImportSummary,
     pending: list[Prepared],
+    presign: Presign | None = None,
 ) -> None:
+    memo = None if presign is None else presign.memo
+    keys = None if presign is None else presign.keys
 
     def flush() -> None:
-        results = store.append_many(pending)
+        results = store.append_many(pending, signatures=memo)
         summary.batches += 1
         for item, result in zip(pending, results, strict=True):
             if result.new:
@@ -283,7 +336,11 @@ def _import(
                 summary.present += 1
         pending.clear()
 
-    for result in _ordered_results(read_blocks(source, limits), kind, limits, workers):
+    for result in _ordered_results(read_blocks(source, limits), kind, limits, workers, keys):
+        if memo is not None:
+            # Before the block's documents join a batch: admission finds them there.
+            for verdict in result.verdicts:
+                memo.add(*verdict)
         summary.lines += result.lines
         summary.blank += result.blank
         summary.rejected.extend(result.rejected)
@@ -294,3 +351,11 @@ def _import(
         advance(result.nbytes)
     if pending:
         flush()
+
+
+def _presign(store: Store) -> Presign:
+    """The signing keys the ledger knows now (authority, identities), and a memo."""
+    from ledger.trust.identity import trust_index
+    from ledger.trust.judgement import SignatureMemo
+
+    return Presign(signing_keys(trust_index(store)), SignatureMemo())

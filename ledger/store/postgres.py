@@ -46,6 +46,7 @@ from ledger.store.base import (
     RawLogRow,
     RawObjectRow,
     RefScan,
+    SignatureVerdicts,
     SignHead,
     StorageFinding,
     StoredObject,
@@ -202,14 +203,23 @@ class PostgresStore:
         before_commit: BeforeCommit | None = None,
         *,
         history: bool = False,
+        signatures: SignatureVerdicts | None = None,
     ) -> list[AppendResult]:
         """Append all items in one transaction; ``precheck`` runs inside the lock, the
-        admission policy after the rows are written and before they are committed;
+        admission policy after the rows are written and before they are committed
+        (``signatures``: Ed25519 verdicts computed ahead);
         ``before_commit(results)`` last (if it raises, nothing is recorded)."""
         admission = self.admission
         with self._write():
             results = admitted_batch(
-                self, items, self._append_batch, admission, precheck, before_commit, history=history
+                self,
+                items,
+                self._append_batch,
+                admission,
+                precheck,
+                before_commit,
+                history=history,
+                signatures=signatures,
             )
         return results
 

@@ -35,6 +35,7 @@ from ledger.store.base import (
     Precheck,
     RawLogRow,
     RefScan,
+    SignatureVerdicts,
     SignHead,
     StorageFinding,
     StoredObject,
@@ -346,9 +347,11 @@ class SQLiteStore:
         before_commit: BeforeCommit | None = None,
         *,
         history: bool = False,
+        signatures: SignatureVerdicts | None = None,
     ) -> list[AppendResult]:
         """Append all items in one transaction; ``precheck`` runs inside the lock, the
-        admission policy after the rows are written and before they are committed.
+        admission policy after the rows are written and before they are committed
+        (``signatures``: Ed25519 verdicts computed ahead, e.g. by import workers).
 
         ``before_commit(results)`` runs last, after admission and before COMMIT (e.g. to
         write a command's output file): if it raises, nothing is recorded.
@@ -373,6 +376,7 @@ class SQLiteStore:
                     precheck,
                     before_commit,
                     history=history,
+                    signatures=signatures,
                 )
                 self._conn.execute("RELEASE batch" if self.dry_run else "COMMIT")
             except BaseException:

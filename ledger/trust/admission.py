@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from ledger.errors import RuleViolation
-from ledger.store.base import LedgerReader, StoredObject
+from ledger.store.base import LedgerReader, SignatureVerdicts, StoredObject
 
 
 @dataclass(frozen=True)
@@ -152,14 +152,30 @@ class AdmissionPolicy:
             rules += part.state_rules
         return AdmissionPolicy(tuple(governance), tuple(rules))
 
-    def admit(self, reader: LedgerReader, new: Sequence[StoredObject], *, history: bool) -> None:
-        """Check the newly written objects of one batch (in log order) against the rules."""
-        refusals = self.refusals(reader, new, history=history)
+    def admit(
+        self,
+        reader: LedgerReader,
+        new: Sequence[StoredObject],
+        *,
+        history: bool,
+        signatures: SignatureVerdicts | None = None,
+    ) -> None:
+        """Check the newly written objects of one batch (in log order) against the rules.
+
+        ``signatures``: Ed25519 verdicts computed ahead; anything they do not hold for
+        exactly the key, message and signature asked is verified here.
+        """
+        refusals = self.refusals(reader, new, history=history, signatures=signatures)
         if refusals:
             raise AdmissionRefused(refusals)
 
     def refusals(
-        self, reader: LedgerReader, new: Sequence[StoredObject], *, history: bool
+        self,
+        reader: LedgerReader,
+        new: Sequence[StoredObject],
+        *,
+        history: bool,
+        signatures: SignatureVerdicts | None = None,
     ) -> list[Refusal]:
         from ledger.trust.attestation import ATTESTATION_KIND, parse_attestation
         from ledger.trust.identity import authority_key, trust_index
@@ -172,7 +188,7 @@ class AdmissionPolicy:
         if attestations:
             index = trust_index(reader)
             for att in attestations:
-                verdict = check_attestation(reader, att, index)
+                verdict = check_attestation(reader, att, index, signatures)
                 if not verdict.ok:
                     first = verdict.failures[0]
                     refusals.append(

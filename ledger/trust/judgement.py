@@ -39,7 +39,7 @@ from typing import Any, Literal
 
 from ledger.encoding.digest import sha256_digest
 from ledger.errors import InputError, NotFound
-from ledger.store.base import LedgerReader, StoredObject
+from ledger.store.base import LedgerReader, SignatureVerdicts, StoredObject
 from ledger.trust.attestation import (
     ATTESTATION_KIND,
     DetachedAttestation,
@@ -215,7 +215,7 @@ def _signature_ok(
     payload_type: str,
     data: bytes,
     sig: bytes,
-    memo: SignatureMemo | None = None,
+    memo: SignatureVerdicts | None = None,
 ) -> bool | None:
     """True/False when a key for ``keyid`` is known, None when none is."""
     if len(sig) != SIGNATURE_SIZE:
@@ -238,7 +238,7 @@ def _judge(
     detached: DetachedAttestation,
     seq: int,
     digest: str | None,
-    memo: SignatureMemo | None = None,
+    memo: SignatureVerdicts | None = None,
 ) -> AttestationVerdict:
     failures: list[Failure] = []
     keyid = detached.signature.keyid
@@ -402,7 +402,7 @@ def check_attestation(
     reader: LedgerReader,
     attestation: StoredObject,
     index: TrustIndex | None = None,
-    memo: SignatureMemo | None = None,
+    memo: SignatureVerdicts | None = None,
 ) -> AttestationVerdict:
     """The verdict on one stored attestation object, judged at its own seq.
 

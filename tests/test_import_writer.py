@@ -1,0 +1,261 @@
+"""The import writer's shortcuts, each against its reference path.
+
+- Admission reads a batch's own objects from memory (``ledger.store.batch.BatchReader``):
+  every object it serves equals what the store's ``get`` re-derives from the rows.
+- Import workers verify attestation signatures ahead (``ledger.trust.presign``): with
+  workers the writer verifies none itself when every subject was prepared by the same
+  worker shortly before, the refusals (exit code, message, ledger state) are the same
+  with and without workers, a forged signature is still refused (exit 4), and an
+  attestation whose subject is in an earlier batch or import is still checked.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+import subprocess
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import bench_corpus
+import pytest
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from ledger_state import state
+from typer.testing import CliRunner
+
+from ledger.cli import app
+from ledger.encoding.canonical import DEFAULT_LIMITS
+from ledger.store.base import LedgerReader, SignatureVerdicts, StoredObject
+from ledger.store.batch import BatchReader
+from ledger.store.bulk import Block, _Presigner, import_jsonl, prepare_block
+from ledger.store.prepared import prepare_json
+from ledger.store.sqlite import open_store
+from ledger.trust import judgement
+from ledger.trust.dsse import pae
+from ledger.trust.identity import trust_index
+from ledger.trust.keys import Ed25519Signer, verify
+from ledger.trust.presign import RecentSubjects, presign_verdicts, signing_keys
+
+ROOT = Path(__file__).resolve().parents[1]
+PROVLEDGER = ROOT / ".venv" / "bin" / "provledger"
+GROUP = bench_corpus.GROUP  # 9 documents per task, the last one the attestation
+
+
+def _docs(db: Path, n: int, seed: int = 5) -> list[dict[str, Any]]:
+    """``n`` corpus documents; each task's attestation signed by the ledger's authority."""
+    signer = Ed25519Signer.from_file(db.with_name(db.name + ".authority.key"))
+    return list(bench_corpus.corpus(n, seed, signer))
+
+
+def _jsonl(docs: Sequence[dict[str, Any]]) -> bytes:
+    return b"".join(json.dumps(doc).encode() + b"\n" for doc in docs)
+
+
+class _Counted:
+    """Counts the Ed25519 checks the importing process makes itself."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.calls = 0
+
+        def counted(*args: Any) -> bool:
+            self.calls += 1
+            return verify(*args)
+
+        monkeypatch.setattr(judgement, "verify", counted)
+
+
+# -- admission reads the batch from memory ----------------------------------------------
+
+
+class _Spy:
+    """An admission that checks, for every object of the batch, the batch reader against
+    the store it wraps, then admits with the installed policy."""
+
+    def __init__(self) -> None:
+        from ledger.trust.admission import current_policy
+
+        self.policy = current_policy()
+        self.served = 0
+
+    def admit(
+        self,
+        reader: LedgerReader,
+        new: Sequence[StoredObject],
+        *,
+        history: bool,
+        signatures: SignatureVerdicts | None = None,
+    ) -> None:
+        assert isinstance(reader, BatchReader)
+        store = reader._store
+        for obj in new:
+            assert reader.get(obj.digest) == store.get(obj.digest) == obj
+            self.served += 1
+        missing = "sha256:" + "0" * 64
+        assert reader.get(missing) is None
+        assert reader.size() == store.size()
+        self.policy.admit(reader, new, history=history, signatures=signatures)
+
+
+@settings(
+    max_examples=6, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(seed=st.integers(0, 1000), batch=st.integers(1, 40), repeat=st.integers(0, 20))
+def test_batch_reader_serves_exactly_what_the_store_reads(
+    ledger_path: Path, seed: int, batch: int, repeat: int
+) -> None:
+    docs = _docs(ledger_path, 2 * GROUP, seed)
+    # A document repeated in the input (already stored when its batch comes) is not new.
+    lines = _jsonl([*docs, docs[repeat % len(docs)]])
+    spy = _Spy()
+    with open_store(ledger_path, admission=spy) as store:
+        summary = import_jsonl(store, io.BytesIO(lines), batch=batch, workers=1)
+    assert summary.new == spy.served
+
+
+# -- signatures verified by the workers ----------------------------------------------------
+
+
+def test_with_workers_the_writer_verifies_no_signature(
+    ledger_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    lines = _jsonl(_docs(ledger_path, 6 * GROUP))  # one block: every subject paired
+    counted = _Counted(monkeypatch)
+    with open_store(ledger_path) as store:
+        summary = import_jsonl(store, io.BytesIO(lines), batch=10, workers=2)
+    assert summary.ok and summary.new == 6 * GROUP
+    assert counted.calls == 0
+
+
+def test_without_workers_the_writer_verifies_every_signature(
+    ledger_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    lines = _jsonl(_docs(ledger_path, 6 * GROUP))
+    counted = _Counted(monkeypatch)
+    with open_store(ledger_path) as store:
+        summary = import_jsonl(store, io.BytesIO(lines), batch=10, workers=1)
+    assert summary.ok and counted.calls == 6
+
+
+def test_a_subject_in_an_earlier_import_is_still_checked(
+    ledger_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No worker saw the subject: the writer verifies the signature, and a forged one is
+    refused."""
+    docs = _docs(ledger_path, GROUP)
+    with open_store(ledger_path) as store:
+        import_jsonl(store, io.BytesIO(_jsonl(docs[:-1])), workers=2)
+    counted = _Counted(monkeypatch)
+    forged = _jsonl([_forge(docs[-1], "other-key")])
+    with open_store(ledger_path) as store, pytest.raises(judgement_refusal()) as refused:
+        import_jsonl(store, io.BytesIO(forged), workers=2)
+    assert "bad-signature" in str(refused.value)
+    assert counted.calls == 1
+    with open_store(ledger_path) as store:
+        summary = import_jsonl(store, io.BytesIO(_jsonl(docs[-1:])), workers=2)
+    assert summary.new == 1 and counted.calls == 2
+
+
+def judgement_refusal() -> type[Exception]:
+    from ledger.trust.admission import AdmissionRefused
+
+    return AdmissionRefused
+
+
+def test_worker_verdicts_are_the_reference_verdicts(ledger_path: Path) -> None:
+    """``prepare_block`` with a presigner: one verdict per attestation whose subject it
+    prepared (same block or an earlier one), equal to ``verify`` over the PAE."""
+    docs = _docs(ledger_path, 3 * GROUP)
+    docs[GROUP - 1] = _forge(docs[GROUP - 1], "other-key")
+    lines = [json.dumps(doc).encode() for doc in docs]
+    with open_store(ledger_path, readonly=True) as store:
+        keys = signing_keys(trust_index(store))
+    presigner = _Presigner(keys, RecentSubjects(16))
+    # The third task's subject in one block, its attestation in the next.
+    first = prepare_block(Block(1, tuple(lines[:-1]), 0), None, DEFAULT_LIMITS, presigner)
+    second = prepare_block(Block(len(lines), tuple(lines[-1:]), 0), None, DEFAULT_LIMITS, presigner)
+    verdicts = first.verdicts + second.verdicts
+    assert [ok for *_, ok in verdicts] == [False, True, True]
+    prepared = [prepare_json(line) for line in lines]
+    pairs = [(prepared[i].data, prepared[i - GROUP + 1].data) for i in (8, 17, 26)]
+    assert verdicts == presign_verdicts(pairs, keys)
+    for (key, _, sig, ok), (att, subject) in zip(verdicts, pairs, strict=True):
+        detached = json.loads(att)
+        message = pae(detached["payloadType"], subject)
+        assert verify(key, message, sig) is ok
+    # Far enough back, the subject is forgotten: no verdict, the writer decides.
+    small = _Presigner(keys, RecentSubjects(4))
+    assert prepare_block(Block(1, tuple(lines[:9]), 0), None, DEFAULT_LIMITS, small).verdicts == []
+    # An unknown key id gives no verdict either.
+    none = _Presigner({}, RecentSubjects(16))
+    assert prepare_block(Block(1, tuple(lines[:9]), 0), None, DEFAULT_LIMITS, none).verdicts == []
+
+
+# -- the same refusals with and without workers ---------------------------------------------
+
+
+def _forge(attestation: dict[str, Any], how: str) -> dict[str, Any]:
+    value: dict[str, Any] = json.loads(json.dumps(attestation))
+    sig = value["signatures"][0]
+    if how == "other-key":  # another key's signature under the authority's key id
+        other = Ed25519PrivateKey.from_private_bytes(b"\7" * 32).sign(b"something")
+        sig["sig"] = base64.b64encode(other).decode("ascii")
+    elif how == "flipped":  # the authority's signature, one bit changed
+        raw = bytearray(base64.b64decode(sig["sig"]))
+        raw[5] ^= 1
+        sig["sig"] = base64.b64encode(bytes(raw)).decode("ascii")
+    elif how == "unregistered":
+        sig["keyid"] = "ab" * 32
+    elif how == "payload-type":
+        value["payloadType"] = "application/vnd.provledger.blob"
+    elif how == "subject-kind":
+        value["subject"]["kind"] = "evaluator-plan"
+    elif how == "subject-missing":
+        value["subject"]["digest"] = "sha256:" + "1" * 64
+    else:
+        raise AssertionError(how)
+    return value
+
+
+HOWS = ["other-key", "flipped", "unregistered", "payload-type", "subject-kind", "subject-missing"]
+
+
+@pytest.mark.parametrize("how", HOWS)
+def test_refusals_are_the_same_with_and_without_workers(
+    ledger_path: Path, runner: CliRunner, how: str
+) -> None:
+    docs = _docs(ledger_path, 4 * GROUP)
+    docs[3 * GROUP - 1] = _forge(docs[3 * GROUP - 1], how)
+    source = ledger_path.with_name("in.jsonl")
+    source.write_bytes(_jsonl(docs))
+    outcomes = []
+    for workers in ("1", "2"):
+        copy = ledger_path.parent / f"w{workers}"
+        copy.mkdir()
+        for path in ledger_path.parent.glob(ledger_path.name + "*"):
+            (copy / path.name).write_bytes(path.read_bytes())
+        db = copy / ledger_path.name
+        args = ["import", "jsonl", str(source), "--db", str(db), "--batch", "9"]
+        result = runner.invoke(app, [*args, "--workers", workers])
+        outcomes.append((result.exit_code, result.stderr, result.stdout, state(db)))
+    assert outcomes[0][:3] == outcomes[1][:3]
+    exit_code, stderr, _, (size, _) = outcomes[0]
+    assert exit_code == 4 and stderr.startswith("error: ") and stderr.count("\n") == 1
+    assert outcomes[1][3][0] == size == 2 * GROUP  # the two batches before the refused one
+
+
+def test_a_forged_signature_is_refused_by_the_installed_cli(ledger_path: Path) -> None:
+    if not PROVLEDGER.exists():
+        pytest.skip(f"console script absent: {PROVLEDGER}")
+    docs = _docs(ledger_path, 3 * GROUP)
+    docs[2 * GROUP - 1] = _forge(docs[2 * GROUP - 1], "other-key")
+    source = ledger_path.with_name("in.jsonl")
+    source.write_bytes(_jsonl(docs))
+    cmd = [str(PROVLEDGER), "import", "jsonl", str(source), "--db", str(ledger_path)]
+    refused = subprocess.run([*cmd, "--workers", "2"], capture_output=True, text=True)
+    assert refused.returncode == 4, refused.stderr
+    assert "bad-signature" in refused.stderr and refused.stderr.count("\n") == 1
+    assert state(ledger_path)[0] == 0
