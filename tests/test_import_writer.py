@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import base64
+import hashlib
 import io
 import json
 import subprocess
@@ -29,10 +30,12 @@ from typer.testing import CliRunner
 
 from ledger.cli import app
 from ledger.encoding.canonical import DEFAULT_LIMITS
-from ledger.store.base import LedgerReader, SignatureVerdicts, StoredObject
-from ledger.store.batch import BatchReader
-from ledger.store.bulk import Block, _Presigner, import_jsonl, prepare_block
-from ledger.store.prepared import prepare_json
+from ledger.log.leaf import entry_record
+from ledger.log.merkle import PendingNodes, leaf_hash
+from ledger.store.base import AppendResult, Entry, LedgerReader, SignatureVerdicts, StoredObject
+from ledger.store.batch import BatchReader, BatchRows, plan_rows
+from ledger.store.bulk import Block, _fields, _prepared, _Presigner, import_jsonl, prepare_block
+from ledger.store.prepared import Prepared, prepare_json
 from ledger.store.sqlite import open_store
 from ledger.trust import judgement
 from ledger.trust.dsse import pae
@@ -259,3 +262,82 @@ def test_a_forged_signature_is_refused_by_the_installed_cli(ledger_path: Path) -
     assert refused.returncode == 4, refused.stderr
     assert "bad-signature" in refused.stderr and refused.stderr.count("\n") == 1
     assert state(ledger_path)[0] == 0
+
+
+# -- the writer's per-object steps against their plain forms -----------------------------
+
+
+def _reference_plan_rows(
+    items: Sequence[Prepared], known: dict[str, Entry], seq: int, tree: Any, stamps: Sequence[str]
+) -> BatchRows:
+    """``plan_rows`` written plainly (its form before the writer's loop was tightened)."""
+    rows = BatchRows()
+    for i, item in enumerate(items):
+        entry = known.get(item.digest)
+        if entry is not None:
+            rows.results.append(AppendResult(entry, new=False))
+            continue
+        appended_at = stamps[i]
+        entry = Entry(seq, item.digest, item.kind, appended_at)
+        known[item.digest] = entry
+        rows.entries.append((seq, item.digest, item.kind, appended_at))
+        rows.objects.append(
+            (
+                item.digest,
+                seq,
+                item.kind,
+                item.schema_version,
+                item.object_id,
+                item.object_version,
+                item.legacy_digest,
+                item.legacy_hints,
+                item.data,
+            )
+        )
+        rows.refs.extend((item.digest, rel, target) for rel, target in item.refs)
+        added = rows.totals.setdefault(item.kind, [0, 0, 0])
+        added[0] += 1
+        added[1] += 1
+        added[2] += len(item.data)
+        leaf = leaf_hash(entry_record(seq, item.kind, item.digest, appended_at))
+        rows.nodes.extend(tree.append(seq, leaf))
+        rows.results.append(AppendResult(entry, new=True))
+        seq += 1
+    return rows
+
+
+class _NoNodes:
+    def node(self, level: int, index: int) -> bytes:
+        return hashlib.sha256(b"%d/%d" % (level, index)).digest()
+
+
+_ITEMS = [prepare_json(json.dumps(doc).encode()) for doc in bench_corpus.corpus(40, 9)]
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    picks=st.lists(st.integers(0, len(_ITEMS) - 1), max_size=30),
+    stored=st.lists(st.integers(0, len(_ITEMS) - 1), max_size=5),
+    seq=st.integers(0, 5000),
+)
+def test_plan_rows_equals_its_plain_form(picks: list[int], stored: list[int], seq: int) -> None:
+    items = [_ITEMS[i] for i in picks]
+    known = {_ITEMS[i].digest: Entry(i, _ITEMS[i].digest, _ITEMS[i].kind, "t") for i in stored}
+    stamps = [f"2026-12-01T00:00:{i:02d}.000000Z" for i in range(len(items))]
+    fast_known, plain_known = dict(known), dict(known)
+    fast = plan_rows(items, fast_known, seq, PendingNodes(_NoNodes()), stamps)
+    plain = _reference_plan_rows(items, plain_known, seq, PendingNodes(_NoNodes()), stamps)
+    assert fast == plain and fast_known == plain_known
+    assert fast.totals_rows() == plain.totals_rows()
+
+
+def test_prepared_built_from_fields_equals_its_constructor() -> None:
+    """``_prepared`` sets the fields by name without ``__init__``: the same value, as long
+    as ``Prepared`` stays a plain frozen dataclass (no ``__post_init__``, no slots)."""
+    assert not hasattr(Prepared, "__post_init__") and not hasattr(Prepared, "__slots__")
+    for item in _ITEMS:
+        built = _prepared(_fields(item))
+        assert built == item and hash(built) == hash(item) and vars(built) == vars(item)
+        assert type(built) is Prepared
+        with pytest.raises(AttributeError):
+            built.digest = "x"  # type: ignore[misc]

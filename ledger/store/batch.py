@@ -91,37 +91,45 @@ def plan_rows(
     keeps the source's), else the current time is used.
     """
     rows = BatchRows()
+    # The writer is serial and runs this once per object: names bound once, no
+    # generator per object, totals found with one lookup.
+    results, entries, objects = rows.results, rows.entries, rows.objects
+    refs, nodes, totals = rows.refs, rows.nodes, rows.totals
+    add_leaf = tree.append
     for i, item in enumerate(items):
-        entry = known.get(item.digest)
+        digest = item.digest
+        entry = known.get(digest)
         if entry is not None:
-            rows.results.append(AppendResult(entry, new=False))
+            results.append(AppendResult(entry, new=False))
             continue
+        kind, data = item.kind, item.data
         appended_at = utc_now() if stamps is None else stamps[i]
-        entry = Entry(seq, item.digest, item.kind, appended_at)
-        known[item.digest] = entry
-        rows.entries.append((seq, item.digest, item.kind, appended_at))
-        rows.objects.append(
+        entry = known[digest] = Entry(seq, digest, kind, appended_at)
+        entries.append((seq, digest, kind, appended_at))
+        objects.append(
             (
-                item.digest,
+                digest,
                 seq,
-                item.kind,
+                kind,
                 item.schema_version,
                 item.object_id,
                 item.object_version,
                 item.legacy_digest,
                 item.legacy_hints,
-                item.data,
+                data,
             )
         )
-        rows.refs.extend((item.digest, rel, target) for rel, target in item.refs)
-        added = rows.totals.setdefault(item.kind, [0, 0, 0])
+        for rel, target in item.refs:
+            refs.append((digest, rel, target))
+        added = totals.get(kind)
+        if added is None:
+            added = totals[kind] = [0, 0, 0]
         added[0] += 1  # the entry
         added[1] += 1  # its object row
-        added[2] += len(item.data)
+        added[2] += len(data)
         # The leaf, then every complete subtree it closes: O(log n) hashing.
-        leaf = leaf_hash(entry_record(seq, item.kind, item.digest, appended_at))
-        rows.nodes.extend(tree.append(seq, leaf))
-        rows.results.append(AppendResult(entry, new=True))
+        nodes.extend(add_leaf(seq, leaf_hash(entry_record(seq, kind, digest, appended_at))))
+        results.append(AppendResult(entry, new=True))
         seq += 1
     return rows
 

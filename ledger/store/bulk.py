@@ -22,7 +22,10 @@ Guarantees (docs/PERFORMANCE.md states them for users):
 
 from __future__ import annotations
 
+import contextlib
+import itertools
 import multiprocessing
+import operator
 import os
 from collections import deque
 from collections.abc import Callable, Iterator
@@ -37,6 +40,7 @@ from ledger.trust.presign import Presign, RecentSubjects, Verdict, presign_verdi
 
 DEFAULT_BATCH = 12500  # valid lines per transaction (docs/PERFORMANCE.md: why)
 BLOCK_BYTES = 1 << 20  # lines are shipped to workers in blocks of about this size
+WARM_LINES = 32  # lines prepared before the workers fork (see ``_warm``)
 RECENT_SUBJECTS = 1024  # documents a worker keeps to pair an attestation with its subject
 _BLANK = b" \t\r"
 
@@ -181,12 +185,16 @@ class BlockResult:
     verdicts: list[Verdict] = field(default_factory=list)
 
 
-def _fields(p: Prepared) -> PreparedFields:
-    return tuple(getattr(p, name) for name in _PREPARED_FIELDS)
+_fields: Callable[[Prepared], PreparedFields] = operator.attrgetter(*_PREPARED_FIELDS)
 
 
 def _prepared(values: PreparedFields) -> Prepared:
-    return Prepared(**dict(zip(_PREPARED_FIELDS, values, strict=True)))
+    """The ``Prepared`` whose fields, by name, are ``values`` (as its ``__init__`` would
+    set them: the writer builds one per document, and the frozen dataclass's
+    ``__init__`` costs a ``object.__setattr__`` per field)."""
+    item: Prepared = object.__new__(Prepared)
+    item.__dict__.update(zip(_PREPARED_FIELDS, values, strict=True))
+    return item
 
 
 @dataclass
@@ -243,6 +251,15 @@ def prepare_block(
     return BlockResult(prepared, rejected, blank, lines, block.nbytes, verdicts)
 
 
+def _warm(block: Block, kind: str | None, limits: Limits, lines: int = WARM_LINES) -> None:
+    """Prepare the first lines of the input once before the workers fork, results
+    discarded: the schemas (and lazily loaded modules) they need are then built once
+    and inherited, instead of once in every worker."""
+    for raw in block.lines[:lines]:
+        with contextlib.suppress(LedgerError):  # the worker rejects it, with its line
+            prepare_json(raw, kind, limits)
+
+
 def _prepare_task(args: tuple[Block, str | None, Limits]) -> BlockResult:
     return prepare_block(*args, _PRESIGNER[0] if _PRESIGNER else None)
 
@@ -267,8 +284,11 @@ def _ordered_results(
     # only run pure functions, never touch the caller's database connection.
     context = multiprocessing.get_context("fork" if "fork" in methods else None)
     window: deque[Any] = deque()
+    first = next(blocks, None)
+    if first is not None and context.get_start_method() == "fork":
+        _warm(first, kind, limits)
     with context.Pool(workers, initializer=_init_worker, initargs=(keys or {},)) as pool:
-        for block in blocks:
+        for block in itertools.chain(() if first is None else (first,), blocks):
             window.append(pool.apply_async(_prepare_task, ((block, kind, limits),)))
             if len(window) > 2 * workers:
                 yield window.popleft().get()

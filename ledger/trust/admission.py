@@ -177,7 +177,7 @@ class AdmissionPolicy:
         history: bool,
         signatures: SignatureVerdicts | None = None,
     ) -> list[Refusal]:
-        from ledger.trust.attestation import ATTESTATION_KIND, parse_attestation
+        from ledger.trust.attestation import ATTESTATION_KIND
         from ledger.trust.identity import authority_key, trust_index
         from ledger.trust.judgement import check_attestation
         from ledger.trust.keys import key_id
@@ -200,7 +200,8 @@ class AdmissionPolicy:
                         )
                     )
                 elif verdict.signer == "authority":
-                    authority_signed.add(parse_attestation(att.data).subject_digest)
+                    # The subject the judgement read from the attestation's bytes.
+                    authority_signed.add(verdict.subject_digest)
         authority = authority_key(reader)
         authority_id = None if authority is None else key_id(authority)
         for obj in new:
