@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import base64
+import gc
 import hashlib
 import io
 import json
@@ -34,7 +35,15 @@ from ledger.log.leaf import entry_record
 from ledger.log.merkle import PendingNodes, leaf_hash
 from ledger.store.base import AppendResult, Entry, LedgerReader, SignatureVerdicts, StoredObject
 from ledger.store.batch import BatchReader, BatchRows, plan_rows
-from ledger.store.bulk import Block, _fields, _prepared, _Presigner, import_jsonl, prepare_block
+from ledger.store.bulk import (
+    GC_THRESHOLD,
+    Block,
+    _fields,
+    _prepared,
+    _Presigner,
+    import_jsonl,
+    prepare_block,
+)
 from ledger.store.prepared import Prepared, prepare_json
 from ledger.store.sqlite import open_store
 from ledger.trust import judgement
@@ -341,3 +350,39 @@ def test_prepared_built_from_fields_equals_its_constructor() -> None:
         assert type(built) is Prepared
         with pytest.raises(AttributeError):
             built.digest = "x"  # type: ignore[misc]
+
+
+def test_fewer_collections_while_importing_and_settings_restored(ledger_path: Path) -> None:
+    lines = _jsonl(_docs(ledger_path, 4 * GROUP))
+    before = (gc.get_threshold(), gc.get_freeze_count())
+    seen: list[tuple[tuple[int, int, int], int]] = []
+
+    class _Watch:
+        def __init__(self, store: Any) -> None:
+            self._store = store
+
+        def append_many(self, *args: Any, **options: Any) -> Any:
+            seen.append((gc.get_threshold(), gc.get_freeze_count()))
+            return self._store.append_many(*args, **options)
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(self._store, name)
+
+    with open_store(ledger_path) as store:
+        import_jsonl(_Watch(store), io.BytesIO(lines), batch=GROUP)  # type: ignore[arg-type]
+        assert (gc.get_threshold(), gc.get_freeze_count()) == before
+        with pytest.raises(KeyboardInterrupt):
+            import_jsonl(_Crash(store), io.BytesIO(lines), batch=GROUP)  # type: ignore[arg-type]
+    assert (gc.get_threshold(), gc.get_freeze_count()) == before
+    assert seen and all(t[0] >= GC_THRESHOLD and frozen > 0 for t, frozen in seen)
+
+
+class _Crash:
+    def __init__(self, store: Any) -> None:
+        self._store = store
+
+    def append_many(self, *args: Any, **options: Any) -> Any:
+        raise KeyboardInterrupt
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._store, name)
