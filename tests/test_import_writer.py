@@ -386,3 +386,37 @@ class _Crash:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._store, name)
+
+
+def test_an_interrupted_import_with_workers_leaves_a_prefix_and_no_process(
+    ledger_path: Path,
+) -> None:
+    import multiprocessing
+
+    docs = _docs(ledger_path, 6 * GROUP)
+    lines = _jsonl(docs)
+    digests = [prepare_json(json.dumps(doc).encode()).digest for doc in docs]
+    with open_store(ledger_path) as store:
+        with pytest.raises(KeyboardInterrupt):
+            import_jsonl(_CrashOn(store, 3), io.BytesIO(lines), batch=GROUP, workers=2)  # type: ignore[arg-type]
+        assert not multiprocessing.active_children()
+        assert [e.digest for e in store.entries()] == digests[: 2 * GROUP]
+        summary = import_jsonl(store, io.BytesIO(lines), batch=GROUP, workers=2)
+    assert (summary.new, summary.present) == (4 * GROUP, 2 * GROUP)
+    assert not multiprocessing.active_children()
+
+
+class _CrashOn:
+    def __init__(self, store: Any, crash_on: int) -> None:
+        self._store = store
+        self._calls = 0
+        self._crash_on = crash_on
+
+    def append_many(self, *args: Any, **options: Any) -> Any:
+        self._calls += 1
+        if self._calls == self._crash_on:
+            raise KeyboardInterrupt
+        return self._store.append_many(*args, **options)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._store, name)

@@ -29,7 +29,8 @@ import multiprocessing
 import operator
 import os
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
+from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass, field, fields
 from typing import Any, BinaryIO
 
@@ -272,7 +273,7 @@ def _ordered_results(
     limits: Limits,
     workers: int,
     keys: dict[str, bytes] | None = None,
-) -> Iterator[BlockResult]:
+) -> Generator[BlockResult, None, None]:
     """Prepared blocks in input order; with workers > 1, a bounded window in flight.
 
     ``keys`` (workers only): key id -> raw key, for the workers' signature checks.
@@ -285,17 +286,25 @@ def _ordered_results(
     # fork: workers inherit the imported modules and compiled schemas for free; they
     # only run pure functions, never touch the caller's database connection.
     context = multiprocessing.get_context("fork" if "fork" in methods else None)
-    window: deque[Any] = deque()
+    window: deque[Future[BlockResult]] = deque()
     first = next(blocks, None)
     if first is not None and context.get_start_method() == "fork":
         _warm(first, kind, limits)
-    with context.Pool(workers, initializer=_init_worker, initargs=(keys or {},)) as pool:
+    # Not multiprocessing.Pool: its worker-handler thread also waits on the result
+    # pipe, so it spins while a large result is being read (~20% of the writer's CPU).
+    pool = ProcessPoolExecutor(
+        workers, mp_context=context, initializer=_init_worker, initargs=(keys or {},)
+    )
+    try:
         for block in itertools.chain(() if first is None else (first,), blocks):
-            window.append(pool.apply_async(_prepare_task, ((block, kind, limits),)))
+            window.append(pool.submit(_prepare_task, (block, kind, limits)))
             if len(window) > 2 * workers:
-                yield window.popleft().get()
+                yield window.popleft().result()
         while window:
-            yield window.popleft().get()
+            yield window.popleft().result()
+    finally:
+        # Blocks not started are dropped (an interrupted import); running ones finish.
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
 # -- writing -----------------------------------------------------------------------------
@@ -383,19 +392,22 @@ def _import(
                 summary.present += 1
         pending.clear()
 
-    for result in _ordered_results(read_blocks(source, limits), kind, limits, workers, keys):
-        if memo is not None:
-            # Before the block's documents join a batch: admission finds them there.
-            for verdict in result.verdicts:
-                memo.add(*verdict)
-        summary.lines += result.lines
-        summary.blank += result.blank
-        summary.rejected.extend(result.rejected)
-        for values in result.prepared:
-            pending.append(_prepared(values))
-            if len(pending) >= batch:
-                flush()
-        advance(result.nbytes)
+    results = _ordered_results(read_blocks(source, limits), kind, limits, workers, keys)
+    # Closed on any exit, so the workers are shut down at once, not when collected.
+    with contextlib.closing(results):
+        for result in results:
+            if memo is not None:
+                # Before the block's documents join a batch: admission finds them there.
+                for verdict in result.verdicts:
+                    memo.add(*verdict)
+            summary.lines += result.lines
+            summary.blank += result.blank
+            summary.rejected.extend(result.rejected)
+            for values in result.prepared:
+                pending.append(_prepared(values))
+                if len(pending) >= batch:
+                    flush()
+            advance(result.nbytes)
     if pending:
         flush()
 
