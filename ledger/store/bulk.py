@@ -26,11 +26,12 @@ import contextlib
 import gc
 import itertools
 import multiprocessing
+import multiprocessing.pool
 import operator
 import os
+import signal
 from collections import deque
 from collections.abc import Callable, Generator, Iterator
-from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass, field, fields
 from typing import Any, BinaryIO
 
@@ -213,6 +214,9 @@ _PRESIGNER: list[_Presigner] = []  # set in each worker by _init_worker
 
 
 def _init_worker(keys: dict[str, bytes]) -> None:
+    # Ctrl-C reaches the whole process group: the importer handles it (its pool then
+    # ends the workers); a worker interrupted mid-task would leave the pool waiting.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     _PRESIGNER.clear()
     if keys:
         _PRESIGNER.append(_Presigner(keys, RecentSubjects(RECENT_SUBJECTS)))
@@ -286,25 +290,31 @@ def _ordered_results(
     # fork: workers inherit the imported modules and compiled schemas for free; they
     # only run pure functions, never touch the caller's database connection.
     context = multiprocessing.get_context("fork" if "fork" in methods else None)
-    window: deque[Future[BlockResult]] = deque()
+    window: deque[Any] = deque()
     first = next(blocks, None)
     if first is not None and context.get_start_method() == "fork":
         _warm(first, kind, limits)
-    # Not multiprocessing.Pool: its worker-handler thread also waits on the result
-    # pipe, so it spins while a large result is being read (~20% of the writer's CPU).
-    pool = ProcessPoolExecutor(
-        workers, mp_context=context, initializer=_init_worker, initargs=(keys or {},)
-    )
-    try:
+    with _Pool(workers, _init_worker, (keys or {},), context=context) as pool:
         for block in itertools.chain(() if first is None else (first,), blocks):
-            window.append(pool.submit(_prepare_task, (block, kind, limits)))
+            window.append(pool.apply_async(_prepare_task, ((block, kind, limits),)))
             if len(window) > 2 * workers:
-                yield window.popleft().result()
+                yield window.popleft().get()
         while window:
-            yield window.popleft().result()
-    finally:
-        # Blocks not started are dropped (an interrupted import); running ones finish.
-        pool.shutdown(wait=True, cancel_futures=True)
+            yield window.popleft().get()
+
+
+class _Pool(multiprocessing.pool.Pool):
+    """``multiprocessing.Pool`` whose worker-handler thread does not watch the result pipe.
+
+    The stock handler waits on the result pipe too, so it spins while a ~1 MiB block
+    result is being read (~10 us of the writer's CPU per object). It only needs to wake
+    when a worker exits (worker sentinels, still watched) or the pool changes state:
+    the same sentinels as ``multiprocessing.pool.ThreadPool``'s. Workers still exit
+    when the importer dies (their task pipe closes), and ``terminate`` still ends them.
+    """
+
+    def _get_sentinels(self) -> list[Any]:
+        return [self._change_notifier._reader]  # type: ignore[attr-defined]
 
 
 # -- writing -----------------------------------------------------------------------------
