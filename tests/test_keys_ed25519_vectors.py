@@ -88,6 +88,27 @@ def test_wycheproof_verify(pk: str, msg: str, sig: str, valid: bool) -> None:
     assert verify(bytes.fromhex(pk), bytes.fromhex(msg), bytes.fromhex(sig)) is valid
 
 
+def test_wycheproof_verdicts_same_with_parsed_keys_cached() -> None:
+    """Raw keys are parsed once and cached: every verdict is the same on a cold cache, a
+    warm one, and in reverse order (a cached key never answers for another)."""
+    from ledger.trust import keys
+
+    cases = [
+        (bytes.fromhex(c[1]), bytes.fromhex(c[2]), bytes.fromhex(c[3]), c[4])
+        for c in WYCHEPROOF_CASES
+    ]
+    keys._raw_public_key.cache_clear()
+    cold = [verify(pk, msg, sig) for pk, msg, sig, _ in cases]
+    assert cold == [valid for *_, valid in cases]
+    before = keys._raw_public_key.cache_info().hits
+    warm = [verify(pk, msg, sig) for pk, msg, sig, _ in reversed(cases)]
+    assert warm == cold[::-1]
+    # Every 32-byte key with a 64-byte signature was parsed on the cold pass (other
+    # lengths are refused before the key is looked at).
+    parsed = sum(1 for pk, _, sig, _ in cases if (len(pk), len(sig)) == (32, 64))
+    assert keys._raw_public_key.cache_info().hits - before == parsed
+
+
 def test_go_securesystemslib_raw_signature() -> None:
     key = DSSE_ED25519["key"]
     raw = DSSE_ED25519["raw_signature_third_party"]

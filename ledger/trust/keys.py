@@ -13,6 +13,7 @@ Invariants:
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import stat
@@ -314,6 +315,19 @@ def sign(private_key: Ed25519PrivateKey, message: bytes) -> bytes:
     return private_key.sign(bytes(message))
 
 
+@functools.lru_cache(maxsize=256)
+def _raw_public_key(raw: bytes) -> Ed25519PublicKey | None:
+    """The key object for 32 raw bytes (None: not a valid encoding).
+
+    Cached: decoding the point costs about a quarter of a verification, and a ledger's
+    signatures come from a handful of keys. Key objects are immutable.
+    """
+    try:
+        return Ed25519PublicKey.from_public_bytes(raw)
+    except ValueError:
+        return None
+
+
 def verify(public_key: PublicKeyLike, message: bytes, signature: bytes) -> bool:
     """True iff ``signature`` is a valid Ed25519 signature of ``message`` under the key.
 
@@ -327,10 +341,10 @@ def verify(public_key: PublicKeyLike, message: bytes, signature: bytes) -> bool:
     if isinstance(public_key, bytes | bytearray):
         if len(public_key) != PUBLIC_KEY_SIZE:
             return False
-        try:
-            key = Ed25519PublicKey.from_public_bytes(bytes(public_key))
-        except ValueError:
+        parsed = _raw_public_key(bytes(public_key))
+        if parsed is None:
             return False
+        key = parsed
     elif isinstance(public_key, Ed25519PublicKey):
         key = public_key
     else:
