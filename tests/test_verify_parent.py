@@ -300,6 +300,59 @@ def test_verify_json_is_utf8_when_a_stored_kind_is_not(corpus_ledger: Path) -> N
     assert "\udcff" in shown  # the same string the store read, surrogate and all
 
 
+def _group_gone(group: int, wait: float = 30.0) -> bool:
+    """True once no process of ``group`` is left (workers exit when their pipe closes:
+    allow them a moment; a bound, not a timing check)."""
+    import os
+    import time
+
+    deadline = time.monotonic() + wait
+    while time.monotonic() < deadline:
+        try:
+            os.killpg(group, 0)
+        except ProcessLookupError:
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def test_ctrl_c_ends_a_pooled_verify(ledger_path: Path) -> None:
+    """SIGINT to the whole process group (Ctrl-C) while the workers check objects: they
+    ignore it, the auditing process stops with exit 130 and one line, no traceback,
+    and the pool ends (the installed CLI, a real process group)."""
+    import os
+    import signal
+    import time
+
+    with open_store(ledger_path) as store:
+        import_jsonl(store, io.BytesIO(_lines(3000, ledger_path)), batch=1000)
+    cli = Path(sys.executable).with_name("provledger")
+    interrupted = 0
+    for delay in (0.6, 0.9, 1.2):  # stages vary with the machine: aim at several
+        proc = subprocess.Popen(
+            [str(cli), "verify", "--db", str(ledger_path), "--workers", "2"],
+            start_new_session=True,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )
+        time.sleep(delay)
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGINT)
+        try:
+            _, stderr = proc.communicate(timeout=120)  # a hang guard, not a timing check
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            raise
+        if proc.returncode != 0:  # 0 only if it finished before the signal arrived
+            interrupted += 1
+            # 130: click's exit for an interrupt; -SIGINT: the signal's own default
+            # action (it can arrive before Python's handler is in place).
+            assert proc.returncode in (130, -signal.SIGINT), stderr.decode()
+            assert b"Traceback" not in stderr
+        assert _group_gone(proc.pid), "a worker outlived the interrupted verify"
+    assert interrupted, "verify always finished before the signal: use a larger ledger"
+
+
 # -- the legacy form of objects with float hints ----------------------------------------
 
 _KEYS = st.sampled_from(["a", "b", "resources", 'q"', "x\\", "é"])

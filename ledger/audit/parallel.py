@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import signal
 from collections import deque
 from collections.abc import Iterable, Iterator
 from typing import Any
@@ -35,6 +36,10 @@ _KEYS: dict[str, bytes] = {}  # in a worker: the raw signing key of each key id
 
 
 def _init_worker(keys: dict[str, bytes]) -> None:
+    # Ctrl-C reaches the whole process group: the auditing process handles it (leaving
+    # the pool's context ends the workers); a worker interrupted mid-task would leave
+    # the pool waiting for its result.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     _KEYS.clear()
     _KEYS.update(keys)
 
