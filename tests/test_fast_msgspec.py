@@ -21,11 +21,13 @@ from typing import Any
 
 import bench_corpus
 import pytest
+from encoding_reference import has_float as _has_float
+from encoding_reference import reference as _reference
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ledger.encoding import _fast, strict
-from ledger.encoding.strict import Limits, legacy_bytes, parse_strict, reference_float_hints
+from ledger.encoding.strict import Limits
 from ledger.errors import LedgerError
 
 JCS = Path(__file__).parent / "vectors" / "jcs"
@@ -36,26 +38,6 @@ def _msgspec_loaded() -> None:
     """These tests are about the msgspec paths: no warm-up (see test_warm_up)."""
     if not _fast._ready:
         _fast._load_msgspec()
-
-
-def _reference(data: bytes, limits: Limits) -> tuple[Any, bytes, bytes, list[Any]]:
-    value = parse_strict(data, limits)
-    return (
-        value,
-        strict.reference_canonical_bytes(value),
-        legacy_bytes(value),
-        reference_float_hints(value),
-    )
-
-
-def _has_float(node: Any) -> bool:
-    if type(node) is float:
-        return True
-    if type(node) is dict:
-        return any(_has_float(v) for v in node.values())
-    if type(node) is list:
-        return any(_has_float(v) for v in node)
-    return False
 
 
 def _same(data: bytes, limits: Limits = strict.DEFAULT_LIMITS) -> None:

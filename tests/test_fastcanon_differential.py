@@ -18,6 +18,7 @@ from typing import Any
 import bench_corpus
 import pytest
 import rfc8785
+from encoding_reference import has_float as _has_float
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -40,16 +41,6 @@ def _double(hex_ieee: str) -> float:
 def _reference_encoded(data: bytes, limits: Limits = strict.DEFAULT_LIMITS) -> Any:
     value = parse_strict(data, limits)
     return value, strict.reference_canonical_bytes(value), legacy_bytes(value)
-
-
-def _has_float(node: Any) -> bool:
-    if isinstance(node, float):
-        return True
-    if isinstance(node, dict):
-        return any(_has_float(v) for v in node.values())
-    if isinstance(node, list):
-        return any(_has_float(v) for v in node)
-    return False
 
 
 def _assert_same(data: bytes, limits: Limits = strict.DEFAULT_LIMITS) -> None:

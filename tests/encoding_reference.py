@@ -1,0 +1,35 @@
+"""The reference results the encoding fast paths are compared with (test helper).
+
+``reference`` is what ``ledger.encoding._fast.parse_encode`` must equal: the strict
+parser's value, the RFC 8785 bytes from the ``rfc8785`` package, the legacy bytes and
+the float hints, each from its reference function.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ledger.encoding import strict
+from ledger.encoding.strict import Limits, legacy_bytes, parse_strict, reference_float_hints
+
+
+def reference(data: bytes, limits: Limits) -> tuple[Any, bytes, bytes, list[Any]]:
+    """(value, RFC 8785 bytes, legacy bytes, float hints); raises as the strict parser."""
+    value = parse_strict(data, limits)
+    return (
+        value,
+        strict.reference_canonical_bytes(value),
+        legacy_bytes(value),
+        reference_float_hints(value),
+    )
+
+
+def has_float(node: Any) -> bool:
+    """True when the parsed JSON value holds a float anywhere."""
+    if type(node) is float:
+        return True
+    if type(node) is dict:
+        return any(has_float(v) for v in node.values())
+    if type(node) is list:
+        return any(has_float(v) for v in node)
+    return False
