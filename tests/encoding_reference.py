@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from hypothesis import strategies as st
+
 from ledger.encoding import strict
 from ledger.encoding.strict import Limits, legacy_bytes, parse_strict, reference_float_hints
 
@@ -33,3 +35,15 @@ def has_float(node: Any) -> bool:
     if type(node) is list:
         return any(has_float(v) for v in node)
     return False
+
+
+# Strings and keys that spell the marker encode's markers (NUL-delimited numbers, their
+# JSON escapes, quotes, colons), and integral floats to be marked.
+_MARKER_TEXT = st.text(alphabet='\x00\\"0123u:', max_size=6) | st.sampled_from(
+    ["\x000\x00", "\x001\x00", '"\x000\x00"', "\\u0000", "\x00", 'a"\x00']
+)
+marked_values = st.recursive(
+    st.sampled_from([1.0, -0.0, 2.0, 0.5, 7, 1e-7]) | _MARKER_TEXT | st.none(),
+    lambda kids: st.lists(kids, max_size=4) | st.dictionaries(_MARKER_TEXT, kids, max_size=4),
+    max_leaves=16,
+)

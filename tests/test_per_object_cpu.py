@@ -20,6 +20,7 @@ from typing import Any
 import bench_corpus
 import pytest
 from encoding_reference import has_float as _has_float
+from encoding_reference import marked_values as _marked_values
 from encoding_reference import reference as _reference
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -128,17 +129,6 @@ def test_float_walk_skipped_only_when_forms_agree(monkeypatch: pytest.MonkeyPatc
         _fast.parse_encode(odd)
         assert calls
         _same(odd)
-
-
-# Strings and keys that spell markers, and integral floats to be marked.
-_marker_text = st.text(alphabet='\x00\\"0123u', max_size=6) | st.sampled_from(
-    ["\x000\x00", "\x001\x00", '"\x000\x00"', "\\u0000"]
-)
-_marked_values = st.recursive(
-    st.sampled_from([1.0, -0.0, 2.0, 0.5, 7, 1e-7]) | _marker_text | st.none(),
-    lambda kids: st.lists(kids, max_size=4) | st.dictionaries(_marker_text, kids, max_size=4),
-    max_leaves=16,
-)
 
 
 @settings(max_examples=500, deadline=None)
