@@ -437,6 +437,9 @@ def test_ctrl_c_with_workers_ends_the_import_with_a_prefix(ledger_path: Path) ->
     proc = subprocess.Popen(
         [*cmd, "--batch", "20", "--workers", "2"],
         start_new_session=True,
+        # A shell running this in the background (nohup, CI) ignores SIGINT, and the
+        # child would inherit that: give it the default, as a terminal would.
+        preexec_fn=_default_sigint,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
     )
@@ -454,3 +457,10 @@ def test_ctrl_c_with_workers_ends_the_import_with_a_prefix(ledger_path: Path) ->
     if proc.returncode != 0:  # 0 only if it finished before the signal arrived
         assert proc.returncode == 130, stderr.decode()
         assert b"Traceback" not in stderr
+
+
+def _default_sigint() -> None:
+    """In the child before exec: SIGINT back to its default disposition."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_DFL)

@@ -332,6 +332,9 @@ def test_ctrl_c_ends_a_pooled_verify(ledger_path: Path) -> None:
         proc = subprocess.Popen(
             [str(cli), "verify", "--db", str(ledger_path), "--workers", "2"],
             start_new_session=True,
+            # A shell running this in the background (nohup, CI) ignores SIGINT, and the
+            # child would inherit that: give it the default, as a terminal would.
+            preexec_fn=_default_sigint,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
         )
@@ -466,3 +469,10 @@ def test_spliced_legacy_form_with_a_member_repeated_deeper(raw: dict[str, Any], 
         legacy_bytes(applied),
         None,
     )
+
+
+def _default_sigint() -> None:
+    """In the child before exec: SIGINT back to its default disposition."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
