@@ -7,12 +7,15 @@ the float hints, each from its reference function.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
+import pytest
 from hypothesis import strategies as st
 
-from ledger.encoding import strict
+from ledger.encoding import _fast, strict
 from ledger.encoding.strict import Limits, legacy_bytes, parse_strict, reference_float_hints
+from ledger.errors import LedgerError
 
 
 def reference(data: bytes, limits: Limits) -> tuple[Any, bytes, bytes, list[Any]]:
@@ -24,6 +27,29 @@ def reference(data: bytes, limits: Limits) -> tuple[Any, bytes, bytes, list[Any]
         legacy_bytes(value),
         reference_float_hints(value),
     )
+
+
+def assert_parse_encode(
+    data: bytes, limits: Limits = strict.DEFAULT_LIMITS
+) -> tuple[Any, bytes, bytes, list[Any]] | None:
+    """``parse_encode(data)`` equals the reference (value, both byte forms, whether it
+    holds a float, the float hints when given), or both raise the same error class and
+    message. Returns the reference, or None when it raised."""
+    try:
+        expected = reference(data, limits)
+    except LedgerError as exc:
+        with pytest.raises(type(exc)) as info:
+            _fast.parse_encode(data, limits)
+        assert str(info.value) == str(exc)
+        return None
+    got = _fast.parse_encode(data, limits)
+    # json.dumps tells 1 from 1.0 and -0.0 from 0, which == does not.
+    assert json.dumps(got.value) == json.dumps(expected[0])
+    assert (got.canonical, got.legacy) == expected[1:3]
+    assert got.has_float == has_float(expected[0])
+    if got.float_hints is not None:
+        assert got.float_hints == expected[3]
+    return expected
 
 
 def has_float(node: Any) -> bool:
