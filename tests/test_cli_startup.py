@@ -6,6 +6,7 @@ change no output. Costs are measured by ``scripts/bench_start.py``; nothing here
 from __future__ import annotations
 
 import functools
+import importlib
 import json
 import os
 import subprocess
@@ -167,12 +168,18 @@ def test_idkmesh_notes_are_installed_when_show_runs(small_ledger: tuple[Path, st
 
 # -- help pages are typer's own --------------------------------------------------------
 
+#: What the light rendering never loads and typer's own does.
+DEFERRED_MODULES = ("fractions", "rich._emoji_codes", "rich.markdown", "rich.traceback")
+
 _RENDER_ALL = """
 import contextlib, io, json, sys
 {preload}
 from ledger.cli import app
 pages = {{}}
+loaded = None
 for args in json.loads(sys.argv[1]):
+    if loaded is None and args[-1] != "--help":  # after the help pages, before usage errors
+        loaded = sorted(m for m in {deferred!r} if m in sys.modules)
     buffer = io.StringIO()
     with contextlib.redirect_stdout(buffer), contextlib.redirect_stderr(buffer):
         try:
@@ -180,7 +187,6 @@ for args in json.loads(sys.argv[1]):
         except SystemExit as exc:
             buffer.write(f"exit {{exc.code}}")
     pages[" ".join(args)] = buffer.getvalue()
-loaded = sorted(m for m in ("rich.markdown", "rich.traceback") if m in sys.modules)
 sys.stdout.write(json.dumps({{"pages": pages, "loaded": loaded}}))
 """
 
@@ -191,7 +197,12 @@ def _render(argvs: list[list[str]], preload: str, color: bool) -> dict[str, Any]
     if color:
         env["FORCE_COLOR"] = "1"
     proc = subprocess.run(
-        [sys.executable, "-c", _RENDER_ALL.format(preload=preload), json.dumps(argvs)],
+        [
+            sys.executable,
+            "-c",
+            _RENDER_ALL.format(preload=preload, deferred=DEFERRED_MODULES),
+            json.dumps(argvs),
+        ],
         capture_output=True,
         text=True,
         cwd=ROOT,
@@ -223,8 +234,10 @@ def test_help_and_usage_errors_render_as_typer_renders_them(color: bool) -> None
     ]
     light = _render(argvs, "", color)
     own = _render(argvs, "import typer.rich_utils  # typer's own import, real modules", color)
-    assert light["loaded"] == []  # the shortcut was in force ...
-    assert own["loaded"] == ["rich.markdown", "rich.traceback"]  # ... and not here
+    # Every help page rendered: the shortcuts were in force ... (a usage error may still
+    # load ``fractions``: typer's own coercion of a refused value goes through pydantic)
+    assert light["loaded"] == []
+    assert own["loaded"] == sorted(DEFERRED_MODULES)  # ... and not here
     assert light["pages"] == own["pages"]
     assert len(light["pages"]) == len(argvs) > 40
     if color:
@@ -243,6 +256,64 @@ def test_deferred_names_are_the_real_classes_on_use() -> None:
         "assert type(md) is rich.markdown.Markdown\n"
         "assert ru.Traceback.from_exception is not None\n"
         "assert sys.modules['rich.markdown'] is rich.markdown and rich.markdown.__file__\n"
+        "import rich._ratio as ratio\n"
+        "assert 'fractions' not in sys.modules\n"
+        "import fractions\n"
+        "assert type(ratio.Fraction(1, 3)) is fractions.Fraction\n"
+        "assert sys.modules['fractions'] is fractions and fractions.__file__\n"
+        "class Edge:\n    def __init__(s, size, ratio, minimum_size):\n"
+        "        s.size, s.ratio, s.minimum_size = size, ratio, minimum_size\n"
+        "assert ratio.ratio_resolve(100, [Edge(None, 1, 1), Edge(None, 2, 1), Edge(30, 1, 1)])"
+        " == [23, 47, 30]\n"
+        "print('ok')\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True
+    )
+    assert out.stdout.strip() == "ok"
+
+
+_emoji_texts = st.one_of(
+    st.text(max_size=30),
+    st.lists(
+        st.sampled_from(
+            [":", "smile", "SMILE", "-emoji", "-text", "thumbs_up", " ", "x", "::", "\u00e9", "/"]
+        ),
+        max_size=10,
+    ).map("".join),
+)
+
+
+@settings(max_examples=500, deadline=None)
+@given(text=_emoji_texts, variant=st.sampled_from([None, "text", "emoji"]))
+def test_plain_emoji_replace_is_richs_emoji_replace(text: str, variant: str | None) -> None:
+    from rich._emoji_replace import _emoji_replace
+
+    from ledger.cli.richhelp import _emoji_pattern, plain_emoji_replace
+
+    pattern = _emoji_pattern(_emoji_replace)
+    assert pattern is not None
+    fast = plain_emoji_replace(_emoji_replace, pattern)
+    assert fast(text, default_variant=variant) == _emoji_replace(text, default_variant=variant)
+    assert fast(text, variant) == _emoji_replace(text, variant)
+    assert fast(text) == _emoji_replace(text)
+    assert fast(":smile:", variant) != ":smile:"  # a real replacement still happens
+
+
+def test_rich_markup_and_console_use_the_wrapper_after_a_help_page() -> None:
+    code = (
+        "import sys, io, contextlib\n"
+        "sys.argv = ['provledger', 'verify', '--help']\n"
+        "from ledger.cli import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        "    try:\n        main()\n    except SystemExit:\n        pass\n"
+        "import rich.markup, rich.console, rich._emoji_replace as real\n"
+        "assert 'rich._emoji_codes' not in sys.modules\n"
+        "for m in (rich.markup, rich.console):\n"
+        "    assert m._emoji_replace.__wrapped__ is real._emoji_replace\n"
+        "from rich.text import Text\n"
+        "assert Text.from_markup('a :thumbs_up: b').plain == 'a \\U0001f44d b'\n"
+        "assert 'rich._emoji_codes' in sys.modules\n"
         "print('ok')\n"
     )
     out = subprocess.run(
@@ -383,3 +454,77 @@ def test_errors_of_modules_imported_late_still_map_to_their_exit_codes() -> None
     )
     usage = CliRunner().invoke(probe, ["fine", "--no-such-option"])
     assert usage.exit_code == 2 and "No such option" in usage.output
+
+
+# -- sub-apps build only the command that runs ------------------------------------------
+
+
+def _shape(value: Any, depth: int = 0) -> Any:
+    """A comparable picture of a click object: its attributes, callables by name."""
+    if isinstance(value, (str, int, float, bool, type(None))):
+        return value
+    if isinstance(value, (list, tuple)):
+        return [_shape(v, depth) for v in value]
+    if isinstance(value, dict):
+        return {k: _shape(v, depth) for k, v in value.items()}
+    if (callable(value) and not hasattr(value, "__dict__")) or isinstance(value, type):
+        return getattr(value, "__qualname__", repr(value))
+    if depth > 3 or not hasattr(value, "__dict__"):
+        return type(value).__qualname__
+    if callable(value) and hasattr(value, "__wrapped__"):
+        return "wraps " + value.__wrapped__.__qualname__
+    if callable(value) and not hasattr(value, "params"):
+        return getattr(value, "__qualname__", type(value).__qualname__)
+    fields = {k: v for k, v in vars(value).items() if k != "commands"}
+    return {"type": type(value).__qualname__} | {
+        k: _shape(v, depth + 1) for k, v in sorted(fields.items())
+    }
+
+
+def _target(entry: Lazy) -> Any:
+    module, _, attr = entry.target.partition(":")
+    return getattr(importlib.import_module(module), attr)
+
+
+SUB_APPS = [path for path, entry in ENTRIES if isinstance(_target(entry), typer.Typer)]
+
+
+@pytest.mark.parametrize("path", SUB_APPS, ids=" ".join)
+def test_a_lazy_sub_app_group_is_typers_group(path: tuple[str, ...]) -> None:
+    from ledger.cli.lazy import LazyCommands, typer_group
+
+    sub_app = _target(dict(ENTRIES)[path])
+    lazy, own = typer_group(sub_app), typer.main.get_group(sub_app)
+    assert isinstance(lazy.commands, LazyCommands)
+    assert list(lazy.commands) == list(own.commands) and len(lazy.commands) > 0
+    assert _shape(lazy) == _shape(own)
+    first = next(iter(lazy.commands))
+    assert first in lazy.commands and "no-such" not in lazy.commands
+    assert lazy.commands._built == {}  # names alone build nothing
+    assert _shape(lazy.commands[first]) == _shape(own.commands[first])
+    assert list(lazy.commands._built) == [first]  # reading one builds that one
+    for name in own.commands:
+        assert _shape(lazy.commands.get(name)) == _shape(own.commands[name]), name
+    assert lazy.commands.get("no-such") is None
+
+
+def test_lazy_commands_is_a_mutable_mapping() -> None:
+    from ledger.cli.lazy import LazyCommands
+
+    built: list[str] = []
+
+    def maker(name: str) -> Any:
+        return lambda: built.append(name) or f"<{name}>"
+
+    commands = LazyCommands({"a": maker("a"), "b": maker("b")})
+    commands["c"] = "<c>"
+    commands["a"] = "<a2>"  # replacing keeps the place
+    assert list(commands) == ["a", "b", "c"] and len(commands) == 3
+    assert dict(commands.items()) == {"a": "<a2>", "b": "<b>", "c": "<c>"}
+    assert built == ["b"]
+    del commands["b"]
+    assert list(commands) == ["a", "c"] and "b" not in commands
+    with pytest.raises(KeyError):
+        del commands["b"]
+    with pytest.raises(KeyError):
+        commands["b"]

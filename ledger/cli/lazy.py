@@ -10,8 +10,10 @@ sees every edge of the command tree in one place.
 
 from __future__ import annotations
 
+import copy
+import functools
 import importlib
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping, MutableMapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -34,13 +36,85 @@ class Lazy:
         module_name, _, attr = self.target.partition(":")
         obj = getattr(importlib.import_module(module_name), attr)
         if isinstance(obj, typer.Typer):
-            command: Any = typer.main.get_group(obj)
+            command: Any = typer_group(obj)
         else:
             single = typer.Typer(add_completion=False)
             single.command(name)(obj)
             command = typer.main.get_command(single)
         command.name = name
         return command
+
+
+class LazyCommands(MutableMapping[str, Any]):
+    """A group's ``commands``: name -> command, each built the first time it is read.
+
+    Names (iteration, ``len``, ``in``, ``keys()``) never build anything, so resolving one
+    subcommand, "did you mean" and listing names cost one command or none; reading a
+    value (``[name]``, ``get``, ``items()``, ``values()``) builds that command once.
+    """
+
+    def __init__(self, builders: Mapping[str, Callable[[], Any]]) -> None:
+        self._pending = dict(builders)
+        self._built: dict[str, Any] = {}
+        self._order = list(builders)
+
+    def __getitem__(self, name: str) -> Any:
+        built = self._built.get(name)
+        if built is None:
+            build = self._pending[name]  # KeyError for a name the group does not have
+            built = self._built[name] = build()
+            del self._pending[name]
+        return built
+
+    def __setitem__(self, name: str, command: Any) -> None:
+        if name not in self:
+            self._order.append(name)
+        self._pending.pop(name, None)
+        self._built[name] = command
+
+    def __delitem__(self, name: str) -> None:
+        if name not in self:
+            raise KeyError(name)
+        self._pending.pop(name, None)
+        self._built.pop(name, None)
+        self._order.remove(name)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._pending or name in self._built
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(list(self._order))
+
+    def __len__(self) -> int:
+        return len(self._order)
+
+
+def typer_group(app: typer.Typer) -> Any:
+    """``typer.main.get_group(app)``, except that each command is built (its signature
+    read, its parameters made) only when the group first reads it (``LazyCommands``).
+
+    The group itself (options, help, callback) is typer's own, built from a copy of
+    ``app`` without commands; each command is typer's ``get_command_from_info`` with
+    the arguments ``get_group`` passes, under the name ``get_group`` files it under, in
+    the same order. A sub-app with nested sub-apps is left to typer entirely.
+    """
+    if app.registered_groups:
+        return typer.main.get_group(app)
+    shell = copy.copy(app)
+    shell.registered_commands = []
+    group = typer.main.get_group(shell)
+    builders: dict[str, Callable[[], Any]] = {}
+    for info in app.registered_commands:
+        name = info.name or typer.main.get_command_name(info.callback.__name__)  # type: ignore[union-attr]
+        if name:
+            builders[name] = functools.partial(
+                typer.main.get_command_from_info,
+                command_info=info,
+                pretty_exceptions_short=app.pretty_exceptions_short,
+                rich_markup_mode=app.rich_markup_mode,
+            )
+    group.commands = LazyCommands(builders)
+    return group
 
 
 @dataclass(frozen=True)
