@@ -10,14 +10,26 @@ whole ``import typer, rich.console`` start-up, so ``install()`` registers
 real class on first use (``Deferred``): if they are ever needed they behave exactly as
 before, one import later. Nothing else in the module changes, so the help text and
 styles are typer's own (``tests/test_cli_startup.py`` compares the rendered help of every
-command with and without this).
+command with and without this; ``tests/test_help_pages.py`` compares every page with
+the pages recorded before).
+
+Two more modules the help path loads but does not use are deferred the same way:
+``fractions`` (with ``decimal``), which ``rich._ratio`` imports for ``ratio_resolve``
+(rich's ``Layout``, never a table or panel), and ``rich._emoji_codes``, the 3,600-entry
+emoji table that rich's markup and ``Console`` load on their first ``:name:``
+replacement even when the text has no ``:name:`` in it: ``_emoji_replace`` is wrapped
+so that a text rich's own emoji pattern does not match is returned as it is (what the
+replacement returns for it) without loading the table (``skip_plain_emoji``).
 
 ``install()`` changes nothing when ``typer.rich_utils`` is already imported or absent.
 """
 
 from __future__ import annotations
 
+import functools
+import importlib
 import importlib.util
+import re
 import sys
 import types
 from collections.abc import Callable
@@ -42,11 +54,23 @@ def _traceback() -> Any:
     return Traceback
 
 
+def _fraction() -> Any:
+    from fractions import Fraction
+
+    return Fraction
+
+
 #: module -> the names ``typer.rich_utils`` imports from it at module level, each with
 #: the function that imports the real one.
 DEFERRED: dict[str, dict[str, Callable[[], Any]]] = {
     "rich.markdown": {"Markdown": _markdown},
     "rich.traceback": {"Traceback": _traceback},
+}
+
+#: Modules ``typer.rich_utils`` imports (through rich) that are executed first, each with
+#: its own stand-ins, in place only while that one module executes.
+DEFERRED_BY: dict[str, dict[str, dict[str, Callable[[], Any]]]] = {
+    "rich._ratio": {"fractions": {"Fraction": _fraction}},
 }
 
 
@@ -73,6 +97,28 @@ def _stand_in(module: str, names: dict[str, Callable[[], Any]]) -> types.ModuleT
     return stand_in
 
 
+class _StandIns:
+    """Stand-in modules in ``sys.modules`` for the duration of a ``with`` block."""
+
+    def __init__(self, deferred: dict[str, dict[str, Callable[[], Any]]]) -> None:
+        self.deferred = deferred
+        self.placed: dict[str, types.ModuleType] = {}
+
+    def __enter__(self) -> None:
+        self.placed = {
+            name: _stand_in(name, names)
+            for name, names in self.deferred.items()
+            if name not in sys.modules
+        }
+        sys.modules.update(self.placed)
+
+    def __exit__(self, *exc: object) -> None:
+        # The stand-ins leave: a later ``import rich.markdown`` gets the real module.
+        for name, stand_in in self.placed.items():
+            if sys.modules.get(name) is stand_in:
+                del sys.modules[name]
+
+
 class _LightLoader:
     """Executes ``typer.rich_utils`` with stand-ins for the deferred modules."""
 
@@ -83,19 +129,49 @@ class _LightLoader:
         return self.loader.create_module(spec)
 
     def exec_module(self, module: types.ModuleType) -> None:
-        placed = {
-            name: _stand_in(name, names)
-            for name, names in DEFERRED.items()
-            if name not in sys.modules
-        }
-        sys.modules.update(placed)
-        try:
+        for importer, deferred in DEFERRED_BY.items():
+            if importer not in sys.modules:
+                with _StandIns(deferred):
+                    importlib.import_module(importer)
+        with _StandIns(DEFERRED):
             self.loader.exec_module(module)
-        finally:
-            # The stand-ins leave: a later ``import rich.markdown`` gets the real module.
-            for name, stand_in in placed.items():
-                if sys.modules.get(name) is stand_in:
-                    del sys.modules[name]
+        skip_plain_emoji()
+
+
+def skip_plain_emoji() -> None:
+    """Wrap the ``_emoji_replace`` that ``rich.markup`` and ``rich.console`` call in
+    ``plain_emoji_replace`` (once; a module not imported, or a rich whose function has
+    no compiled pattern to reuse, is left alone)."""
+    for name in ("rich.markup", "rich.console"):
+        owner = sys.modules.get(name)
+        real = getattr(owner, "_emoji_replace", None)
+        if real is None or hasattr(real, "__wrapped__"):
+            continue
+        pattern = _emoji_pattern(real)
+        if pattern is not None:
+            setattr(owner, "_emoji_replace", plain_emoji_replace(real, pattern))  # noqa: B010
+
+
+def _emoji_pattern(real: Callable[..., str]) -> re.Pattern[str] | None:
+    """The pattern ``real`` substitutes with: its last default, ``_emoji_sub``, is the
+    ``sub`` method of a compiled pattern (rich 10 to 15)."""
+    defaults = getattr(real, "__defaults__", None) or (None,)
+    pattern = getattr(defaults[-1], "__self__", None)
+    return pattern if isinstance(pattern, re.Pattern) else None
+
+
+def plain_emoji_replace(real: Callable[..., str], pattern: re.Pattern[str]) -> Callable[..., str]:
+    """``real`` (rich's ``_emoji_replace``), except that a text in which ``pattern`` (the
+    one ``real`` substitutes with) finds no ``:name:`` is returned unchanged, as ``real``
+    returns it, without importing the emoji table ``real`` imports on every call."""
+
+    @functools.wraps(real)
+    def replace(text: str, *args: Any, **kwargs: Any) -> str:
+        if len(args) < 2 and "_emoji_sub" not in kwargs and pattern.search(text) is None:
+            return text
+        return real(text, *args, **kwargs)
+
+    return replace
 
 
 def install() -> None:
