@@ -64,11 +64,13 @@ def _module_of(path: tuple[str, ...]) -> str:
 def _loaded(args: list[str], cwd: Path = ROOT) -> tuple[set[str], str]:
     """Run ``provledger ARGS`` in a fresh interpreter: the modules it loaded, its stdout."""
     code = (
-        "import json, sys\n"
+        "import sys\n"
         f"sys.argv = ['provledger', *{args!r}]\n"
         "from ledger.cli import main\n"
         "try:\n    main()\nexcept SystemExit as exc:\n    code = exc.code\nelse:\n    code = 0\n"
-        "sys.stderr.write('\\nMODULES ' + json.dumps([code, sorted(sys.modules)]))\n"
+        "modules = sorted(sys.modules)\n"
+        "import json\n"
+        "sys.stderr.write('\\nMODULES ' + json.dumps([code, modules]))\n"
     )
     env = {**os.environ, "COLUMNS": "100"}
     proc = subprocess.run(
@@ -89,6 +91,7 @@ def test_root_help_loads_no_heavy_module_and_no_command_module() -> None:
     assert _heavy(modules) == []
     assert sorted(set(COMMAND_MODULES) & modules) == []
     assert sorted(m for m in modules if m.split(".")[0] in ("cohorts", "verifiers")) == []
+    assert "json" not in modules
 
 
 @functools.cache
@@ -111,6 +114,11 @@ def test_command_help_loads_its_own_module_only(path: tuple[str, ...]) -> None:
     assert set(COMMAND_MODULES) & modules == _imports_of(own)
     # IDKMesh's plug-ins are installed when a command runs, not for its help page.
     assert "ledger.trust.admission" not in modules
+    # Nor is anything a command needs only once it runs: json, the store, the log.
+    needed_later = sorted(
+        m for m in modules if m == "json" or m.startswith(("ledger.store", "ledger.log"))
+    )
+    assert needed_later == ["ledger.store", "ledger.store.location"]
 
 
 @pytest.fixture(scope="module")

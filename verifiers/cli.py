@@ -10,7 +10,6 @@ The JSON shapes are documented in docs/VERIFIERS.md ("Recording runs").
 
 from __future__ import annotations
 
-import json
 import sys
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -407,6 +406,8 @@ def _require_identity(store: Store, table: CalibrationTable, signer: Ed25519Sign
 def _record_calibration(
     db: Path, fx: Fixture, table: CalibrationTable, signer: Ed25519Signer, dry_run: bool = False
 ) -> dict[str, Any]:
+    import json
+
     from ledger.store.backends import open_store
     from verifiers.record import CalibrationInputs, calibration_record
     from verifiers.runner import rfc3339
@@ -567,6 +568,8 @@ def behavioral_run(
 
 def _linked_result(store: Store, ref: str, patch: bytes) -> str:
     """The stored VerificationResult ``ref`` names, which must have observed ``patch``."""
+    import json
+
     from ledger.encoding.digest import sha256_digest
     from ledger.errors import InputError
     from ledger.store.resolve import resolve

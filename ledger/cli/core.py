@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 from typing import Annotated, Any
@@ -132,6 +131,8 @@ def show(
     json_out: JsonOption = False,
 ) -> None:
     """Show one object by digest, legacy digest or id."""
+    import json
+
     from ledger.store.backends import open_store
     from ledger.store.resolve import resolve
 

@@ -7,7 +7,6 @@ ledger: its whole point is to remember what the log showed it.
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -172,6 +171,8 @@ def _parse_proof(data: bytes, source: str) -> tuple[int, tuple[bytes, ...], int 
 
     text = data.strip()
     if text.startswith(b"{"):
+        import json
+
         try:
             value: Any = json.loads(text)
             old, new = value["old_size"], value["new_size"]
