@@ -27,7 +27,6 @@ replacement returns for it) without loading the table (``skip_plain_emoji``).
 from __future__ import annotations
 
 import functools
-import importlib
 import importlib.util
 import re
 import sys
@@ -67,11 +66,9 @@ DEFERRED: dict[str, dict[str, Callable[[], Any]]] = {
     "rich.traceback": {"Traceback": _traceback},
 }
 
-#: Modules ``typer.rich_utils`` imports (through rich) that are executed first, each with
-#: its own stand-ins, in place only while that one module executes.
-DEFERRED_BY: dict[str, dict[str, dict[str, Callable[[], Any]]]] = {
-    "rich._ratio": {"fractions": {"Fraction": _fraction}},
-}
+#: The same for ``rich._ratio`` (imported by ``rich.table``), executed first with its own
+#: stand-in, in place only while that one module executes.
+DEFERRED_BY_RATIO: dict[str, dict[str, Callable[[], Any]]] = {"fractions": {"Fraction": _fraction}}
 
 
 class Deferred(type):
@@ -129,10 +126,9 @@ class _LightLoader:
         return self.loader.create_module(spec)
 
     def exec_module(self, module: types.ModuleType) -> None:
-        for importer, deferred in DEFERRED_BY.items():
-            if importer not in sys.modules:
-                with _StandIns(deferred):
-                    importlib.import_module(importer)
+        if "rich._ratio" not in sys.modules:
+            with _StandIns(DEFERRED_BY_RATIO):
+                import rich._ratio  # noqa: F401
         with _StandIns(DEFERRED):
             self.loader.exec_module(module)
         skip_plain_emoji()
