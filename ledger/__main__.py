@@ -1,5 +1,5 @@
 """``python -m ledger`` runs the CLI."""
 
-from ledger.cli import main
+from ledger.entry import main
 
 main()

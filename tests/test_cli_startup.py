@@ -536,3 +536,82 @@ def test_lazy_commands_is_a_mutable_mapping() -> None:
         del commands["b"]
     with pytest.raises(KeyError):
         commands["b"]
+
+
+# -- the garbage collector is paused for start-up only ----------------------------------
+
+_GC_PROBE = """
+import contextlib, gc, io, json, sys
+{before}
+import ledger.cli, typer.core
+seen = {{}}
+install = ledger.cli.install_idkmesh
+
+
+def command_probe():
+    seen["command runs"] = gc.isenabled()
+    install()
+
+
+ledger.cli.install_idkmesh = command_probe
+for cls in (typer.core.TyperCommand, typer.core.TyperGroup):
+    def help_probe(self, ctx, formatter, _own=cls.format_help):
+        seen["help renders"] = gc.isenabled()
+        return _own(self, ctx, formatter)
+    cls.format_help = help_probe
+sys.argv = ["provledger", *json.loads(sys.argv[1])]
+from ledger.entry import main
+with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+    try:
+        main()
+    except SystemExit as exc:
+        seen["exit"] = exc.code
+seen["at exit"] = gc.isenabled()
+print(json.dumps(seen, sort_keys=True))
+"""
+
+
+def _gc_seen(args: list[str], before: str = "") -> dict[str, Any]:
+    out = subprocess.run(
+        [sys.executable, "-c", _GC_PROBE.format(before=before), json.dumps(args)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        check=True,
+    ).stdout
+    seen: dict[str, Any] = json.loads(out)
+    return seen
+
+
+def test_the_collector_is_paused_for_a_help_page_and_resumed_for_a_command(
+    tmp_path: Path,
+) -> None:
+    missing = str(tmp_path / "missing.db")
+    assert _gc_seen(["verify", "--help"]) == {
+        "help renders": False,
+        "exit": 0,
+        "at exit": False,
+    }
+    assert _gc_seen(["cohort", "--help"])["help renders"] is False
+    assert _gc_seen(["stats", "--db", missing]) == {
+        "command runs": True,
+        "exit": 3,
+        "at exit": True,
+    }
+    # A collector the caller disabled stays disabled.
+    assert _gc_seen(["stats", "--db", missing], before="import gc; gc.disable()") == {
+        "command runs": False,
+        "exit": 3,
+        "at exit": False,
+    }
+
+
+def test_the_console_script_is_the_entry_module() -> None:
+    from importlib.metadata import entry_points
+
+    [script] = entry_points(group="console_scripts", name="provledger")
+    assert script.value == "ledger.entry:main"
+    out = subprocess.run(
+        [sys.executable, "-m", "ledger", "--version"], capture_output=True, text=True, cwd=ROOT
+    )
+    assert out.returncode == 0 and out.stdout.startswith("provledger ")

@@ -11,7 +11,7 @@ installed into the core (``install_idkmesh``) before any command runs.
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -193,6 +193,17 @@ class _DeferredAttestationPolicy:
 _IDKMESH_ATTESTATION_POLICY = _DeferredAttestationPolicy()
 
 
+#: Run once a command is about to run, then forgotten: what ``main`` was given as
+#: ``before_command`` (``ledger.entry`` resumes the garbage collector it paused).
+_BEFORE_COMMAND: list[Callable[[], None]] = []
+
+
+def _before_command() -> None:
+    while _BEFORE_COMMAND:
+        _BEFORE_COMMAND.pop()()
+    install_idkmesh()
+
+
 class RootGroup(LazyCommandGroup):
     """The root group: ``COMMANDS``, errors mapped by ``ProvGroup``, IDKMesh plugged in
     once a command is about to run (``--help`` and usage errors skip it)."""
@@ -200,7 +211,7 @@ class RootGroup(LazyCommandGroup):
     table = COMMANDS
 
     def invoke(self, ctx: Any) -> Any:
-        setup_before_commands(ctx, install_idkmesh)
+        setup_before_commands(ctx, _before_command)
         return super().invoke(ctx)
 
 
@@ -258,6 +269,9 @@ def _root(
         set_db_env(ctx, db)
 
 
-def main() -> None:
-    """Console-script entry point."""
+def main(before_command: Callable[[], None] | None = None) -> None:
+    """Run the CLI on ``sys.argv``; ``before_command`` runs once a command is about to
+    run (after every argument is parsed; never for ``--help`` or a usage error)."""
+    if before_command is not None:
+        _BEFORE_COMMAND.append(before_command)
     app(prog_name="provledger")
