@@ -615,3 +615,36 @@ def test_the_console_script_is_the_entry_module() -> None:
         [sys.executable, "-m", "ledger", "--version"], capture_output=True, text=True, cwd=ROOT
     )
     assert out.returncode == 0 and out.stdout.startswith("provledger ")
+
+
+# -- patterns compiled on first use are the same patterns -------------------------------
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    text=st.one_of(
+        st.text(),
+        st.lists(st.sampled_from(["a", "\u00e9", "\ud800", "\udfff", "\udc80", '"', "\\"])).map(
+            "".join
+        ),
+    )
+)
+def test_surrogate_escaping_is_the_compiled_patterns(text: str) -> None:
+    import re
+
+    from ledger.cli.common import json_escape_surrogates
+
+    compiled = re.compile("[\ud800-\udfff]")
+    expected = text if text.isascii() else compiled.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+    assert json_escape_surrogates(text) == expected
+
+
+@settings(max_examples=300, deadline=None)
+@given(value=st.one_of(st.integers(-(10**20), 10**20).map(str), st.text(max_size=8)))
+def test_plain_integer_spelling_is_the_compiled_patterns(value: str) -> None:
+    import re
+
+    from ledger.cli.coercion import _PLAIN_INT
+
+    compiled = re.compile(r"-?(?:0|[1-9][0-9]{0,17})\Z")
+    assert bool(re.match(_PLAIN_INT, value)) == bool(compiled.match(value))

@@ -19,13 +19,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 #: The only integer spellings decided here: plain decimal, no sign but ``-``, no
-#: leading zeros, no whitespace or underscores, at most 18 digits.
-_PLAIN_INT = re.compile(r"-?(?:0|[1-9][0-9]{0,17})\Z")
+#: leading zeros, no whitespace or underscores, at most 18 digits. (Compiled by ``re``
+#: on first use and cached there: a help page never parses an integer.)
+_PLAIN_INT = r"-?(?:0|[1-9][0-9]{0,17})\Z"
 
 
 class _Defer(Exception):
@@ -54,7 +54,7 @@ def _int(lo: float | None, hi: float | None) -> Callable[[Any, Any, Any], Any]:
     def convert(value: Any, param: Any, ctx: Any) -> Any:
         if type(value) is int:
             number = value
-        elif type(value) is str and _PLAIN_INT.match(value):
+        elif type(value) is str and re.match(_PLAIN_INT, value):
             number = int(value)
         else:
             raise _Defer
@@ -128,12 +128,28 @@ def _runtime_param_class() -> type[Any] | None:
     except ImportError:  # a typer without per-parameter runtime coercion
         return None
 
-    @dataclass(frozen=True)
     class Plain(RuntimeParam):
-        """typer's ``RuntimeParam`` (None and multi-value rules kept) with a direct path."""
+        """typer's ``RuntimeParam`` (None and multi-value rules kept) with a direct path.
+
+        Frozen like its base; written out rather than made a dataclass, whose generated
+        methods cost every process that builds a command (each help page) ~0.5 ms.
+        """
 
         descriptor: Any
         convert: Callable[[Any, Any, Any], Any]
+
+        def __init__(
+            self,
+            *,
+            parameter_info: Any,
+            annotation: Any,
+            descriptor: Any,
+            convert: Callable[[Any, Any, Any], Any],
+        ) -> None:
+            object.__setattr__(self, "parameter_info", parameter_info)
+            object.__setattr__(self, "annotation", annotation)
+            object.__setattr__(self, "descriptor", descriptor)
+            object.__setattr__(self, "convert", convert)
 
         def _coerce_value(self, value: Any, param: Any, ctx: Any) -> Any:
             try:

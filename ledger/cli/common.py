@@ -312,14 +312,14 @@ def emit_json(value: Any) -> None:
     sys.stdout.write(json_escape_surrogates(text) + "\n")
 
 
-_SURROGATE = re.compile("[\ud800-\udfff]")
+_SURROGATE = "[\ud800-\udfff]"  # compiled by ``re`` when first used (and cached there)
 
 
 def json_escape_surrogates(text: str) -> str:
     """JSON text with every lone surrogate (only possible inside its strings) escaped."""
     if text.isascii():
         return text
-    return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+    return re.sub(_SURROGATE, lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
 def interactive() -> bool:
