@@ -20,7 +20,6 @@ from ledger.cli.common import (
     new_app,
     read_verifier_key,
 )
-from ledger.cli.witnesscmds import required_quorum, witness_keys
 from ledger.errors import CheckFailed, ProblemsReported, reported_like
 
 proof_app = new_app("Inclusion and consistency proofs (RFC 9162).")
@@ -59,6 +58,7 @@ def checkpoint(
     With --dry-run nothing is stored and no witness is asked."""
     from ledger.cli.common import fail_line
     from ledger.cli.core import log_key_path
+    from ledger.cli.witnesscmds import witness_keys
     from ledger.log.checkpoints import make_checkpoint
     from ledger.log.cosigning import collect, cosigned_note
     from ledger.store.backends import open_store
@@ -227,6 +227,8 @@ def verify(
         from ledger.cli.common import read_input
 
         saved = read_input(str(from_checkpoint))
+    from ledger.cli.witnesscmds import required_quorum, witness_keys
+
     witnesses = witness_keys(witness_key)
     required = required_quorum(quorum, len(witnesses))
     witness_report = None
