@@ -4,8 +4,9 @@
   nesting depth on the bytes (no walk over the parsed value), and skips the float
   conversion walk when no float is integral or exponent-form: the value, both byte
   forms, the float hints and the errors must still be exactly the reference's.
-- ``ledger.schema._compiled``'s object check without ``propertyNames``/size bounds
-  (``check_plain``) and its two-check conjunction must give ``jsonschema``'s verdict.
+- ``ledger.schema._compiled``'s generated object checks (members counted instead of
+  listed for ``additionalProperties: false``, ``propertyNames``, a second keyword) must
+  give ``jsonschema``'s verdict.
 - ``ledger.log.leaf.utc_now`` formats a cached second: the text must be ``datetime``'s.
 """
 

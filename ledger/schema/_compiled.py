@@ -1,38 +1,50 @@
-"""Private: schemas compiled to plain Python predicates, a fast "valid" verdict only.
+"""Private: schemas compiled to generated Python functions, a fast "valid" verdict only.
 
 Only ``ledger.schema.validation`` (the public entry point) calls this module.
 
-``jsonschema`` walks a schema generically and costs ~1 ms per WorkUnit; the closures
-built here cost a few tens of microseconds. They are used only to answer "valid":
+``jsonschema`` walks a schema generically and costs ~1 ms per WorkUnit. Here each schema
+becomes the source text of ONE Python function (plus one per recursive ``$ref`` target
+and per sub-schema whose verdict is negated or counted), compiled with ``compile()`` and
+``exec`` into a private namespace once per process, lazily per kind and version. The
+checks are inlined: ``type(x) is dict``, direct member lookups, local variables, loops
+over arrays, no call per schema node. It is used only to answer "valid":
 
 - ``fast_check(kind, version, value)`` is True only when ``jsonschema``'s
   ``Draft202012Validator`` (as configured in ``ledger.schema.loader``) accepts ``value``.
   False means "not shown valid": the caller asks ``jsonschema``, which decides and
   explains. So a gap here costs time, never correctness.
 - Every supported keyword is implemented with ``jsonschema``'s own semantics (type
-  checks, ``_json_equal`` (jsonschema's ``equal``: True is not 1) for ``enum``/``const``/
-  ``uniqueItems``, ``re.search`` for
-  ``pattern``, 2020-12 ``items``/``$ref``), exactly, because ``not`` and ``if`` need
-  exact sub-verdicts. A schema using anything else (unknown keywords, remote or
-  nested-``$id`` references, ``prefixItems``, ``patternProperties``, asserted
-  ``format``) is not compiled at all and ``fast_check`` always answers False.
+  checks, the same comparisons for numeric bounds, ``_json_equal`` (jsonschema's
+  ``equal``: True is not 1) for ``enum``/``const``/``uniqueItems`` wherever types could
+  collide, set membership only for strings, ``re.search`` for ``pattern``, 2020-12
+  ``items``/``$ref``), exactly, because ``not`` and ``if`` need exact sub-verdicts. A
+  schema using anything else (unknown keywords, remote or nested-``$id`` references,
+  ``prefixItems``, ``patternProperties``, asserted ``format``) is not compiled at all and
+  ``fast_check`` always answers False.
 - Values of types JSON cannot produce are answered False.
+- No schema value is ever written into the generated text: names, patterns, bounds and
+  enum sets are bound as constants in the namespace under names the generator makes up
+  (``_c0``, ``_c1``...), so the source depends only on the schema's shape and is the same
+  in every process (tests/test_schema_codegen.py checks it).
 
-tests/test_fastcanon_schema.py compares the verdicts with ``jsonschema`` on the
-reference corpus, generated documents and many mutations of them.
+tests/test_fastcanon_schema.py and tests/test_schema_codegen.py compare the verdicts with
+``jsonschema`` on the reference corpus, generated documents of every kind, many mutations
+of them and arbitrary JSON values.
 """
 
 from __future__ import annotations
 
-import operator
 import re
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
 from ledger.schema.loader import load_schema, validator
 
 Check = Callable[[Any], bool]
+Schema = dict[str, Any]
+Lines = list[str]  # generated source lines, indented
 
 _NATIVE = frozenset({dict, list, str, int, float, bool, type(None)})
 
@@ -51,71 +63,170 @@ _ANNOTATIONS = frozenset(
         "writeOnly",
     }
 )
+_OBJECT_KEYWORDS = (
+    "required",
+    "properties",
+    "additionalProperties",
+    "minProperties",
+    "maxProperties",
+    "dependentRequired",
+    "propertyNames",
+)
+_ARRAY_KEYWORDS = ("items", "minItems", "maxItems", "uniqueItems")
+_STRING_KEYWORDS = ("minLength", "maxLength", "pattern")
+# jsonschema's numeric bounds: the comparison under which the value is refused.
+_BOUNDS = (
+    ("minimum", "<"),
+    ("maximum", ">"),
+    ("exclusiveMinimum", "<="),
+    ("exclusiveMaximum", ">="),
+)
+_SUPPORTED = frozenset(
+    {
+        *_ANNOTATIONS,
+        *_OBJECT_KEYWORDS,
+        *_ARRAY_KEYWORDS,
+        *_STRING_KEYWORDS,
+        *(name for name, _ in _BOUNDS),
+        "$id",
+        "type",
+        "format",
+        "const",
+        "enum",
+        "$ref",
+        "allOf",
+        "anyOf",
+        "oneOf",
+        "not",
+        "if",
+        "then",
+        "else",
+    }
+)
+
+# The test for each JSON type, on a variable name the generator made up.
+_TYPE_TESTS = {
+    "object": "type({v}) is dict",
+    "array": "type({v}) is list",
+    "string": "type({v}) is str",
+    "boolean": "type({v}) is bool",
+    "null": "{v} is None",
+    "number": "(type({v}) is int or type({v}) is float)",
+    "integer": "(type({v}) is int or (type({v}) is float and {v}.is_integer()))",
+}
+_NOT_TYPE = {
+    "object": "type({v}) is not dict",
+    "array": "type({v}) is not list",
+    "string": "type({v}) is not str",
+    "boolean": "type({v}) is not bool",
+    "null": "{v} is not None",
+}
+_FAIL = "return False"
+# A non-recursive ``$ref`` target is inlined where it is used when its code is at most
+# this many lines; larger ones (and recursive ones) are called as their own function.
+_INLINE_LINES = 80
 
 
 class Unsupported(Exception):
     """The schema uses something this compiler does not implement exactly."""
 
 
-def _is_type(name: str) -> Check:
-    if name == "object":
-        return lambda x: type(x) is dict
-    if name == "array":
-        return lambda x: type(x) is list
-    if name == "string":
-        return lambda x: type(x) is str
-    if name == "boolean":
-        return lambda x: type(x) is bool
-    if name == "null":
-        return lambda x: x is None
-    if name == "number":
-        return lambda x: type(x) is int or type(x) is float
-    if name == "integer":
-        return lambda x: type(x) is int or (type(x) is float and x.is_integer())
-    raise Unsupported(f"type {name!r}")
+@dataclass(frozen=True)
+class Generated:
+    """The generated module: its source text and the constants it refers to by name."""
+
+    source: str
+    constants: Mapping[str, Any]
 
 
-_PY_TYPES: dict[str, type] = {"string": str, "boolean": bool, "object": dict, "array": list}
+class _Function:
+    """One generated function being written: its lines and local variable counter."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.lines: list[str] = []
+        self.subscripts = False  # uses x[name] for a required member: catch KeyError
 
 
-def _always(_x: Any) -> bool:
-    return True
+class _Generator:
+    """Writes the source of one schema document's check.
 
-
-def _never(_x: Any) -> bool:
-    return False
-
-
-def _any_of(tests: list[Check]) -> Check:
-    options = tuple(tests)
-    return lambda x: any(t(x) for t in options)
-
-
-def _number(x: Any) -> bool:
-    return type(x) is int or type(x) is float
-
-
-def _bound_check(ok: Callable[[Any, Any], bool], bound: Any) -> Check:
-    # jsonschema applies numeric bounds to numbers only (booleans are not numbers).
-    def check_bound(x: Any) -> bool:
-        return bool(ok(x, bound)) if _number(x) else type(x) in _NATIVE
-
-    return check_bound
-
-
-class _Compiler:
-    """Compiles one schema document; ``$ref`` targets are compiled once, lazily bound."""
+    Each ``_block`` call appends statements that ``return False`` when the value in a
+    variable is not valid under a (sub-)schema, and fall through when it is. Everything
+    inside one generated function is a conjunction, so an early ``return False`` (or a
+    ``KeyError`` from a required member, caught per function) is always the verdict.
+    """
 
     def __init__(self, root: Any, formats_asserted: bool) -> None:
         self.root = root
         self.formats_asserted = formats_asserted
-        self.refs: dict[str, Check] = {}
-        # Checks that are exactly "is of this Python type" (inlined by callers).
-        self.simple: dict[Check, type | None] = {}
+        self.constants: dict[str, Any] = {}
+        self.string_names: dict[str, str] = {}  # member-name constants, shared
+        self.functions: list[_Function] = []
+        self.ref_functions: dict[str, str] = {}  # pointer -> function name
+        self.oversized: set[str] = set()
+        self.inlining: list[str] = []
+        self.counter = 0
 
-    def ref(self, pointer: str) -> Check:
-        if pointer in self.refs:
-            return self.refs[pointer]
+    # -- names ---------------------------------------------------------------------------
+    def _fresh(self, prefix: str) -> str:
+        self.counter += 1
+        return f"{prefix}{self.counter}"
+
+    def _const(self, value: Any) -> str:
+        if type(value) is str:
+            name = self.string_names.get(value)
+            if name is None:
+                name = self.string_names[value] = self._fresh("_c")
+                self.constants[name] = value
+            return name
+        name = self._fresh("_c")
+        self.constants[name] = value
+        return name
+
+    # -- functions -------------------------------------------------------------------------
+    def _function(self, name: str, schema: Any, inlining: list[str], known: str | None) -> None:
+        """Generate ``def name(x)`` for ``schema`` (appended once, in generation order)."""
+        function = _Function(name)
+        self.functions.append(function)
+        saved, self.inlining = self.inlining, inlining
+        body: list[str] = []
+        self._block(schema, "x", known, "        ", body, function)
+        self.inlining = saved
+        head = [f"def {name}(x):"]
+        if function.subscripts:
+            body = [
+                "    try:",
+                *(body or ["        pass"]),
+                "    except KeyError:",
+                "        return False",
+            ]
+            head += body
+        else:
+            head += [line[4:] for line in body]
+        function.lines = [*head, "    return True"]
+
+    def _sub_function(self, schema: Any, known: str | None) -> str | bool:
+        """A function for a sub-schema whose verdict is used as a value; or a constant.
+
+        It is called only on values of JSON type ``known`` (None: any value).
+        """
+        if schema is True or schema is False:
+            # Still a schema: nothing else to check for support.
+            return bool(schema)
+        name = self._fresh("_s")
+        self._function(name, schema, list(self.inlining), known)
+        return name
+
+    def _ref_function(self, pointer: str, target: Any) -> str:
+        name = self.ref_functions.get(pointer)
+        if name is None:
+            name = self.ref_functions[pointer] = self._fresh("_r")
+            self._function(name, target, [pointer], None)
+        return name
+
+    # -- schemas ---------------------------------------------------------------------------
+    def _resolve(self, pointer: str) -> Any:
         if pointer != "#" and not pointer.startswith("#/"):
             raise Unsupported(f"$ref {pointer!r}")
         target = self.root
@@ -131,276 +242,396 @@ class _Compiler:
                 raise Unsupported(f"$ref {pointer!r}")
         if isinstance(target, dict) and "$id" in target:
             raise Unsupported("$ref into a resource with its own $id")
-        cell: list[Check] = []
-        self.refs[pointer] = lambda x: cell[0](x)
-        cell.append(self.compile(target))
-        self.refs[pointer] = cell[0]
-        return cell[0]
+        return target
 
-    def compile(self, schema: Any, top: bool = False) -> Check:
+    def _known_type(self, schema: Any, depth: int = 0) -> str | None:
+        """The one JSON type every value valid under ``schema`` has, if the schema says."""
+        if not isinstance(schema, dict) or depth > 8:
+            return None
+        names = schema.get("type")
+        if isinstance(names, list) and len(names) == 1:
+            names = names[0]
+        if isinstance(names, str):
+            return names
+        pointer = schema.get("$ref")
+        if isinstance(pointer, str):
+            try:
+                return self._known_type(self._resolve(pointer), depth + 1)
+            except Unsupported:
+                return None
+        return None
+
+    def _block(
+        self,
+        schema: Any,
+        v: str,
+        known: str | None,
+        ind: str,
+        out: list[str],
+        fn: _Function,
+    ) -> None:
+        """Append statements refusing the value in variable ``v`` unless ``schema`` holds.
+
+        ``known`` is the JSON type ``v`` is already known to have (None: any value).
+        """
         if schema is True:
-            return _always
+            return
         if schema is False:
-            return _never
+            out.append(ind + _FAIL)
+            return
         if not isinstance(schema, dict):
             raise Unsupported(f"schema of type {type(schema).__name__}")
-        if "$id" in schema and not top:
+        if "$id" in schema and schema is not self.root:
             raise Unsupported("nested $id")
-        checks: list[Check] = []
-        handled = set(_ANNOTATIONS) | {"$id", "type"}
-        if "format" in schema:
-            if self.formats_asserted:
-                raise Unsupported("asserted format")
-            handled.add("format")
-
-        names = schema.get("type", [])
-        names = names if isinstance(names, list) else [names]
-        only = names[0] if len(names) == 1 else None
-        # A single container/string type is folded into that kind's check below.
-        obj = self._object_check(schema, handled, only == "object")
-        arr = self._array_check(schema, handled, only == "array")
-        text = self._string_check(schema, handled, only == "string")
-        folded = (
-            (only == "object" and obj is not None)
-            or (only == "array" and arr is not None)
-            or (only == "string" and text is not None)
-        )
-        if names and not folded:
-            tests = [_is_type(name) for name in names]
-            checks.append(tests[0] if len(tests) == 1 else _any_of(tests))
-        checks.extend(c for c in (obj, arr, text) if c is not None)
-        checks.extend(self._number_checks(schema, handled))
-        checks.extend(self._applicators(schema, handled))
-
-        extra = set(schema) - handled
-        if extra:
-            raise Unsupported(f"keywords {sorted(extra)}")
-        if not checks:
-            return _always
-        if len(checks) == 1:
-            if not folded and set(schema) - _ANNOTATIONS - {"$id", "format"} == {"type"}:
-                self.simple[checks[0]] = _PY_TYPES.get(only or "")
-            return checks[0]
-        if len(checks) == 2:
-            first, second = checks
-            return lambda x: first(x) and second(x)
-        all_checks = tuple(checks)
-
-        def check_all(x: Any) -> bool:
-            # A plain loop: ``all()`` over a generator costs a frame per element.
-            for check in all_checks:  # noqa: SIM110 (see above)
-                if not check(x):
-                    return False
-            return True
-
-        return check_all
-
-    # -- objects: required + properties + additionalProperties in one pass ----------
-    def _object_check(
-        self, schema: dict[str, Any], handled: set[str], strict: bool
-    ) -> Check | None:
+        if "format" in schema and self.formats_asserted:
+            raise Unsupported("asserted format")
         if "patternProperties" in schema:
             raise Unsupported("patternProperties")
-        keys: tuple[str, ...] = ("required", "properties", "additionalProperties")
-        keys += ("minProperties", "maxProperties", "dependentRequired", "propertyNames")
-        if not any(k in schema for k in keys):
-            return None
-        handled.update(keys)
-        required = tuple(schema.get("required", ()))
-        props = {name: self.compile(sub) for name, sub in schema.get("properties", {}).items()}
-        # Members whose schema is just {"type": <str|bool|object|array>}: tested inline.
-        inline = {name: t for name, c in props.items() if (t := self.simple.get(c)) is not None}
-        additional = schema.get("additionalProperties", True)
-        extra: Check | None = None if additional is True else self.compile(additional)
-        min_p = schema.get("minProperties")
-        max_p = schema.get("maxProperties")
-        dependent = {k: tuple(v) for k, v in schema.get("dependentRequired", {}).items()}
-        names = self.compile(schema["propertyNames"]) if "propertyNames" in schema else None
-        get = props.get
-        get_inline = inline.get
-        # One lookup per member: (Python type tested inline, or None; its check).
-        member = {name: (inline.get(name), sub) for name, sub in props.items()}.get
-
-        def check_plain(x: Any) -> bool:
-            """``check_object`` for the common case: no ``propertyNames``, no size or
-            ``dependentRequired`` bounds."""
-            if type(x) is not dict:
-                return not strict and type(x) in _NATIVE
-            for name in required:
-                if name not in x:
-                    return False
-            for key, value in x.items():
-                found = member(key)
-                if found is None:
-                    if extra is not None and not extra(value):
-                        return False
-                    continue
-                wanted, sub = found
-                if wanted is not None:
-                    if type(value) is not wanted:
-                        return False
-                elif not sub(value):
-                    return False
-            return True
-
-        if names is None and min_p is None and max_p is None and not dependent:
-            return check_plain
-
-        def check_object(x: Any) -> bool:
-            if type(x) is not dict:
-                return not strict and type(x) in _NATIVE
-            for name in required:
-                if name not in x:
-                    return False
-            for key, value in x.items():
-                wanted = get_inline(key)
-                if wanted is not None:
-                    if type(value) is not wanted:
-                        return False
-                else:
-                    sub = get(key)
-                    if sub is None:
-                        if extra is not None and not extra(value):
-                            return False
-                    elif not sub(value):
-                        return False
-                if names is not None and not names(key):
-                    return False
-            if min_p is not None and len(x) < min_p:
-                return False
-            if max_p is not None and len(x) > max_p:
-                return False
-            for key, needs in dependent.items():
-                if key in x and any(n not in x for n in needs):
-                    return False
-            return True
-
-        return check_object
-
-    def _array_check(self, schema: dict[str, Any], handled: set[str], strict: bool) -> Check | None:
         if "prefixItems" in schema or "contains" in schema:
             raise Unsupported("prefixItems/contains")
-        keys = ("items", "minItems", "maxItems", "uniqueItems")
-        if not any(k in schema for k in keys):
-            return None
-        handled.update(keys)
-        item = self.compile(schema["items"]) if "items" in schema else None
-        item_type = self.simple.get(item) if item is not None else None
-        low = schema.get("minItems")
-        high = schema.get("maxItems")
-        unique = bool(schema.get("uniqueItems", False))
+        extra = set(schema) - _SUPPORTED
+        if extra:
+            raise Unsupported(f"keywords {sorted(extra)}")
+        for name, _ in _BOUNDS:
+            bound = schema.get(name, 0)
+            if not (type(bound) is int or type(bound) is float):
+                raise Unsupported(f"{name} {bound!r}")
 
-        def check_array(x: Any) -> bool:
-            if type(x) is not list:
-                return not strict and type(x) in _NATIVE
-            if low is not None and len(x) < low:
-                return False
-            if high is not None and len(x) > high:
-                return False
-            if item_type is not None:
-                for element in x:
-                    if type(element) is not item_type:
-                        return False
-            elif item is not None:
-                for element in x:
-                    if not item(element):
-                        return False
-            return not unique or _unique(x)
-
-        return check_array
-
-    def _string_check(
-        self, schema: dict[str, Any], handled: set[str], strict: bool
-    ) -> Check | None:
-        keys = ("minLength", "maxLength", "pattern")
-        if not any(k in schema for k in keys):
-            return None
-        handled.update(keys)
-        low = schema.get("minLength")
-        high = schema.get("maxLength")
-        search = re.compile(schema["pattern"]).search if "pattern" in schema else None
-
-        def check_string(x: Any) -> bool:
-            if type(x) is not str:
-                return not strict and type(x) in _NATIVE
-            if low is not None and len(x) < low:
-                return False
-            if high is not None and len(x) > high:
-                return False
-            return search is None or search(x) is not None
-
-        return check_string
-
-    def _number_checks(self, schema: dict[str, Any], handled: set[str]) -> list[Check]:
-        out: list[Check] = []
-        bounds: tuple[tuple[str, Callable[[Any, Any], bool]], ...] = (
-            ("minimum", operator.ge),
-            ("maximum", operator.le),
-            ("exclusiveMinimum", operator.gt),
-            ("exclusiveMaximum", operator.lt),
-        )
-        for name, ok in bounds:
-            if name in schema:
-                handled.add(name)
-                bound = schema[name]
-                if not _number(bound):
-                    raise Unsupported(f"{name} {bound!r}")
-                out.append(_bound_check(ok, bound))
-        if "const" in schema:
-            handled.add("const")
-            const = schema["const"]
-            if type(const) is str:
-                out.append(lambda x: x == const)
+        if "type" in schema:
+            names = schema["type"]
+            names = names if isinstance(names, list) else [names]
+            for name in names:
+                if name not in _TYPE_TESTS:
+                    raise Unsupported(f"type {name!r}")
+            if len(names) == 1 and known is not None and _implies(known, names[0]):
+                pass  # already established by the caller
+            elif len(names) == 1 and names[0] in _NOT_TYPE:
+                out.append(f"{ind}if {_NOT_TYPE[names[0]].format(v=v)}: {_FAIL}")
+            elif names:
+                tests = " or ".join(_TYPE_TESTS[name].format(v=v) for name in names)
+                out.append(f"{ind}if not ({tests}): {_FAIL}")
             else:
-                out.append(lambda x: _json_equal(x, const))
+                out.append(ind + _FAIL)  # no type admits the value
+            if len(names) == 1:
+                known = _narrow(known, names[0])
+
+        groups = (
+            ("object", "type({v}) is dict", _OBJECT_KEYWORDS, self._object),
+            ("array", "type({v}) is list", _ARRAY_KEYWORDS, self._array),
+            ("string", "type({v}) is str", _STRING_KEYWORDS, self._string),
+            ("number", "(type({v}) is int or type({v}) is float)", (), self._number),
+        )
+        native_checked = known is not None
+        for group, test, keywords, emit in groups:
+            if group == "number":
+                present = any(name in schema for name, _ in _BOUNDS)
+            else:
+                present = any(name in schema for name in keywords)
+            if not present:
+                continue
+            applies = _applies(known, group)
+            if applies is False:
+                # The keywords never apply to this type; still check what they hold.
+                emit(schema, v, ind, [], fn)
+                continue
+            if applies:
+                emit(schema, v, ind, out, fn)
+                continue
+            lines: list[str] = []
+            emit(schema, v, ind + "    ", lines, fn)
+            if not native_checked:
+                # jsonschema would skip these keywords for a value of another type; a
+                # value JSON cannot produce is not vouched for.
+                out.append(f"{ind}if type({v}) not in _NATIVE: {_FAIL}")
+                native_checked = True
+            if lines:
+                out.append(f"{ind}if {test.format(v=v)}:")
+                out.extend(lines)
+
+        if "const" in schema:
+            out.append(f"{ind}if {self._equal_test(v, schema['const'])}: {_FAIL}")
         if "enum" in schema:
-            handled.add("enum")
-            options = list(schema["enum"])
-            strings = frozenset(o for o in options if type(o) is str)
-            others = [o for o in options if type(o) is not str]
+            self._enum(list(schema["enum"]), v, known, ind, out)
+        self._applicators(schema, v, known, ind, out, fn)
 
-            def check_enum(x: Any) -> bool:
-                if type(x) is str:
-                    return x in strings
-                return any(_json_equal(o, x) for o in others)
+    def _equal_test(self, v: str, const: Any) -> str:
+        """A test that is True when ``v`` is NOT jsonschema-equal to ``const``."""
+        if type(const) is str:
+            # A string equals only an equal string under ``equal``, and under ``==``.
+            return f"{v} != {self._const(const)}"
+        if const is None:
+            return f"{v} is not None"
+        if const is True or const is False:
+            # ``equal`` never takes a boolean for a number, nor a number for a boolean.
+            return f"{v} is not {'True' if const else 'False'}"
+        return f"not _json_equal({v}, {self._const(const)})"
 
-            out.append(check_enum)
-        return out
+    def _enum(self, options: list[Any], v: str, known: str | None, ind: str, out: Lines) -> None:
+        strings = frozenset(o for o in options if type(o) is str)
+        others = [o for o in options if type(o) is not str]
+        if known == "string":
+            out.append(f"{ind}if {v} not in {self._const(strings)}: {_FAIL}")
+        elif not others:
+            test = f"type({v}) is not str or {v} not in {self._const(strings)}"
+            out.append(f"{ind}if {test}: {_FAIL}")
+        else:
+            out.append(f"{ind}if type({v}) is str:")
+            out.append(f"{ind}    if {v} not in {self._const(strings)}: {_FAIL}")
+            out.append(f"{ind}elif not _any_equal({self._const(tuple(others))}, {v}): {_FAIL}")
 
-    def _applicators(self, schema: dict[str, Any], handled: set[str]) -> list[Check]:
-        out: list[Check] = []
+    # -- type-specific keywords (``v`` is known to hold that type) --------------------------
+    def _object(self, schema: Schema, v: str, ind: str, out: Lines, fn: _Function) -> None:
+        props: dict[str, Any] = schema.get("properties", {})
+        required = list(dict.fromkeys(schema.get("required", ())))
+        additional = schema.get("additionalProperties", True)
+        closed = additional is False and bool(props)
+        count = self._fresh("n") if closed else ""
+        if closed:
+            # No member outside "properties": count the members found among them.
+            present = sum(1 for name in props if name in required)
+            out.append(f"{ind}{count} = {present}")
+        for name in required:
+            if name not in props:
+                out.append(f"{ind}if {self._const(name)} not in {v}: {_FAIL}")
+        for name, sub in props.items():
+            key = self._const(name)
+            member = self._fresh("v")
+            if name in required:
+                lines: list[str] = []
+                self._block(sub, member, None, ind, lines, fn)
+                if lines:
+                    fn.subscripts = True  # a missing member raises KeyError: refused
+                    out.extend(_bind(member, f"{v}[{key}]", lines, ind))
+                else:
+                    out.append(f"{ind}if {key} not in {v}: {_FAIL}")
+            else:
+                lines = []
+                self._block(sub, member, None, ind + "    ", lines, fn)
+                if lines or closed:
+                    out.append(f"{ind}if {key} in {v}:")
+                    if closed:
+                        out.append(f"{ind}    {count} += 1")
+                    if lines:
+                        out.extend(_bind(member, f"{v}[{key}]", lines, ind + "    "))
+        if additional is False:
+            if closed:
+                out.append(f"{ind}if len({v}) != {count}: {_FAIL}")
+            else:
+                out.append(f"{ind}if {v}: {_FAIL}")
+        elif additional is not True:
+            key, member = self._fresh("k"), self._fresh("v")
+            inner = ind + ("        " if props else "    ")
+            lines = []
+            self._block(additional, member, None, inner, lines, fn)
+            if lines:
+                out.append(f"{ind}for {key}, {member} in {v}.items():")
+                if props:
+                    out.append(f"{ind}    if {key} not in {self._const(frozenset(props))}:")
+                out.extend(lines)
+        if "propertyNames" in schema:
+            key = self._fresh("k")
+            lines = []
+            self._block(schema["propertyNames"], key, None, ind + "    ", lines, fn)
+            if lines:
+                out.append(f"{ind}for {key} in {v}:")
+                out.extend(lines)
+        if "minProperties" in schema:
+            out.append(f"{ind}if len({v}) < {self._const(schema['minProperties'])}: {_FAIL}")
+        if "maxProperties" in schema:
+            out.append(f"{ind}if len({v}) > {self._const(schema['maxProperties'])}: {_FAIL}")
+        for name, needs in schema.get("dependentRequired", {}).items():
+            if needs:
+                missing = " or ".join(f"{self._const(n)} not in {v}" for n in needs)
+                out.append(f"{ind}if {self._const(name)} in {v} and ({missing}): {_FAIL}")
+
+    def _array(self, schema: Schema, v: str, ind: str, out: Lines, fn: _Function) -> None:
+        if "minItems" in schema:
+            out.append(f"{ind}if len({v}) < {self._const(schema['minItems'])}: {_FAIL}")
+        if "maxItems" in schema:
+            out.append(f"{ind}if len({v}) > {self._const(schema['maxItems'])}: {_FAIL}")
+        item_type = None
+        if "items" in schema:
+            element = self._fresh("e")
+            lines: list[str] = []
+            self._block(schema["items"], element, None, ind + "    ", lines, fn)
+            if lines:
+                out.append(f"{ind}for {element} in {v}:")
+                out.extend(lines)
+            item_type = self._known_type(schema["items"])
+        if schema.get("uniqueItems", False):
+            if item_type == "string":
+                # Every element is a str here (checked above): for strings, ``equal`` is
+                # ``==``, so distinct under hash/== is exactly distinct under ``equal``.
+                out.append(f"{ind}if len({v}) > 1 and len(set({v})) != len({v}): {_FAIL}")
+            else:
+                out.append(f"{ind}if not _unique({v}): {_FAIL}")
+
+    def _string(self, schema: Schema, v: str, ind: str, out: Lines, fn: _Function) -> None:
+        if "minLength" in schema:
+            out.append(f"{ind}if len({v}) < {self._const(schema['minLength'])}: {_FAIL}")
+        if "maxLength" in schema:
+            out.append(f"{ind}if len({v}) > {self._const(schema['maxLength'])}: {_FAIL}")
+        if "pattern" in schema:
+            search = self._const(re.compile(schema["pattern"]).search)
+            out.append(f"{ind}if {search}({v}) is None: {_FAIL}")
+
+    def _number(self, schema: Schema, v: str, ind: str, out: Lines, fn: _Function) -> None:
+        for name, refused in _BOUNDS:
+            if name in schema:
+                out.append(f"{ind}if {v} {refused} {self._const(schema[name])}: {_FAIL}")
+
+    # -- applicators ------------------------------------------------------------------------
+    def _applicators(
+        self, schema: Schema, v: str, known: str | None, ind: str, out: Lines, fn: _Function
+    ) -> None:
         if "$ref" in schema:
-            handled.add("$ref")
             pointer = schema["$ref"]
             if not isinstance(pointer, str):
                 raise Unsupported("$ref")
-            out.append(self.ref(pointer))
-        if "allOf" in schema:
-            handled.add("allOf")
-            subs = tuple(self.compile(s) for s in schema["allOf"])
-            out.append(lambda x: all(s(x) for s in subs))
+            target = self._resolve(pointer)
+            lines: list[str] = []
+            if pointer not in self.inlining and pointer not in self.oversized:
+                self.inlining.append(pointer)
+                self._block(target, v, known, ind, lines, fn)
+                self.inlining.pop()
+                if len(lines) > _INLINE_LINES:
+                    self.oversized.add(pointer)
+            if pointer in self.inlining or pointer in self.oversized:
+                out.append(f"{ind}if not {self._ref_function(pointer, target)}({v}): {_FAIL}")
+            else:
+                out.extend(lines)
+        for sub in schema.get("allOf", ()):
+            self._block(sub, v, known, ind, out, fn)
         if "anyOf" in schema:
-            handled.add("anyOf")
-            any_subs = tuple(self.compile(s) for s in schema["anyOf"])
-            out.append(lambda x: any(s(x) for s in any_subs))
+            options = [self._sub_function(s, known) for s in schema["anyOf"]]
+            if True not in options:
+                calls = " or ".join(f"{name}({v})" for name in options if name is not False)
+                out.append(f"{ind}if not ({calls or 'False'}): {_FAIL}")
         if "oneOf" in schema:
-            handled.add("oneOf")
-            one_subs = tuple(self.compile(s) for s in schema["oneOf"])
-            out.append(lambda x: sum(1 for s in one_subs if s(x)) == 1)
+            options = [self._sub_function(s, known) for s in schema["oneOf"]]
+            terms = [f"{o}({v})" if isinstance(o, str) else "1" if o else "0" for o in options]
+            out.append(f"{ind}if {' + '.join(terms) or '0'} != 1: {_FAIL}")
         if "not" in schema:
-            handled.add("not")
-            negated = self.compile(schema["not"])
-            out.append(lambda x: not negated(x))
+            negated = self._sub_function(schema["not"], known)
+            if negated is True:
+                out.append(ind + _FAIL)
+            elif negated is not False:
+                out.append(f"{ind}if {negated}({v}): {_FAIL}")
         if "if" in schema:
-            handled.update(("if", "then", "else"))
-            cond = self.compile(schema["if"])
-            then = self.compile(schema.get("then", True))
-            other = self.compile(schema.get("else", True))
-            out.append(lambda x: then(x) if cond(x) else other(x))
-        else:
             # Without "if", jsonschema ignores "then"/"else".
-            handled.update(("then", "else"))
-        return out
+            cond = self._sub_function(schema["if"], known)
+            then: list[str] = []
+            other: list[str] = []
+            self._block(schema.get("then", True), v, known, ind + "    ", then, fn)
+            self._block(schema.get("else", True), v, known, ind + "    ", other, fn)
+            if cond is True:
+                out.extend(line[4:] for line in then)
+            elif cond is False:
+                out.extend(line[4:] for line in other)
+            elif then and other:
+                out.extend([f"{ind}if {cond}({v}):", *then, f"{ind}else:", *other])
+            elif then:
+                out.extend([f"{ind}if {cond}({v}):", *then])
+            elif other:
+                out.extend([f"{ind}if not {cond}({v}):", *other])
+
+    # -- the module ------------------------------------------------------------------------
+    def generate(self, guard: bool) -> Generated:
+        entry: list[str] = []
+        entry_fn = _Function("check")
+        self._block(self.root, "x", None, "        ", entry, entry_fn)
+        caught = "KeyError, TypeError, RecursionError" if guard else "KeyError"
+        lines = [
+            "def check(x):",
+            "    try:",
+            *(entry or ["        pass"]),
+            f"    except ({caught}):",
+            "        return False",
+            "    return True",
+        ]
+        source = "\n\n".join("\n".join(f.lines) for f in self.functions)
+        source = (source + "\n\n" if source else "") + "\n".join(lines) + "\n"
+        return Generated(source, dict(self.constants))
+
+
+def _bind(name: str, value: str, lines: Lines, ind: str) -> Lines:
+    """``lines`` reading variable ``name``, preceded by ``name = value``.
+
+    When the first line is the only one using the variable, and uses it before any
+    ``and``/``or`` (so it is evaluated exactly once, first), ``value`` is written there
+    instead: one store and load fewer. All names here are the generator's own.
+    """
+    token = re.compile(rf"\b{name}\b")
+    first = lines[0]
+    found = token.search(first)
+    if (
+        found is not None
+        and len(token.findall(first)) == 1
+        and not any(token.search(line) for line in lines[1:])
+        and " and " not in first[: found.start()]
+        and " or " not in first[: found.start()]
+    ):
+        return [first[: found.start()] + value + first[found.end() :], *lines[1:]]
+    return [f"{ind}{name} = {value}", *lines]
+
+
+def _implies(known: str, name: str) -> bool:
+    """Every value of JSON type ``known`` is of type ``name``."""
+    return known == name or (known == "integer" and name == "number")
+
+
+def _narrow(known: str | None, name: str) -> str:
+    if known == "integer" and name == "number":
+        return known
+    return name
+
+
+def _applies(known: str | None, group: str) -> bool | None:
+    """Whether a keyword group applies to a value of JSON type ``known`` (None: maybe)."""
+    if known is None:
+        return None
+    if group == "number":
+        return known in ("number", "integer")
+    return known == group
+
+
+def generate(schema: Any, *, formats_asserted: bool = False, guard: bool = True) -> Generated:
+    """The source of ``check(x)`` for ``schema`` and the constants it names.
+
+    Raises ``Unsupported`` when the schema uses anything not implemented exactly.
+    ``guard`` answers False instead of raising for values JSON cannot produce (and for
+    nesting deeper than the interpreter's recursion limit); tests turn it off to show
+    the code never raises on JSON values.
+    """
+    return _Generator(schema, formats_asserted).generate(guard)
+
+
+def _load(generated: Generated, label: str) -> Check:
+    namespace: dict[str, Any] = {
+        # Only what the generated code uses.
+        "__builtins__": {
+            "type": type,
+            "len": len,
+            "set": set,
+            "dict": dict,
+            "list": list,
+            "str": str,
+            "int": int,
+            "float": float,
+            "bool": bool,
+            "KeyError": KeyError,
+            "TypeError": TypeError,
+            "RecursionError": RecursionError,
+        },
+        "_NATIVE": _NATIVE,
+        "_json_equal": _json_equal,
+        "_any_equal": _any_equal,
+        "_unique": _unique,
+        **generated.constants,
+    }
+    exec(compile(generated.source, f"<schema check {label}>", "exec"), namespace)
+    check: Check = namespace["check"]
+    return check
 
 
 _TRUE, _FALSE = object(), object()
@@ -427,6 +658,10 @@ def _json_equal(one: object, two: object) -> bool:
     return bool(_unbool(one) == _unbool(two))
 
 
+def _any_equal(options: tuple[object, ...], value: object) -> bool:
+    return any(_json_equal(option, value) for option in options)
+
+
 def _unique(x: list[Any]) -> bool:
     # Distinct under hash/== implies distinct under ``_json_equal`` (which only splits True
     # from 1 further). Otherwise compare every pair: that finds every duplicate
@@ -450,28 +685,20 @@ def compile_schema(schema: Any, *, formats_asserted: bool = False) -> Check:
 
     Raises ``Unsupported`` when the schema uses anything not implemented exactly.
     """
-    compiler = _Compiler(schema, formats_asserted)
-    check = compiler.compile(schema, top=True)
-
-    def native_only(x: Any) -> bool:
-        try:
-            return check(x)
-        except (TypeError, RecursionError):
-            return False
-
-    return native_only
+    return _load(generate(schema, formats_asserted=formats_asserted), "")
 
 
 @cache
 def _compiled(kind: str, version: str) -> Check | None:
     reference = validator(kind, version)  # also checks the schema itself
     try:
-        return compile_schema(
+        generated = generate(
             load_schema(kind, version),
             formats_asserted=reference.format_checker is not None,
         )
     except Unsupported:
         return None
+    return _load(generated, f"{kind} {version}")
 
 
 def fast_check(kind: str, version: str, value: Any) -> bool:
