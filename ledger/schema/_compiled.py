@@ -122,6 +122,7 @@ _NOT_TYPE = {
     "null": "{v} is not None",
 }
 _FAIL = "return False"
+_GENERATED_NAME = re.compile(r"\b_[crs][0-9]+\b")  # constants, reference and sub-schema functions
 # A non-recursive ``$ref`` target is inlined where it is used when its code is at most
 # this many lines; larger ones (and recursive ones) are called as their own function.
 _INLINE_LINES = 80
@@ -549,9 +550,21 @@ class _Generator:
             "        return False",
             "    return True",
         ]
-        source = "\n\n".join("\n".join(f.lines) for f in self.functions)
-        source = (source + "\n\n" if source else "") + "\n".join(lines) + "\n"
-        return Generated(source, dict(self.constants))
+        # Keep only the functions and constants the entry point reaches: code generated
+        # for a reference target that turned out too large to inline is not used.
+        functions = {f.name: f.lines for f in self.functions}
+        used: dict[str, None] = {}
+        pending = [lines]
+        while pending:
+            for name in _GENERATED_NAME.findall("\n".join(pending.pop())):
+                if name not in used:
+                    used[name] = None
+                    if name in functions:
+                        pending.append(functions[name])
+        kept = [f.lines for f in self.functions if f.name in used]
+        source = "\n\n".join("\n".join(f) for f in [*kept, lines]) + "\n"
+        constants = {name: value for name, value in self.constants.items() if name in used}
+        return Generated(source, constants)
 
 
 def _bind(name: str, value: str, lines: Lines, ind: str) -> Lines:
