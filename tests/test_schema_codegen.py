@@ -386,7 +386,7 @@ _VALUES = st.recursive(
 )
 
 
-@settings(max_examples=1500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=800, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(_RANDOM_SCHEMAS, st.lists(_VALUES, min_size=1, max_size=4))
 def test_random_schemas_agree(sch: Any, values: list[Any]) -> None:
     """Keyword combinations the shipped schemas do not have (types known through
