@@ -25,6 +25,7 @@ from typing import Any
 from ledger.audit.object_check import CheckResult, check_object
 from ledger.store.base import RawLogRow, RawObjectRow, StoredObject
 from ledger.trust.presign import Presign, RecentSubjects, Verdict, presign_verdicts
+from ledger.workers import Pool
 
 __all__ = ["POOL_THRESHOLD", "Presign", "default_workers", "with_object_checks"]
 
@@ -181,7 +182,7 @@ def with_object_checks(
     window: deque[tuple[list[RawLogRow], Any]] = deque()
     keys = {} if presign is None else presign.keys
     pooled = workers - 1  # the parent is the other checking process
-    with context.Pool(pooled, initializer=_init_worker, initargs=(keys,)) as pool:
+    with Pool(pooled, _init_worker, (keys,), context=context) as pool:
         sent = 0  # pool tasks in the window
         for batch in chunks():
             signs = subjects(batch) if presign is not None else None

@@ -10,7 +10,8 @@ Guarantees (docs/PERFORMANCE.md states them for users):
   input's valid lines; appends are idempotent, so re-running the import completes it
   without duplicates (lines already stored count as "already present").
 - Preparation may run in worker processes; results are consumed in input order and
-  at most a few blocks are in flight, so memory does not grow with the input.
+  a bounded number of blocks are in flight, so memory does not grow with the input.
+  Workers read the blocks of a regular file themselves (``Span``).
 - With workers, attestation signatures are verified there too
   (``ledger.trust.presign``): a worker that prepares an attestation whose subject it
   prepared shortly before (same block, or its last ``RECENT_SUBJECTS`` documents)
@@ -30,6 +31,8 @@ import multiprocessing.pool
 import operator
 import os
 import signal
+import stat
+import zlib
 from collections import deque
 from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass, field, fields
@@ -40,12 +43,20 @@ from ledger.errors import DocumentTooLargeError, InputError, LedgerError
 from ledger.store.base import Store
 from ledger.store.prepared import Prepared, prepare_json
 from ledger.trust.presign import Presign, RecentSubjects, Verdict, presign_verdicts, signing_keys
+from ledger.workers import Pool
 
 DEFAULT_BATCH = 12500  # valid lines per transaction (docs/PERFORMANCE.md: why)
 BLOCK_BYTES = 1 << 20  # lines are shipped to workers in blocks of about this size
 GC_THRESHOLD = 50_000  # allocations between collections while importing (``_fewer_collections``)
 WARM_LINES = 32  # lines prepared before the workers fork (see ``_warm``)
 RECENT_SUBJECTS = 1024  # documents a worker keeps to pair an attestation with its subject
+# Tasks in flight per worker (``_ordered_results``). A task that carries its block's
+# bytes holds them in the importer until a worker takes it; a ``Span`` holds nothing,
+# so more can be queued: enough to keep the workers busy while the importer writes
+# a batch (about a second at the default batch size), at ~1.5 MB of memory per
+# result waiting to be used.
+BLOCKS_PER_WORKER = 2
+SPANS_PER_WORKER = 10
 _BLANK = b" \t\r"
 
 
@@ -121,6 +132,7 @@ class Block:
     lines: tuple[bytes, ...]
     nbytes: int
     oversize: tuple[tuple[int, int], ...] = ()
+    offset: int = -1  # where ``lines`` start in the source (-1: unknown)
 
 
 def read_blocks(
@@ -130,6 +142,7 @@ def read_blocks(
     line_no = 1  # number of the line that ``pending`` starts
     pending = b""  # start of a line whose end has not been read yet
     unreported = 0  # bytes read but not yet counted in a yielded block
+    position = 0  # bytes read from ``source`` so far
     # A line longer than this can only be rejected; stop buffering it.
     cap = limits.max_bytes + 2
     skipping: tuple[int, int] | None = None  # (line, bytes so far) of an oversize line
@@ -137,6 +150,7 @@ def read_blocks(
         chunk = source.read(block_bytes)
         if not chunk:
             break
+        position += len(chunk)
         unreported += len(chunk)
         oversize: list[tuple[int, int]] = []
         if skipping is not None:
@@ -149,6 +163,7 @@ def read_blocks(
             line_no += 1
             chunk = chunk[cut + 1 :]
         data = pending + chunk
+        offset = position - len(data)
         end = data.rfind(b"\n")
         lines: list[bytes] = []
         if end < 0:
@@ -157,7 +172,7 @@ def read_blocks(
             lines = data[:end].split(b"\n")
             pending = data[end + 1 :]
         if lines or oversize:
-            yield Block(line_no, tuple(lines), unreported, tuple(oversize))
+            yield Block(line_no, tuple(lines), unreported, tuple(oversize), offset)
             unreported = 0
             line_no += len(lines)
         if len(pending) > cap:
@@ -165,7 +180,8 @@ def read_blocks(
     if skipping is not None:
         yield Block(line_no, (), unreported, (skipping,))
     elif pending or unreported:
-        yield Block(line_no, (pending,) if pending else (), unreported)
+        last = (pending,) if pending else ()
+        yield Block(line_no, last, unreported, (), position - len(pending))
 
 
 # -- preparing (runs in workers) ---------------------------------------------------------
@@ -267,8 +283,75 @@ def _warm(block: Block, kind: str | None, limits: Limits, lines: int = WARM_LINE
             prepare_json(raw, kind, limits)
 
 
-def _prepare_task(args: tuple[Block, str | None, Limits]) -> BlockResult:
-    return prepare_block(*args, _PRESIGNER[0] if _PRESIGNER else None)
+@dataclass(frozen=True)
+class Span:
+    """A block as a byte range of a regular file, read by the worker (``os.pread`` on
+    the descriptor it inherited when forked) instead of shipped through a pipe.
+
+    ``count`` and ``check`` (Adler-32) describe the bytes the importer read there; a
+    worker that reads anything else refuses the block, so a file changed in place
+    during the import stops it instead of shifting its lines.
+    """
+
+    first: int
+    fd: int
+    base: int  # file position where reading started: ``Block.offset`` counts from it
+    offset: int
+    length: int
+    count: int
+    check: int
+    nbytes: int
+    oversize: tuple[tuple[int, int], ...] = ()
+
+    @classmethod
+    def of(cls, block: Block, fd: int, base: int) -> Span:
+        region = b"\n".join(block.lines)
+        return cls(
+            block.first,
+            fd,
+            base,
+            block.offset,
+            len(region),
+            len(block.lines),
+            zlib.adler32(region),
+            block.nbytes,
+            block.oversize,
+        )
+
+    def read(self) -> Block:
+        """The block as ``read_blocks`` yielded it; ``InputError`` if the bytes changed."""
+        region = os.pread(self.fd, self.length, self.base + self.offset)
+        lines = region.split(b"\n")
+        if (
+            len(region) != self.length
+            or len(lines) != self.count
+            or zlib.adler32(region) != self.check
+        ):
+            raise InputError(
+                "input changed while being imported, got other bytes at offset"
+                f" {self.base + self.offset}, expected the bytes read before"
+            )
+        return Block(self.first, tuple(lines), self.nbytes, self.oversize, self.offset)
+
+
+def _spannable(source: BinaryIO) -> tuple[int, int] | None:
+    """(descriptor, position) of ``source`` when workers may ``pread`` it: a regular
+    file, not read from yet. Lines are numbered from that position (a redirected
+    standard input need not start at the beginning of its file)."""
+    try:
+        fd = source.fileno()
+        regular = stat.S_ISREG(os.fstat(fd).st_mode)
+        base = source.tell()
+    except (AttributeError, OSError, ValueError):
+        return None
+    return (fd, base) if regular and hasattr(os, "pread") else None
+
+
+def _prepare_task(args: tuple[Block | Span, str | None, Limits]) -> BlockResult:
+    task, kind, limits = args
+    block = task.read() if type(task) is Span else task
+    assert type(block) is Block
+    return prepare_block(block, kind, limits, _PRESIGNER[0] if _PRESIGNER else None)
 
 
 def _ordered_results(
@@ -277,10 +360,13 @@ def _ordered_results(
     limits: Limits,
     workers: int,
     keys: dict[str, bytes] | None = None,
+    file: tuple[int, int] | None = None,
 ) -> Generator[BlockResult, None, None]:
     """Prepared blocks in input order; with workers > 1, a bounded window in flight.
 
     ``keys`` (workers only): key id -> raw key, for the workers' signature checks.
+    ``file``: (descriptor, start position) of the input when it is a regular file the
+    (forked) workers may read themselves (``Span``).
     """
     if workers <= 1:
         for block in blocks:
@@ -290,31 +376,23 @@ def _ordered_results(
     # fork: workers inherit the imported modules and compiled schemas for free; they
     # only run pure functions, never touch the caller's database connection.
     context = multiprocessing.get_context("fork" if "fork" in methods else None)
+    forked = context.get_start_method() == "fork"
+    spans = file if forked else None
+    depth = (BLOCKS_PER_WORKER if spans is None else SPANS_PER_WORKER) * workers
     window: deque[Any] = deque()
     first = next(blocks, None)
-    if first is not None and context.get_start_method() == "fork":
+    if first is not None and forked:
         _warm(first, kind, limits)
-    with _Pool(workers, _init_worker, (keys or {},), context=context) as pool:
+    with Pool(workers, _init_worker, (keys or {},), context=context) as pool:
         for block in itertools.chain(() if first is None else (first,), blocks):
-            window.append(pool.apply_async(_prepare_task, ((block, kind, limits),)))
-            if len(window) > 2 * workers:
+            task: Block | Span = block
+            if spans is not None and block.offset >= 0 and block.lines:
+                task = Span.of(block, *spans)
+            window.append(pool.apply_async(_prepare_task, ((task, kind, limits),)))
+            if len(window) > depth:
                 yield window.popleft().get()
         while window:
             yield window.popleft().get()
-
-
-class _Pool(multiprocessing.pool.Pool):
-    """``multiprocessing.Pool`` whose worker-handler thread does not watch the result pipe.
-
-    The stock handler waits on the result pipe too, so it spins while a ~1 MiB block
-    result is being read (~10 us of the writer's CPU per object). It only needs to wake
-    when a worker exits (worker sentinels, still watched) or the pool changes state:
-    the same sentinels as ``multiprocessing.pool.ThreadPool``'s. Workers still exit
-    when the importer dies (their task pipe closes), and ``terminate`` still ends them.
-    """
-
-    def _get_sentinels(self) -> list[Any]:
-        return [self._change_notifier._reader]  # type: ignore[attr-defined]
 
 
 # -- writing -----------------------------------------------------------------------------
@@ -402,7 +480,8 @@ def _import(
                 summary.present += 1
         pending.clear()
 
-    results = _ordered_results(read_blocks(source, limits), kind, limits, workers, keys)
+    file = _spannable(source) if workers > 1 else None
+    results = _ordered_results(read_blocks(source, limits), kind, limits, workers, keys, file)
     # Closed on any exit, so the workers are shut down at once, not when collected.
     with contextlib.closing(results):
         for result in results:
