@@ -193,18 +193,22 @@ def _orphan(lock: Any) -> None:
 
 def test_a_sentinel_does_not_wait_for_a_lock_a_dead_worker_holds() -> None:
     import multiprocessing
+    import threading
 
     from ledger.workers import SENTINEL_WAIT_S, ResultQueue
 
     context = multiprocessing.get_context("fork")
     queue = ResultQueue(ctx=context)
-    queue.put(("job", 0, (True, b"x" * 200_000)))  # results go through as before
-    assert queue.get() == ("job", 0, (True, b"x" * 200_000))
+    queue.put(("job", 0, (True, b"x" * 1000)))  # results go through as before
+    assert queue.get() == ("job", 0, (True, b"x" * 1000))
     child = context.Process(target=_orphan, args=(queue._wlock,))
     child.start()
     child.join()
     assert not queue._wlock.acquire(block=False)  # the lock stays held
     # The stock put blocks for ever here (the task thread's final sentinel).
-    queue.put(None)
+    putter = threading.Thread(target=queue.put, args=(None,), daemon=True)
+    putter.start()
+    putter.join(timeout=60)  # a hang guard, not a timing check
+    assert not putter.is_alive(), "the sentinel waited for the dead worker's lock"
     assert not queue._poll(0)  # skipped, after at most SENTINEL_WAIT_S
     assert SENTINEL_WAIT_S <= 5
