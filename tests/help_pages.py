@@ -17,11 +17,12 @@ import os
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from importlib.metadata import version
 from pathlib import Path
 from typing import Any
+
+from bench_start import command_paths
 
 #: mode -> the environment it adds (its own keys are removed from the caller's first).
 MODES: dict[str, dict[str, str]] = {
@@ -53,28 +54,6 @@ USAGE_ERRORS = (
     ("cohort", "brun"),
     ("witness", "add-log"),
 )
-
-
-def command_paths(
-    table: Mapping[str, Any] | None = None, prefix: tuple[str, ...] = ()
-) -> Iterator[tuple[str, ...]]:
-    """Every command and sub-command path of the CLI, in table order."""
-    from ledger.cli import COMMANDS
-    from ledger.cli.lazy import LazySubgroup
-
-    for name, entry in (COMMANDS if table is None else table).items():
-        path = (*prefix, name)
-        yield path
-        if isinstance(entry, LazySubgroup):
-            yield from command_paths(entry.commands, path)
-            continue
-        yield from _subcommands(entry.load(name), path)
-
-
-def _subcommands(command: Any, prefix: tuple[str, ...]) -> Iterator[tuple[str, ...]]:
-    for name, sub in sorted(getattr(command, "commands", {}).items()):
-        yield (*prefix, name)
-        yield from _subcommands(sub, (*prefix, name))
 
 
 def argvs() -> list[tuple[str, ...]]:

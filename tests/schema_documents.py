@@ -95,3 +95,15 @@ def _object(root: Any, schema: dict[str, Any], depth: int) -> st.SearchStrategy[
         name: documents(root, sub, depth + 1) for name, sub in props.items() if name not in fixed
     }
     return st.fixed_dictionaries(fixed, optional=optional)
+
+
+def value_paths(node: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    """The path of every value in ``node`` (itself first: the empty path), depth first."""
+    out = [prefix]
+    if isinstance(node, dict):
+        for key, value in node.items():
+            out.extend(value_paths(value, (*prefix, key)))
+    elif isinstance(node, list):
+        for index, value in enumerate(node):
+            out.extend(value_paths(value, (*prefix, index)))
+    return out

@@ -19,6 +19,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
+from schema_documents import value_paths
 
 from ledger.encoding.canonical import parse_strict
 from ledger.errors import LedgerError, SchemaError
@@ -87,21 +88,10 @@ _REPLACEMENTS: list[Any] = [
 ]  # fmt: skip
 
 
-def _paths(node: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-    out = [prefix]
-    if isinstance(node, dict):
-        for key, value in node.items():
-            out.extend(_paths(value, (*prefix, key)))
-    elif isinstance(node, list):
-        for index, value in enumerate(node):
-            out.extend(_paths(value, (*prefix, index)))
-    return out
-
-
 def _mutate(doc: Any, rng: random.Random) -> Any:
     doc = copy.deepcopy(doc)
     for _ in range(rng.randint(1, 3)):
-        path = rng.choice(_paths(doc)[1:])
+        path = rng.choice(value_paths(doc)[1:])
         parent = doc
         for part in path[:-1]:
             parent = parent[part]

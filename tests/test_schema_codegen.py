@@ -28,7 +28,7 @@ import pytest
 from hypothesis import HealthCheck, Phase, find, given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
-from schema_documents import JSON_VALUES, documents
+from schema_documents import JSON_VALUES, documents, value_paths
 from test_fastcanon_schema import INSTANCES, SCHEMAS
 
 from ledger.schema import _compiled as fastschema
@@ -176,23 +176,12 @@ def test_an_unsupported_keyword_anywhere_is_refused(
 # -- verdicts ------------------------------------------------------------------------------
 
 
-def _paths(node: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-    out = [prefix]
-    if isinstance(node, dict):
-        for key, value in node.items():
-            out.extend(_paths(value, (*prefix, key)))
-    elif isinstance(node, list):
-        for index, value in enumerate(node):
-            out.extend(_paths(value, (*prefix, index)))
-    return out
-
-
 def _mutate(data: st.DataObject, doc: Any) -> Any:
     """One to three edits at drawn places: delete, add a member, repeat an element,
     extend a string, or replace a value by an arbitrary JSON value."""
     doc = copy.deepcopy(doc)
     for _ in range(data.draw(st.integers(1, 3))):
-        paths = _paths(doc)[1:]
+        paths = value_paths(doc)[1:]
         if not paths:
             return data.draw(JSON_VALUES)
         path = data.draw(st.sampled_from(paths))
