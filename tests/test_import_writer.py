@@ -16,8 +16,6 @@ import gc
 import hashlib
 import io
 import json
-import os
-import signal
 import subprocess
 import time
 from collections.abc import Sequence
@@ -25,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import bench_corpus
+import ctrl_c
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from hypothesis import HealthCheck, given, settings
@@ -434,33 +433,13 @@ def test_ctrl_c_with_workers_ends_the_import_with_a_prefix(ledger_path: Path) ->
     source = ledger_path.with_name("in.jsonl")
     source.write_bytes(_jsonl(docs))
     cmd = [str(PROVLEDGER), "import", "jsonl", str(source), "--db", str(ledger_path)]
-    proc = subprocess.Popen(
-        [*cmd, "--batch", "20", "--workers", "2"],
-        start_new_session=True,
-        # A shell running this in the background (nohup, CI) ignores SIGINT, and the
-        # child would inherit that: give it the default, as a terminal would.
-        preexec_fn=_default_sigint,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
+    proc = ctrl_c.start([*cmd, "--batch", "20", "--workers", "2"])
     while proc.poll() is None and state(ledger_path)[0] < 40:
         time.sleep(0.01)
-    os.killpg(proc.pid, signal.SIGINT)
-    try:
-        _, stderr = proc.communicate(timeout=120)  # a hang guard, not a timing check
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        raise
+    stderr = ctrl_c.interrupt(proc)
     with open_store(ledger_path, readonly=True) as store:
         stored = [e.digest for e in store.entries()]
     assert stored == [prepare_json(json.dumps(d).encode()).digest for d in docs][: len(stored)]
     if proc.returncode != 0:  # 0 only if it finished before the signal arrived
         assert proc.returncode == 130, stderr.decode()
         assert b"Traceback" not in stderr
-
-
-def _default_sigint() -> None:
-    """In the child before exec: SIGINT back to its default disposition."""
-    import signal
-
-    signal.signal(signal.SIGINT, signal.SIG_DFL)

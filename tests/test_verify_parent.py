@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import bench_corpus
+import ctrl_c
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -320,7 +321,6 @@ def test_ctrl_c_ends_a_pooled_verify(ledger_path: Path) -> None:
     """SIGINT to the whole process group (Ctrl-C) while the workers check objects: they
     ignore it, the auditing process stops with exit 130 and one line, no traceback,
     and the pool ends (the installed CLI, a real process group)."""
-    import os
     import signal
     import time
 
@@ -329,23 +329,9 @@ def test_ctrl_c_ends_a_pooled_verify(ledger_path: Path) -> None:
     cli = Path(sys.executable).with_name("provledger")
     interrupted = 0
     for delay in (0.6, 0.9, 1.2):  # stages vary with the machine: aim at several
-        proc = subprocess.Popen(
-            [str(cli), "verify", "--db", str(ledger_path), "--workers", "2"],
-            start_new_session=True,
-            # A shell running this in the background (nohup, CI) ignores SIGINT, and the
-            # child would inherit that: give it the default, as a terminal would.
-            preexec_fn=_default_sigint,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-        )
+        proc = ctrl_c.start([str(cli), "verify", "--db", str(ledger_path), "--workers", "2"])
         time.sleep(delay)
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGINT)
-        try:
-            _, stderr = proc.communicate(timeout=120)  # a hang guard, not a timing check
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            raise
+        stderr = ctrl_c.interrupt(proc)
         if proc.returncode != 0:  # 0 only if it finished before the signal arrived
             interrupted += 1
             # 130: click's exit for an interrupt; -SIGINT: the signal's own default
@@ -469,10 +455,3 @@ def test_spliced_legacy_form_with_a_member_repeated_deeper(raw: dict[str, Any], 
         legacy_bytes(applied),
         None,
     )
-
-
-def _default_sigint() -> None:
-    """In the child before exec: SIGINT back to its default disposition."""
-    import signal
-
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
