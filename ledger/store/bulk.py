@@ -349,8 +349,7 @@ def _spannable(source: BinaryIO) -> tuple[int, int] | None:
 
 def _prepare_task(args: tuple[Block | Span, str | None, Limits]) -> BlockResult:
     task, kind, limits = args
-    block = task.read() if type(task) is Span else task
-    assert type(block) is Block
+    block = task.read() if isinstance(task, Span) else task
     return prepare_block(block, kind, limits, _PRESIGNER[0] if _PRESIGNER else None)
 
 
