@@ -12,6 +12,7 @@ workers then ``pread`` each block's byte range. The claims tested here:
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import os
@@ -25,7 +26,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ledger.encoding.canonical import DEFAULT_LIMITS, Limits
-from ledger.errors import InputError
+from ledger.errors import InputError, LedgerError
 from ledger.store.bulk import Block, Span, _spannable, read_blocks
 from ledger.store.sqlite import open_store
 from ledger.trust.keys import Ed25519Signer
@@ -212,3 +213,39 @@ def test_a_sentinel_does_not_wait_for_a_lock_a_dead_worker_holds() -> None:
     assert not putter.is_alive(), "the sentinel waited for the dead worker's lock"
     assert not queue._poll(0)  # skipped, after at most SENTINEL_WAIT_S
     assert SENTINEL_WAIT_S <= 5
+
+
+class _Misread(io.BytesIO):
+    """What the importer reads (``shown``) is not what the file holds: the workers, who
+    read the file by its descriptor, see other bytes in a later block."""
+
+    def __init__(self, shown: bytes, file: Any) -> None:
+        super().__init__(shown)
+        self._file = file
+
+    def fileno(self) -> int:
+        return int(self._file.fileno())
+
+
+def test_a_refused_span_stops_the_import_after_a_prefix(ledger_path: Path, tmp_path: Path) -> None:
+    """Through ``import_jsonl`` with two workers: the refusal raised in a worker reaches
+    the importer as ``InputError``, and the ledger holds a prefix of the valid lines."""
+    from ledger.store.bulk import BLOCK_BYTES, import_jsonl
+    from ledger.store.prepared import prepare_json
+
+    data = _corpus(ledger_path, 1200)
+    assert len(data) > 2 * BLOCK_BYTES
+    cut = data.rindex(b'"', 0, len(data) - 10)  # inside the last line, same length
+    changed = data[: cut - 1] + (b"X" if data[cut - 1 : cut] != b"X" else b"Y") + data[cut:]
+    path = tmp_path / "in.jsonl"
+    path.write_bytes(changed)
+    with path.open("rb") as file, open_store(ledger_path) as store:
+        with pytest.raises(InputError, match="input changed while being imported"):
+            import_jsonl(store, _Misread(data, file), batch=50, workers=2)  # type: ignore[arg-type]
+        stored = [e.digest for e in store.entries()]
+    valid = []
+    for line in data.splitlines():
+        with contextlib.suppress(LedgerError):
+            valid.append(prepare_json(line).digest)
+    assert 0 < len(stored) < len(valid)
+    assert stored == valid[: len(stored)]
