@@ -42,6 +42,15 @@ HEAVY = (
     "pygments",
 )
 
+# Modules only appending needs (``ledger.store.prepared`` and what it loads).
+WRITE_PATH = {
+    "ledger.store.prepared",
+    "ledger.schema.validation",
+    "ledger.schema._compiled",
+    "ledger.schema.loader",
+    "ledger.store.bulk",
+}
+
 
 def _entries(
     table: Mapping[str, Lazy | LazySubgroup], prefix: tuple[str, ...] = ()
@@ -148,6 +157,7 @@ def small_ledger(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
         ["show", "{digest}", "--json"],
         ["proof", "inclusion", "{digest}"],
         ["stats"],
+        ["proof", "consistency", "3", "30"],
     ],
     ids=" ".join,
 )
@@ -158,6 +168,9 @@ def test_read_commands_load_no_heavy_module(
     modules, out = _loaded([a.format(digest=digest) for a in args] + ["--db", str(db)])
     assert out
     assert _heavy(modules) == []
+    # Nor the write path: preparing objects loads the schema checks (generated code
+    # compiled per schema) and the canonical encoder's fast paths.
+    assert sorted(modules & WRITE_PATH) == []
 
 
 def test_idkmesh_notes_are_installed_when_show_runs(small_ledger: tuple[Path, str]) -> None:

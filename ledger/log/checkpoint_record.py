@@ -14,12 +14,14 @@ The record is canonical JSON ``{"created_at", "note", "provledger_kind": "checkp
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ledger.errors import InputError, LedgerError
 from ledger.log.note import parse_checkpoint, parse_note
 from ledger.store.base import CheckpointRow
-from ledger.store.prepared import Prepared, prepare_value
+
+if TYPE_CHECKING:
+    from ledger.store.prepared import Prepared
 
 CHECKPOINT_KIND = "checkpoint"
 RECORD_VERSION = "0.1"
@@ -37,6 +39,9 @@ def record_value(row: CheckpointRow) -> dict[str, Any]:
 
 def checkpoint_record(row: CheckpointRow) -> Prepared:
     """The prepared (validated, canonical) record of a checkpoint row."""
+    # Imported here: the schema checks it loads are only needed when a record is made.
+    from ledger.store.prepared import prepare_value
+
     return prepare_value(record_value(row), CHECKPOINT_KIND)
 
 

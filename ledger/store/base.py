@@ -16,9 +16,12 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-from ledger.store.prepared import Prepared
+if TYPE_CHECKING:
+    # Only named in annotations: importing it would load the schema checks and the
+    # canonical encoder into commands that only read.
+    from ledger.store.prepared import Prepared
 
 
 @dataclass(frozen=True)

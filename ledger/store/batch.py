@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ledger.errors import RuleViolation
 from ledger.log.checkpoint_record import CHECKPOINT_KIND, checkpoint_record
@@ -31,7 +31,11 @@ from ledger.store.base import (
     SignatureVerdicts,
     StoredObject,
 )
-from ledger.store.prepared import Prepared
+
+if TYPE_CHECKING:
+    # Only named in annotations: importing it would load the schema checks and the
+    # canonical encoder into commands that only read.
+    from ledger.store.prepared import Prepared
 
 #: One ``objects`` row, in ``OBJECT_COLUMNS`` order.
 ObjectRow = tuple[str, int, str, str | None, str | None, int | None, str | None, str | None, bytes]

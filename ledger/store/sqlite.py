@@ -15,7 +15,7 @@ import urllib.parse
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ledger.errors import AppendOnlyError, IntegrityError, NotFound, RuleViolation, StorageError
 from ledger.files import require_regular, shown
@@ -48,9 +48,13 @@ from ledger.store.batch import (
     refuse_checkpoint_records,
 )
 from ledger.store.derived import derive, row_problem
-from ledger.store.prepared import Prepared
 from ledger.store.rules import copied_checkpoint_is_new, head_checkpoint
 from ledger.store.sqlite_scan import SQLiteNodeScan, SQLiteRefScan
+
+if TYPE_CHECKING:
+    # Only named in annotations: importing it would load the schema checks and the
+    # canonical encoder into commands that only read.
+    from ledger.store.prepared import Prepared
 
 SCHEMA_VERSION = "2"
 FORMAT = f"provledger-sqlite/{SCHEMA_VERSION}"
