@@ -227,6 +227,38 @@ class _Generator:
         return name
 
     # -- schemas ---------------------------------------------------------------------------
+    def _require_progress(
+        self, schema: Any, path: tuple[str, ...], seen: set[tuple[str, tuple[str, ...]]]
+    ) -> None:
+        """Refuse a ``$ref`` cycle along which the value checked never changes.
+
+        ``path``: the references followed since the value last changed. Around such a
+        cycle (``{"$defs": {"d": {"not": {"$ref": "#/$defs/d"}}}}``) the verdict is
+        whatever is found before the recursion runs out: ``jsonschema`` stops at its
+        first failing keyword, in its own order, and the generated code would run out
+        of stack in another. A cycle through ``items``, ``properties`` and the like
+        checks ever smaller parts of the value and ends.
+        """
+        if not isinstance(schema, dict):
+            return
+        pointer = schema.get("$ref")
+        if isinstance(pointer, str):
+            if pointer in path:
+                raise Unsupported(f"$ref cycle without progress through {pointer!r}")
+            if (pointer, path) not in seen:
+                seen.add((pointer, path))
+                try:
+                    target = self._resolve(pointer)
+                except Unsupported:
+                    target = None  # refused where it is generated
+                self._require_progress(target, (*path, pointer), seen)
+        for name in _IN_PLACE:
+            for sub in _subschemas(schema.get(name)):
+                self._require_progress(sub, path, seen)
+        for name in _INTO_PARTS:
+            for sub in _subschemas(schema.get(name), name == "properties"):
+                self._require_progress(sub, (), seen)
+
     def _resolve(self, pointer: str) -> Any:
         if pointer != "#" and not pointer.startswith("#/"):
             raise Unsupported(f"$ref {pointer!r}")
@@ -538,6 +570,7 @@ class _Generator:
 
     # -- the module ------------------------------------------------------------------------
     def generate(self, guard: bool) -> Generated:
+        self._require_progress(self.root, (), set())
         entry: list[str] = []
         entry_fn = _Function("check")
         self._block(self.root, "x", None, "        ", entry, entry_fn)
@@ -606,6 +639,22 @@ def _applies(known: str | None, group: str) -> bool | None:
     if group == "number":
         return known in ("number", "integer")
     return known == group
+
+
+# Applicators that check the value itself, and those that check its members, items or
+# member names (``_Generator._require_progress``).
+_IN_PLACE = ("allOf", "anyOf", "oneOf", "not", "if", "then", "else")
+_INTO_PARTS = ("properties", "additionalProperties", "propertyNames", "items")
+
+
+def _subschemas(value: Any, members: bool = False) -> list[Any]:
+    """The sub-schemas a keyword's value holds: a schema, a list of them, or (for
+    ``properties``) an object of them."""
+    if members:
+        return list(value.values()) if isinstance(value, dict) else []
+    if isinstance(value, list):
+        return value
+    return [value] if value is not None else []
 
 
 def generate(schema: Any, *, formats_asserted: bool = False, guard: bool = True) -> Generated:
