@@ -32,6 +32,7 @@ from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ledger.audit.aside import Aside
 from ledger.audit.attestations import AttestationAudit
 from ledger.audit.findings import LedgerFinding
 from ledger.audit.object_check import CheckResult, check_object
@@ -305,14 +306,24 @@ def _audit(
     whole-ledger checks after it. Findings come in that order."""
     run = _AuditRun(store, trusted_key, object_checks)
     run.check_anchors(trusted_authority)
-    run.resume(since_checkpoint)
-    run.load_checkpoints(from_checkpoint)
-    rows = store.log_rows(since=run.start)
-    # check_object's results, maybe computed in workers, in row order.
-    for row, checked in with_object_checks(rows, workers, run.presign(workers)):
-        run.entry(row, checked)
-        advance(1)
-    return run.finish()
+    try:
+        run.resume(since_checkpoint)
+        run.load_checkpoints(from_checkpoint)
+        rows = store.log_rows(since=run.start)
+        # check_object's results, maybe computed in workers, in row order.
+        for row, checked in with_object_checks(rows, workers, run.presign(workers)):
+            run.entry(row, checked)
+            advance(1)
+        return run.finish()
+    except Exception:
+        # The integrity check ran before all of this in the serial order: what it
+        # raised is what the audit raises.
+        if run.aside is not None and (first := run.aside.integrity_raised()) is not None:
+            raise first from None
+        raise
+    finally:
+        if run.aside is not None:
+            run.aside.stop()
 
 
 class _AuditRun:
@@ -350,6 +361,10 @@ class _AuditRun:
         # The per-kind totals the store keeps, re-derived from the rows of the pass.
         self.totals = _Totals()
         self.reader = _Recent(store)
+        # The whole-file reads running beside the pass (``resume``), and where the
+        # integrity check's findings go: right after the backend's other own checks.
+        self.aside: Aside | None = None
+        self.integrity_at = 0
 
     # -- before the pass -----------------------------------------------------------------
     def check_anchors(self, trusted_authority: str | None) -> None:
@@ -381,11 +396,20 @@ class _AuditRun:
                 self.store, since_checkpoint, self.vkey, self.origin, self.report
             )
         self.start = self.frontier.size
+        whole = self.start == 0
         # The backend's own checks: exact schema, triggers (and grants); the checks that
         # read the whole file (SQLite's integrity_check) only when the whole log is audited.
-        self.findings.extend(
-            _storage_finding(f) for f in self.store.storage_findings(whole=self.start == 0)
-        )
+        # With a second reader of the snapshot, those and the orphan and duplicate scans
+        # run beside the pass (``Aside``); their results are taken where they were read.
+        second = self.store.second_reader()
+        if second is None:
+            self.findings.extend(
+                _storage_finding(f) for f in self.store.storage_findings(whole=whole)
+            )
+            return
+        self.aside = Aside(second, whole, self.start, _MAX_LISTED)
+        self.findings.extend(_storage_finding(f) for f in self.store.storage_findings(whole=False))
+        self.integrity_at = len(self.findings)
 
     def load_checkpoints(self, from_checkpoint: bytes | None) -> None:
         """Load the stored checkpoints and the saved head; check those at the start."""
@@ -574,14 +598,19 @@ class _AuditRun:
     def finish(self) -> LedgerAuditReport:
         """What only the whole pass can tell: heads not reached, extra rows, totals."""
         store, findings, frontier, start = self.store, self.findings, self.frontier, self.start
+        aside = self.aside
+        if aside is not None:
+            at = self.integrity_at
+            findings[at:at] = [_storage_finding(f) for f in aside.integrity_findings()]
         self.report.entries = frontier.size
         self.report.root = frontier.root().hex()
         findings.extend(self._unreached())
         if start > 0:
             findings.extend(_check_consistency(store, start, self.report, frontier.root()))
         findings.extend(_extra_tree_nodes(store, frontier.size, start))
-        findings.extend(_check_orphans(store, start))
-        findings.extend(_check_duplicates(store, start))
+        scans = store if aside is None else aside
+        findings.extend(_check_orphans(scans, start))
+        findings.extend(_check_duplicates(scans, start))
         ref_trouble = self.ref_trouble
         if start == 0:
             # The totals cover the whole log: an audit resumed at a checkpoint has not
@@ -971,7 +1000,7 @@ def _extra_tree_nodes(store: AuditSource, size: int, start: int = 0) -> list[Led
     return found
 
 
-def _check_orphans(store: AuditSource, start: int = 0) -> list[LedgerFinding]:
+def _check_orphans(store: AuditSource | Aside, start: int = 0) -> list[LedgerFinding]:
     rows = store.orphan_objects(start)
     return [
         LedgerFinding(
@@ -984,7 +1013,7 @@ def _check_orphans(store: AuditSource, start: int = 0) -> list[LedgerFinding]:
     ]
 
 
-def _check_duplicates(store: AuditSource, start: int = 0) -> list[LedgerFinding]:
+def _check_duplicates(store: AuditSource | Aside, start: int = 0) -> list[LedgerFinding]:
     """Objects stored more than once (appends are idempotent: each digest is one entry).
 
     ``duplicate_objects`` gives every row of a digest stored twice (from ``start`` on),

@@ -192,6 +192,25 @@ class StorageFinding:
     digest: str | None = None
 
 
+class SnapshotReader(Protocol):
+    """A second reader of an audit's snapshot (``AuditSource.second_reader``): the
+    whole-file reads an audit can run in another thread while its pass reads the log.
+
+    Each method gives exactly what the ``AuditSource`` method of the same name (for
+    ``integrity_findings``: the part of ``storage_findings(whole=True)`` that
+    ``storage_findings(whole=False)`` leaves out) gives at that snapshot.
+    """
+
+    def integrity_findings(self) -> list[StorageFinding]: ...
+    def orphan_objects(self, start: int = 0) -> list[tuple[object, object]]: ...
+    def duplicate_objects(
+        self, start: int = 0, limit: int = 100
+    ) -> list[tuple[object, object]]: ...
+    def interrupt(self) -> None:
+        """Abort the statement running in the other thread (callable from any thread)."""
+        ...
+
+
 class AuditSource(LedgerReader, Protocol):
     """What a full audit streams: raw rows in log order, nodes and refs in write order.
 
@@ -204,6 +223,11 @@ class AuditSource(LedgerReader, Protocol):
 
     def audit_session(self) -> AbstractContextManager[None]:
         """One consistent snapshot for the whole audit, text read without failing."""
+        ...
+
+    def second_reader(self) -> SnapshotReader | None:
+        """Inside ``audit_session``: a reader of exactly the session's snapshot on its own
+        connection (usable from another thread), or None when there is none."""
         ...
 
     def storage_findings(self, whole: bool = True) -> list[StorageFinding]:

@@ -48,6 +48,7 @@ from ledger.store.base import (
     RefScan,
     SignatureVerdicts,
     SignHead,
+    SnapshotReader,
     StorageFinding,
     StoredObject,
     stored_object,
@@ -596,6 +597,10 @@ class PostgresStore:
     def audit_session(self) -> AbstractContextManager[None]:
         """One REPEATABLE READ snapshot while other writers keep appending."""
         return self.snapshot()
+
+    def second_reader(self) -> SnapshotReader | None:
+        """None: every read of a PostgreSQL audit goes through the session's snapshot."""
+        return None
 
     def log_rows(self, since: int = 0) -> Iterator[RawLogRow]:
         """Entries from ``since`` on in seq order with their object rows, a page per

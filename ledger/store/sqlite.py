@@ -13,7 +13,7 @@ import sqlite3
 import time
 import urllib.parse
 from collections.abc import Iterator, Sequence
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -37,6 +37,7 @@ from ledger.store.base import (
     RefScan,
     SignatureVerdicts,
     SignHead,
+    SnapshotReader,
     StorageFinding,
     StoredObject,
     stored_object,
@@ -49,6 +50,7 @@ from ledger.store.batch import (
 )
 from ledger.store.derived import derive, row_problem
 from ledger.store.rules import copied_checkpoint_is_new, head_checkpoint
+from ledger.store.sqlite_audit import SQLiteSnapshotReader
 from ledger.store.sqlite_scan import SQLiteNodeScan, SQLiteRefScan
 
 if TYPE_CHECKING:
@@ -297,6 +299,8 @@ class SQLiteStore:
     ) -> None:
         self.path = path
         self._conn = conn
+        self._second: SQLiteSnapshotReader | None = None  # set inside ``audit_session``
+        self._side_version = 0
         self._admission = admission
         self.dry_run = dry_run
 
@@ -865,8 +869,78 @@ class SQLiteStore:
     format_name = FORMAT
     meta_keys: tuple[str, ...] = META_KEYS
 
-    def audit_session(self) -> AbstractContextManager[None]:
-        return self.tolerant_text()
+    @contextmanager
+    def audit_session(self) -> Iterator[None]:
+        """One read transaction for the whole audit, TEXT read tolerantly
+        (``tolerant_text``), and a second reader of exactly that snapshot
+        (``second_reader``). Inside a transaction already: that transaction's view and
+        no second reader.
+
+        The second connection's snapshot is the same one when no other connection
+        committed between the start of the audit's read transaction and the start of
+        the second one's. ``PRAGMA data_version`` on the second connection, read before
+        the audit's transaction starts and again inside its own, would differ if any
+        had; both transactions' newest rows (``snapshot_mark``) must agree as well.
+        Otherwise (or when the second connection cannot be opened) there is none.
+        """
+        with self.tolerant_text():
+            conn = self._conn
+            if conn.in_transaction:
+                yield
+                return
+            side = self._second_connection()
+            try:
+                conn.execute("BEGIN")
+                try:
+                    mark = sqlite_audit.snapshot_mark(conn)  # the snapshot starts here
+                except sqlite3.Error:
+                    mark = None
+                if side is not None:
+                    side = self._same_snapshot(side, mark)
+                self._second = None if side is None else SQLiteSnapshotReader(side)
+                yield
+            finally:
+                self._second = None
+                if side is not None:
+                    side.close()
+                if conn.in_transaction:
+                    conn.execute("COMMIT")
+
+    def _second_connection(self) -> sqlite3.Connection | None:
+        """A read-only connection whose ``data_version`` was read before the audit's
+        read transaction starts (kept in ``_side_version``), or None."""
+        try:
+            side = _connect_readonly(self.path)
+        except (sqlite3.Error, OSError):
+            return None
+        try:
+            side.text_factory = self._conn.text_factory
+            self._side_version = sqlite_audit.data_version(side)
+        except sqlite3.Error:
+            side.close()
+            return None
+        return side
+
+    def _same_snapshot(
+        self, side: sqlite3.Connection, mark: tuple[object, ...] | None
+    ) -> sqlite3.Connection | None:
+        """``side`` with a read transaction open at the audit's snapshot, or None (closed)."""
+        try:
+            side.execute("BEGIN")
+            same = (
+                mark is not None
+                and sqlite_audit.snapshot_mark(side) == mark
+                and sqlite_audit.data_version(side) == self._side_version
+            )
+        except sqlite3.Error:
+            same = False
+        if same:
+            return side
+        side.close()
+        return None
+
+    def second_reader(self) -> SnapshotReader | None:
+        return self._second
 
     def storage_findings(self, whole: bool = True) -> list[StorageFinding]:
         """Exact schema (tables, indexes, views, triggers); with ``whole``, also

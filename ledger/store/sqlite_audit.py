@@ -231,3 +231,43 @@ def refs_with_objects(conn: sqlite3.Connection) -> Iterator[tuple[Any, ...]]:
         " LEFT JOIN objects o ON substr(o.digest, 8, 16) = substr(r.from_digest, 8, 16)"
         " AND o.digest = r.from_digest ORDER BY r.from_digest"
     )
+
+
+def snapshot_mark(conn: sqlite3.Connection) -> tuple[object, ...]:
+    """The newest row of each append-only table, as ``conn``'s snapshot has them: two
+    readers of one snapshot give the same mark (each lookup is one index descent)."""
+    row: tuple[object, ...] = conn.execute(
+        "SELECT (SELECT max(seq) FROM entries), (SELECT max(rowid) FROM objects),"
+        " (SELECT max(rowid) FROM refs), (SELECT max(idx) FROM tree_nodes WHERE level = 0),"
+        " (SELECT max(size) FROM checkpoints), (SELECT max(rowid) FROM cosignatures)"
+    ).fetchone()
+    return row
+
+
+def data_version(conn: sqlite3.Connection) -> int:
+    """``PRAGMA data_version``: differs between two reads of one connection iff another
+    connection committed in between (read at the start of a read transaction)."""
+    (version,) = conn.execute("PRAGMA data_version").fetchone()
+    return int(version)
+
+
+class SQLiteSnapshotReader:
+    """``SnapshotReader`` over a second connection whose read transaction is open at the
+    audit's snapshot (``SQLiteStore.audit_session`` proves that before handing it out)."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self._conn = conn
+
+    def integrity_findings(self) -> list[StorageFinding]:
+        return integrity_findings(self._conn)
+
+    def orphan_objects(self, start: int = 0) -> list[tuple[object, object]]:
+        return orphan_objects(self._conn, start)
+
+    def duplicate_objects(
+        self, start: int = 0, limit: int = _MAX_LISTED
+    ) -> list[tuple[object, object]]:
+        return duplicate_objects(self._conn, start, limit)
+
+    def interrupt(self) -> None:
+        self._conn.interrupt()
