@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import sqlite3
+import sys
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -26,6 +28,7 @@ import bench_corpus
 import pytest
 from test_tamper_record import point_digest_index
 
+from ledger.audit import aside as aside_module
 from ledger.audit.aside import Aside
 from ledger.audit.full import audit
 from ledger.store import sqlite_audit
@@ -318,3 +321,20 @@ def test_a_resumed_audit_reads_no_integrity() -> None:
     assert aside.orphan_objects(5) == [] and aside.duplicate_objects(5, 100) == []
     aside.stop()
     assert reader.calls == ["orphans", "duplicates"]
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="per-thread niceness")
+def test_the_reads_run_at_a_lower_priority_than_the_pass() -> None:
+    seen: list[int] = []
+
+    class Niceness(_Reader):
+        def integrity_findings(self) -> list[StorageFinding]:
+            seen.append(os.getpriority(os.PRIO_PROCESS, threading.get_native_id()))
+            return []
+
+    mine = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+    aside = Aside(Niceness(), True, 0, 100)
+    assert aside.integrity_findings() == []
+    aside.stop()
+    assert seen == [min(19, mine + aside_module.NICE)]
+    assert os.getpriority(os.PRIO_PROCESS, threading.get_native_id()) == mine  # only it

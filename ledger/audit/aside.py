@@ -14,6 +14,8 @@ audit would have stopped there.
 
 from __future__ import annotations
 
+import os
+import sys
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -43,6 +45,7 @@ class Aside:
         self._thread.start()
 
     def _run(self) -> None:
+        _yield_the_cpu()
         for name, job in self._jobs:
             if self._stopping:
                 break
@@ -90,3 +93,20 @@ class Aside:
         while self._thread.is_alive():
             self._reader.interrupt()
             self._thread.join(0.05)
+
+
+# The niceness the reads run at: they are off the audit's critical path (the pass takes
+# seconds longer), so they take the CPU the pass and its workers leave idle.
+NICE = 10
+
+
+def _yield_the_cpu() -> None:
+    """Lower the calling thread's priority by ``NICE`` (Linux: a thread id is a valid
+    target of ``setpriority``; elsewhere it would name a process, so nothing is done)."""
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        tid = threading.get_native_id()
+        os.setpriority(os.PRIO_PROCESS, tid, os.getpriority(os.PRIO_PROCESS, tid) + NICE)
+    except OSError:  # not permitted here: the reads run at the audit's priority
+        pass
