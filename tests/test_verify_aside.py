@@ -266,6 +266,27 @@ def test_the_integrity_error_wins_over_the_pass_error(
     assert str(exc.value) == "database disk image is malformed"
 
 
+@pytest.mark.parametrize("beside", [True, False])
+def test_the_schema_error_comes_before_the_integrity_error(
+    led: Path, monkeypatch: pytest.MonkeyPatch, beside: bool
+) -> None:
+    """The schema check runs before the integrity check in the serial order."""
+
+    def corrupt(conn: sqlite3.Connection) -> list[StorageFinding]:
+        raise sqlite3.DatabaseError("integrity")
+
+    def schema(conn: sqlite3.Connection, expected: Any) -> list[StorageFinding]:
+        raise sqlite3.OperationalError("schema")
+
+    monkeypatch.setattr(sqlite_audit, "integrity_findings", corrupt)
+    monkeypatch.setattr(sqlite_audit, "schema_findings", schema)
+    if not beside:
+        monkeypatch.setattr(SQLiteStore, "second_reader", lambda self: None)
+    with open_store(led, readonly=True) as store, pytest.raises(sqlite3.Error) as exc:
+        audit(store, workers=1)
+    assert str(exc.value) == "schema"
+
+
 class _Reader:
     """A ``SnapshotReader`` whose integrity read blocks until interrupted (or raises)."""
 

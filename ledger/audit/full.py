@@ -318,7 +318,9 @@ def _audit(
     except Exception:
         # The integrity check ran before all of this in the serial order: what it
         # raised is what the audit raises.
-        if run.aside is not None and (first := run.aside.integrity_raised()) is not None:
+        # (Once the backend's other own checks, which ran before it, are done.)
+        aside, ran = run.aside, run.integrity_at is not None
+        if aside is not None and ran and (first := aside.integrity_raised()) is not None:
             raise first from None
         raise
     finally:
@@ -364,7 +366,7 @@ class _AuditRun:
         # The whole-file reads running beside the pass (``resume``), and where the
         # integrity check's findings go: right after the backend's other own checks.
         self.aside: Aside | None = None
-        self.integrity_at = 0
+        self.integrity_at: int | None = None
 
     # -- before the pass -----------------------------------------------------------------
     def check_anchors(self, trusted_authority: str | None) -> None:
@@ -601,6 +603,7 @@ class _AuditRun:
         aside = self.aside
         if aside is not None:
             at = self.integrity_at
+            assert at is not None  # set with ``aside``
             findings[at:at] = [_storage_finding(f) for f in aside.integrity_findings()]
         self.report.entries = frontier.size
         self.report.root = frontier.root().hex()
