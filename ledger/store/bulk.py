@@ -9,13 +9,6 @@ Guarantees (docs/PERFORMANCE.md states them for users):
   transaction. After a crash the ledger therefore holds exactly a prefix of the
   input's valid lines; appends are idempotent, so re-running the import completes it
   without duplicates (lines already stored count as "already present").
-- Batches are written by one writer thread (``BatchWriter``), one after the other,
-  while the importing thread receives the next results and keeps the workers fed; it
-  hands a batch over only when the writer is idle, so at most two batches are held.
-  Each batch's admission sees every earlier batch committed. The first exception the
-  writer raises (storage error, refusal) stops the import and is raised to the caller;
-  no later batch is written. On an exception in the importing thread (Ctrl-C), the
-  batch being written commits or rolls back before the import returns.
 - Preparation may run in worker processes; results are consumed in input order and
   a bounded number of blocks are in flight, so memory does not grow with the input.
   Workers read the blocks of a regular file themselves (``Span``).
@@ -26,8 +19,6 @@ Guarantees (docs/PERFORMANCE.md states them for users):
   import starts, and the writer's admission takes that verdict from a
   ``SignatureMemo`` only for exactly that key, message and signature. Everything
   else is verified by admission as without workers: the refusals are the same.
-  The importing thread adds a block's verdicts to the memo before any of its
-  documents joins a batch, so before the writer thread can ask for them.
 """
 
 from __future__ import annotations
@@ -41,7 +32,6 @@ import operator
 import os
 import signal
 import stat
-import threading
 import zlib
 from collections import deque
 from collections.abc import Callable, Generator, Iterator
@@ -55,16 +45,16 @@ from ledger.store.prepared import Prepared, prepare_json
 from ledger.trust.presign import Presign, RecentSubjects, Verdict, presign_verdicts, signing_keys
 from ledger.workers import Pool
 
-DEFAULT_BATCH = 5000  # valid lines per transaction (docs/PERFORMANCE.md: why)
+DEFAULT_BATCH = 12500  # valid lines per transaction (docs/PERFORMANCE.md: why)
 BLOCK_BYTES = 1 << 20  # lines are shipped to workers in blocks of about this size
 GC_THRESHOLD = 50_000  # allocations between collections while importing (``_fewer_collections``)
 WARM_LINES = 32  # lines prepared before the workers fork (see ``_warm``)
 RECENT_SUBJECTS = 1024  # documents a worker keeps to pair an attestation with its subject
 # Tasks in flight per worker (``_ordered_results``). A task that carries its block's
 # bytes holds them in the importer until a worker takes it; a ``Span`` holds nothing,
-# so more can be queued: enough to keep the workers busy while the importer waits for
-# the writer thread to take the next batch, at ~1.5 MB of memory per result waiting
-# to be used.
+# so more can be queued: enough to keep the workers busy while the importer writes
+# a batch (about a second at the default batch size), at ~1.5 MB of memory per
+# result waiting to be used.
 BLOCKS_PER_WORKER = 2
 SPANS_PER_WORKER = 10
 _BLANK = b" \t\r"
@@ -475,11 +465,10 @@ def _import(
     memo = None if presign is None else presign.memo
     keys = None if presign is None else presign.keys
 
-    def flush(items: list[Prepared]) -> None:
-        # In the writer thread; the importing thread never touches these fields.
-        results = store.append_many(items, signatures=memo)
+    def flush() -> None:
+        results = store.append_many(pending, signatures=memo)
         summary.batches += 1
-        for item, result in zip(items, results, strict=True):
+        for item, result in zip(pending, results, strict=True):
             if result.new:
                 summary.new += 1
                 summary.canonical_bytes += len(item.data)
@@ -488,117 +477,27 @@ def _import(
                 summary.last_seq = result.entry.seq
             else:
                 summary.present += 1
+        pending.clear()
 
     file = _spannable(source) if workers > 1 else None
     results = _ordered_results(read_blocks(source, limits), kind, limits, workers, keys, file)
-    writer = BatchWriter(flush)
-    try:
-        # Closed on any exit, so the workers are shut down at once, not when collected.
-        with contextlib.closing(results):
-            for result in results:
-                writer.check()
-                if memo is not None:
-                    # Before the block's documents join a batch: admission finds them
-                    # there (the writer only sees a batch after this).
-                    for verdict in result.verdicts:
-                        memo.add(*verdict)
-                summary.lines += result.lines
-                summary.blank += result.blank
-                summary.rejected.extend(result.rejected)
-                for values in result.prepared:
-                    pending.append(_prepared(values))
-                    if len(pending) >= batch:
-                        writer.submit(pending)
-                        pending = []
-                advance(result.nbytes)
-        if pending:
-            writer.submit(pending)
-        writer.finish()
-    except BaseException:
-        writer.abandon()
-        raise
-
-
-class BatchWriter:
-    """One thread that writes batches, in the order given, one at a time.
-
-    The importing thread hands over a full batch with ``submit`` and goes on receiving
-    results (and so feeding the workers) while this thread appends it: SQLite and
-    PostgreSQL release the GIL while they step statements and commit. ``submit`` waits
-    while a batch is being written, so at most two batches are held: the one being
-    written and the one being filled. The first exception ``write`` raises (a storage
-    error, a refusal, an interrupt) ends the thread; no later batch is written, and
-    ``check``, ``submit`` and ``finish`` raise that same exception in the caller.
-    ``abandon`` (the caller failed or was interrupted) drops a batch not yet started
-    and waits for the one being written to commit or roll back.
-    """
-
-    def __init__(self, write: Callable[[list[Prepared]], None]) -> None:
-        self._write = write
-        self._cond = threading.Condition()
-        self._waiting: list[Prepared] | None = None
-        self._busy = False
-        self._closed = False
-        self._error: BaseException | None = None
-        self._thread = threading.Thread(target=self._run, name="import-writer", daemon=True)
-        self._thread.start()
-
-    def check(self) -> None:
-        """Raise the writer's exception, if it failed."""
-        if self._error is not None:
-            raise self._error
-
-    def submit(self, items: list[Prepared]) -> None:
-        """Hand over the next batch once the writer is idle."""
-        with self._cond:
-            while (self._busy or self._waiting is not None) and self._error is None:
-                self._cond.wait()
-            self.check()
-            self._waiting = items
-            self._cond.notify_all()
-
-    def finish(self) -> None:
-        """Wait until every submitted batch is written; raise the writer's exception."""
-        with self._cond:
-            self._closed = True
-            self._cond.notify_all()
-        self._thread.join()
-        self.check()
-
-    def abandon(self) -> None:
-        """Write nothing more; return once the batch being written is done."""
-        with self._cond:
-            self._closed = True
-            self._waiting = None
-            self._cond.notify_all()
-        while self._thread.is_alive():
-            # A second Ctrl-C while waiting: the first is already on its way out, and
-            # the connection must not be used while this thread holds a transaction.
-            with contextlib.suppress(KeyboardInterrupt):
-                self._thread.join()
-
-    def _run(self) -> None:
-        while True:
-            with self._cond:
-                while self._waiting is None and not self._closed:
-                    self._cond.wait()
-                items = self._waiting
-                if items is None:
-                    return
-                self._waiting = None
-                self._busy = True
-            try:
-                self._write(items)
-            except BaseException as exc:
-                with self._cond:
-                    self._error = exc
-                    self._busy = False
-                    self._cond.notify_all()
-                return
-            del items  # not held while waiting for the next batch
-            with self._cond:
-                self._busy = False
-                self._cond.notify_all()
+    # Closed on any exit, so the workers are shut down at once, not when collected.
+    with contextlib.closing(results):
+        for result in results:
+            if memo is not None:
+                # Before the block's documents join a batch: admission finds them there.
+                for verdict in result.verdicts:
+                    memo.add(*verdict)
+            summary.lines += result.lines
+            summary.blank += result.blank
+            summary.rejected.extend(result.rejected)
+            for values in result.prepared:
+                pending.append(_prepared(values))
+                if len(pending) >= batch:
+                    flush()
+            advance(result.nbytes)
+    if pending:
+        flush()
 
 
 def _presign(store: Store) -> Presign:

@@ -184,11 +184,6 @@ class SignatureMemo:
     used only for exactly the key, message and signature it was computed for, so a
     wrong guess about what will be asked is a miss (verified here), never an answer.
     Each verdict is used once; the memo is bounded.
-
-    Safe to share between two threads (import: the importing thread adds, the writer
-    thread verifies): ``add`` and ``verify`` each change the dict in one operation on
-    bytes keys, atomic under the GIL; a ``clear`` racing a lookup only turns a hit into
-    a miss, which is verified.
     """
 
     LIMIT = 1 << 16
