@@ -247,23 +247,38 @@ def test_inside_a_transaction_the_audit_reads_alone(led: Path) -> None:
         assert not store.connection.in_transaction and store.second_reader() is None
 
 
+def _first_error(
+    led: Path, monkeypatch: pytest.MonkeyPatch, beside: bool, *, schema: bool, rows: bool
+) -> str:
+    """The message of what ``audit`` raises when the integrity check fails, and the schema
+    check (``schema``) or the pass's row reading (``rows``) fail too."""
+
+    def corrupt(conn: sqlite3.Connection) -> list[StorageFinding]:
+        raise sqlite3.DatabaseError("integrity")
+
+    def schema_fails(conn: sqlite3.Connection, expected: Any) -> list[StorageFinding]:
+        raise sqlite3.OperationalError("schema")
+
+    def rows_fail(self: SQLiteStore, since: int = 0) -> Iterator[Any]:
+        raise sqlite3.OperationalError("rows")
+
+    monkeypatch.setattr(sqlite_audit, "integrity_findings", corrupt)
+    if schema:
+        monkeypatch.setattr(sqlite_audit, "schema_findings", schema_fails)
+    if rows:
+        monkeypatch.setattr(SQLiteStore, "log_rows", rows_fail)
+    if not beside:
+        monkeypatch.setattr(SQLiteStore, "second_reader", lambda self: None)
+    with open_store(led, readonly=True) as store, pytest.raises(sqlite3.Error) as exc:
+        audit(store, workers=1)
+    return str(exc.value)
+
+
 @pytest.mark.parametrize("beside", [True, False])
 def test_the_integrity_error_wins_over_the_pass_error(
     led: Path, monkeypatch: pytest.MonkeyPatch, beside: bool
 ) -> None:
-    def corrupt(conn: sqlite3.Connection) -> list[StorageFinding]:
-        raise sqlite3.DatabaseError("database disk image is malformed")
-
-    def broken(self: SQLiteStore, since: int = 0) -> Iterator[Any]:
-        raise sqlite3.OperationalError("later")
-
-    monkeypatch.setattr(sqlite_audit, "integrity_findings", corrupt)
-    monkeypatch.setattr(SQLiteStore, "log_rows", broken)
-    if not beside:
-        monkeypatch.setattr(SQLiteStore, "second_reader", lambda self: None)
-    with open_store(led, readonly=True) as store, pytest.raises(sqlite3.DatabaseError) as exc:
-        audit(store, workers=1)
-    assert str(exc.value) == "database disk image is malformed"
+    assert _first_error(led, monkeypatch, beside, schema=False, rows=True) == "integrity"
 
 
 @pytest.mark.parametrize("beside", [True, False])
@@ -271,20 +286,7 @@ def test_the_schema_error_comes_before_the_integrity_error(
     led: Path, monkeypatch: pytest.MonkeyPatch, beside: bool
 ) -> None:
     """The schema check runs before the integrity check in the serial order."""
-
-    def corrupt(conn: sqlite3.Connection) -> list[StorageFinding]:
-        raise sqlite3.DatabaseError("integrity")
-
-    def schema(conn: sqlite3.Connection, expected: Any) -> list[StorageFinding]:
-        raise sqlite3.OperationalError("schema")
-
-    monkeypatch.setattr(sqlite_audit, "integrity_findings", corrupt)
-    monkeypatch.setattr(sqlite_audit, "schema_findings", schema)
-    if not beside:
-        monkeypatch.setattr(SQLiteStore, "second_reader", lambda self: None)
-    with open_store(led, readonly=True) as store, pytest.raises(sqlite3.Error) as exc:
-        audit(store, workers=1)
-    assert str(exc.value) == "schema"
+    assert _first_error(led, monkeypatch, beside, schema=True, rows=True) == "schema"
 
 
 class _Reader:
