@@ -196,9 +196,9 @@ def _commit_between(
     """Run ``write`` after the audit's snapshot starts, before the second reader's."""
     real = SQLiteStore._same_snapshot
 
-    def late(self: SQLiteStore, side: Any, mark: Any) -> Any:
+    def late(self: SQLiteStore, side: Any, version: int, mark: Any) -> Any:
         write()
-        return real(self, side, mark)
+        return real(self, side, version, mark)
 
     monkeypatch.setattr(SQLiteStore, "_same_snapshot", late)
     readers = []

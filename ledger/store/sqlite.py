@@ -300,7 +300,6 @@ class SQLiteStore:
         self.path = path
         self._conn = conn
         self._second: SQLiteSnapshotReader | None = None  # set inside ``audit_session``
-        self._side_version = 0
         self._admission = admission
         self.dry_run = dry_run
 
@@ -888,7 +887,7 @@ class SQLiteStore:
             if conn.in_transaction:
                 yield
                 return
-            side = self._second_connection()
+            side, version = self._second_connection() or (None, 0)
             try:
                 conn.execute("BEGIN")
                 try:
@@ -896,7 +895,7 @@ class SQLiteStore:
                 except sqlite3.Error:
                     mark = None
                 if side is not None:
-                    side = self._same_snapshot(side, mark)
+                    side = self._same_snapshot(side, version, mark)
                 self._second = None if side is None else SQLiteSnapshotReader(side)
                 yield
             finally:
@@ -906,31 +905,32 @@ class SQLiteStore:
                 if conn.in_transaction:
                     conn.execute("COMMIT")
 
-    def _second_connection(self) -> sqlite3.Connection | None:
-        """A read-only connection whose ``data_version`` was read before the audit's
-        read transaction starts (kept in ``_side_version``), or None."""
+    def _second_connection(self) -> tuple[sqlite3.Connection, int] | None:
+        """A read-only connection and its ``data_version``, read before the audit's
+        read transaction starts; or None."""
         try:
             side = _connect_readonly(self.path)
         except (sqlite3.Error, OSError):
             return None
         try:
             side.text_factory = self._conn.text_factory
-            self._side_version = sqlite_audit.data_version(side)
+            version = sqlite_audit.data_version(side)
         except sqlite3.Error:
             side.close()
             return None
-        return side
+        return side, version
 
     def _same_snapshot(
-        self, side: sqlite3.Connection, mark: tuple[object, ...] | None
+        self, side: sqlite3.Connection, version: int, mark: tuple[object, ...] | None
     ) -> sqlite3.Connection | None:
-        """``side`` with a read transaction open at the audit's snapshot, or None (closed)."""
+        """``side`` with a read transaction open at the audit's snapshot, or None (closed);
+        ``version``: its ``data_version`` before the audit's transaction started."""
         try:
             side.execute("BEGIN")
             same = (
                 mark is not None
                 and sqlite_audit.snapshot_mark(side) == mark
-                and sqlite_audit.data_version(side) == self._side_version
+                and sqlite_audit.data_version(side) == version
             )
         except sqlite3.Error:
             same = False
