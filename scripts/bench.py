@@ -45,6 +45,7 @@ SQLITE_UTILS = str(VENV_BIN / "sqlite-utils")
 PROVENANCE_SAMPLES = 300  # VerificationResults whose provenance is timed
 # The synthetic corpus (templates, seeded) lives in bench_corpus.py beside this file.
 from bench_corpus import write_corpus  # noqa: E402
+from bench_start import FLOOR_CODE, child_env  # noqa: E402
 
 # -- measuring ---------------------------------------------------------------------------
 
@@ -250,15 +251,13 @@ def start_up(db: Path | None, digest: str | None, repeats: int) -> dict[str, Any
 
     Every command is run ``repeats`` times, interleaved with the floor, so a change in
     machine load moves both; the ratio of medians is the figure. As in
-    ``scripts/bench_start.py``, the commands run from their bytecode caches (an
-    installed CLI does): ``PYTHONDONTWRITEBYTECODE`` is dropped from their environment
-    and a first round, which writes the caches, is discarded.
+    ``scripts/bench_start.py`` (its environment), the commands run from their bytecode
+    caches, as an installed CLI does: a first round, which writes them, is discarded.
     """
-    env = dict(os.environ)
-    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    env = child_env()
     python = str(VENV_BIN / "python")
     cmds: dict[str, list[str]] = {
-        "floor": [python, "-c", "import typer, rich.console"],
+        "floor": [python, "-c", FLOOR_CODE],
         "--help": [PROVLEDGER, "--help"],
         "verify --help": [PROVLEDGER, "verify", "--help"],
         "import jsonl --help": [PROVLEDGER, "import", "jsonl", "--help"],
