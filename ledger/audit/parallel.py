@@ -32,6 +32,12 @@ __all__ = ["POOL_THRESHOLD", "Presign", "default_workers", "with_object_checks"]
 # Below this many entries a worker pool costs more than it saves.
 POOL_THRESHOLD = 20_000
 _CHUNK = 256  # rows per task sent to a worker
+# Pool tasks pending per worker before the parent checks a chunk itself. While the
+# parent checks a chunk and then audits the rows of those before it (tens of ms),
+# the worker lives on what is queued: with 2 per worker it ran dry (worker ~62% busy
+# at 100k on 2 cores); with 6 both stay busy (~10% less wall time, docs/PERFORMANCE.md),
+# at ~1.2 MB of rows per queued chunk.
+_AHEAD = 6
 _RECENT = 4096  # objects kept in the parent to pair an attestation with its subject
 _KEYS: dict[str, bytes] = {}  # in a worker: the raw signing key of each key id
 
@@ -125,7 +131,7 @@ def with_object_checks(
     """Yield ``(row, check)`` in row order; ``check`` is None when the row has no object.
 
     ``workers`` processes check objects: the caller's own and ``workers - 1`` pool
-    workers. Chunks go to the pool while fewer than two per worker are pending; when
+    workers. Chunks go to the pool while fewer than ``_AHEAD`` per worker are pending; when
     more are pending and the oldest is not done, the caller checks the next chunk
     itself instead of waiting (no pickling for it), so neither side idles on two cores.
     Which process checked a chunk changes nothing in what is yielded.
@@ -186,7 +192,7 @@ def with_object_checks(
         sent = 0  # pool tasks in the window
         for batch in chunks():
             signs = subjects(batch) if presign is not None else None
-            if sent >= 2 * pooled and not _ready(window[0][1]):
+            if sent >= _AHEAD * pooled and not _ready(window[0][1]):
                 # The workers are behind: rather than wait, the parent checks this chunk
                 # (and its signatures, with the same keys) itself; nothing is pickled.
                 window.append((batch, _Done(_check_rows(pick(batch), signs, keys))))
@@ -194,7 +200,7 @@ def with_object_checks(
                 window.append((batch, pool.apply_async(_check_rows, (pick(batch), signs))))
                 sent += 1
             # Yield what is done, in row order; wait only when the window is full.
-            while window and (len(window) > 4 * pooled or _ready(window[0][1])):
+            while window and (len(window) > 2 * _AHEAD * pooled or _ready(window[0][1])):
                 done, result = window.popleft()
                 sent -= not isinstance(result, _Done)
                 yield from merge(done, result.get())
