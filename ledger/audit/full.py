@@ -43,6 +43,7 @@ from ledger.log import merkle
 from ledger.log.checkpoint_record import CHECKPOINT_KIND, row_of_record
 from ledger.log.leaf import entry_record
 from ledger.log.note import Checkpoint, open_checkpoint, parse_note, parse_verifier_key
+from ledger.recent import FirstSeen
 from ledger.schema.kinds import BLOB, detect_kind
 from ledger.store.base import (
     OBJECT_COLUMNS,
@@ -827,7 +828,8 @@ class _Recent:
 
     def __init__(self, store: AuditSource) -> None:
         self._store = store
-        self._objects: dict[str, StoredObject] = {}
+        # The first stored copy per digest, as ``get`` would find it.
+        self._objects: FirstSeen[str, StoredObject] = FirstSeen(self.LIMIT)
         # The size the audit started at: object checks ask for it per object (to know
         # whether their trust index is current), one query each otherwise.
         self._size = store.size()
@@ -839,10 +841,7 @@ class _Recent:
         return self._size
 
     def keep(self, obj: StoredObject) -> None:
-        if obj.digest not in self._objects:  # the first stored copy, as ``get`` finds
-            self._objects[obj.digest] = obj
-            if len(self._objects) > self.LIMIT:
-                del self._objects[next(iter(self._objects))]
+        self._objects.add(obj.digest, obj)
 
     def get(self, digest: str) -> StoredObject | None:
         found = self._objects.get(digest)

@@ -19,6 +19,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from ledger.recent import FirstSeen
 from ledger.trust.attestation import ATTESTATION_KIND, parse_attestation
 from ledger.trust.dsse import pae
 from ledger.trust.identity import TrustIndex
@@ -75,7 +76,7 @@ class RecentSubjects:
 
     def __init__(self, limit: int = 4096) -> None:
         self.limit = limit
-        self._data: dict[object, bytes] = {}  # digest (as read) -> bytes
+        self._data: FirstSeen[object, bytes] = FirstSeen(limit)  # digest (as read) -> bytes
 
     def see(self, kind: object, digest: object, data: bytes) -> tuple[bytes, bytes] | None:
         """Remember an object (first bytes seen per digest); for an attestation whose
@@ -86,8 +87,5 @@ class RecentSubjects:
             subject = self._data.get(found.group(1).decode()) if found else None
             if subject is not None:
                 pair = (data, subject)
-        if digest not in self._data:
-            self._data[digest] = data
-            if len(self._data) > self.limit:
-                del self._data[next(iter(self._data))]
+        self._data.add(digest, data)
         return pair
