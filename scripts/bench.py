@@ -43,6 +43,7 @@ VENV_BIN = ROOT / ".venv" / "bin"
 PROVLEDGER = str(VENV_BIN / "provledger")
 SQLITE_UTILS = str(VENV_BIN / "sqlite-utils")
 PROVENANCE_SAMPLES = 300  # VerificationResults whose provenance is timed
+FLOOR_SAMPLE = 20_000  # objects whose required checks are timed alone (bench_floor)
 # The synthetic corpus (templates, seeded) lives in bench_corpus.py beside this file.
 from bench_corpus import write_corpus  # noqa: E402
 from bench_start import FLOOR_CODE, child_env  # noqa: E402
@@ -509,6 +510,13 @@ def bench_size(n: int, args: argparse.Namespace, base: Path) -> dict[str, Any]:
         "tree_pss_mb": ver["tree_pss_bytes"] / 2**20,
     }
 
+    # What the required checks alone cost per object (scripts/bench_floor.py), next to
+    # the commands' own CPU above: the gap is their bookkeeping and plumbing.
+    from bench_floor import import_floor, verify_floor
+
+    sample = min(n, FLOOR_SAMPLE)
+    res["floor"] = {"verify": verify_floor(db, sample), "import": import_floor(jsonl, db, sample)}
+
     # Incremental: from the checkpoint just verified (nothing appended since). Its cost
     # should not grow with the ledger.
     since = run(
@@ -613,6 +621,14 @@ def table(result: dict[str, Any]) -> str:
     add("verify entries/s", lambda r: f"{r['verify']['entries_per_s']:,.0f}")
     add("verify CPU us/entry (all processes)", lambda r: f"{r['verify']['cpu_us_per_entry']:.0f}")
     add("verify findings", lambda r: str(r["verify"]["findings"]))
+    for job, unit in (("verify", "entry"), ("import", "object")):
+        add(
+            f"{job} floor CPU us/{unit} (checks alone)",
+            lambda r, job=job: (
+                f"{r['floor'][job]['floor_us']:.0f}"
+                f" (ceiling {r['floor'][job]['ceiling_per_s']:,.0f}/s)"
+            ),
+        )
     add(
         "verify --since-checkpoint (head) s",
         lambda r: (

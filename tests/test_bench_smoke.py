@@ -54,6 +54,16 @@ def test_bench_quick_run(tmp_path: Path) -> None:
     assert run["import_rerun"]["present"] == N
     assert run["verify"]["exit"] == 0 and run["verify"]["findings"] == 0
     assert run["verify"]["entries_per_s"] > 0
+    # The floor: every required step timed, on every object, the signatures on every
+    # attestation; their sum is the floor, and the ceiling follows from it.
+    for job in ("verify", "import"):
+        floor = run["floor"][job]
+        assert floor["objects"] == N
+        assert floor["attestations"] == run["by_kind"]["attestation"]
+        steps = floor["us_per_object"]
+        assert len(steps) >= 4 and all(us > 0 for us in steps.values())
+        assert floor["floor_us"] == sum(steps.values())
+        assert floor["ceiling_per_s"] == floor["cores"] * 1e6 / floor["floor_us"]
     since = run["verify_since_head"]
     assert (since["exit"], since["findings"]) == (0, 0)
     # Nothing was appended after the head checkpoint (its record is logged by the next
@@ -75,6 +85,7 @@ def test_bench_quick_run(tmp_path: Path) -> None:
     assert result["help_cold_start"]["median_ms"] > 0
     # The printed table names every measured row.
     assert "import objects/s" in proc.stdout and "verify entries/s" in proc.stdout
+    assert "verify floor CPU us/entry (checks alone)" in proc.stdout
     # The import curve: one slice here (the default slice is 100,000 objects).
     (only,) = imp["slices"]
     assert only["upto"] == N and only["objects_per_s"] > 0

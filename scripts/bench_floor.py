@@ -1,0 +1,223 @@
+"""The CPU floor of verify and import: what their required checks alone cost per object.
+
+``provledger verify`` must, for every entry, read its row, hash the stored bytes, show
+they are their own RFC 8785 form (which parses them), check the kind's schema, verify
+each attestation's Ed25519 signature, and hash the entry into the tree.
+``provledger import jsonl`` must parse each line, write its canonical bytes, hash them
+(and the legacy form), check the schema and verify attestation signatures, and then
+write the rows. This script times each of those steps alone, in one process, over a
+sample of a real ledger (and of the JSONL it was imported from), with the same
+functions the commands use. Their sum is a lower bound on the CPU per object: the
+commands add the audit's bookkeeping, the worker processes' plumbing and, for import,
+the SQLite writes (``scripts/bench_store.py`` measures those alone). Left out, so the
+bound stays a bound: the legacy digests ``verify`` recomputes from float hints, and the
+references, index columns and totals both commands derive.
+
+A rate target R on C cores needs at most C / R seconds of CPU per object, so the
+floor bounds the rate any design of the same steps in Python can reach:
+``ceiling = cores / floor``.
+
+    .venv/bin/python scripts/bench_floor.py --db LEDGER [--corpus JSONL] [--sample 20000]
+
+``scripts/bench.py`` runs it on every ledger it builds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import itertools
+import json
+import os
+import re
+import sys
+import time
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+from ledger.encoding.canonical import canonical_value, encode
+from ledger.encoding.digest import sha256_digest
+from ledger.log import merkle
+from ledger.log.leaf import entry_record
+from ledger.schema import validation as schema
+from ledger.schema.kinds import BLOB, detect_kind
+from ledger.store.sqlite import open_store
+from ledger.trust.attestation import ATTESTATION_KIND, parse_attestation
+from ledger.trust.dsse import pae
+from ledger.trust.identity import trust_index
+from ledger.trust.keys import verify
+from ledger.trust.presign import signing_keys
+
+VERIFY_TARGET = 20_000  # entries/s, issue 17
+IMPORT_TARGET = 10_000  # objects/s, issue 17
+Row = tuple[int, str, str, str, bytes]  # seq, kind, digest, appended_at, stored bytes
+_SUBJECT = re.compile(rb'"subject":\{"digest":"(sha256:[0-9a-f]{64})"')
+
+
+def _cpu(step: Callable[[], object]) -> float:
+    """CPU seconds of one call of ``step`` (the best of three: the least disturbed)."""
+    best = float("inf")
+    for _ in range(3):
+        start = time.process_time()
+        step()
+        best = min(best, time.process_time() - start)
+    return best
+
+
+def _each(fn: Callable[[Any], object], items: Iterable[Any]) -> Callable[[], None]:
+    def run() -> None:
+        for item in items:
+            fn(item)
+
+    return run
+
+
+def _signatures(rows: list[Row], keys: dict[str, bytes]) -> list[Any]:
+    """(key, message, signature) of each attestation whose subject is in ``rows``."""
+    data = {digest: blob for _seq, _kind, digest, _at, blob in rows}
+    out = []
+    for _seq, kind, _digest, _at, blob in rows:
+        if kind != ATTESTATION_KIND:
+            continue
+        found = _SUBJECT.search(blob)
+        subject = data.get(found.group(1).decode()) if found else None
+        detached = parse_attestation(blob)
+        key = keys.get(detached.signature.keyid)
+        if subject is not None and key is not None:
+            message = pae(detached.payload_type, subject)
+            out.append((key, message, detached.signature.sig))
+    return out
+
+
+def _checked(value: Any) -> bool:
+    spec = detect_kind(value)
+    return schema.is_valid(spec.name, value.get("schema_version"), value)
+
+
+def _canonical(data: bytes) -> object:
+    shown, value = canonical_value(data)
+    return value if shown else encode(data).value
+
+
+def _tree(rows: list[Row]) -> Callable[[], None]:
+    def run() -> None:
+        frontier = merkle.CompactRange()
+        for seq, kind, digest, at, _data in rows:
+            frontier.append(merkle.leaf_hash(entry_record(seq, kind, digest, at)))
+
+    return run
+
+
+def verify_floor(db: Path, sample: int) -> dict[str, Any]:
+    """Per-entry CPU (microseconds) of each step ``verify`` cannot skip, on the first
+    ``sample`` entries of ``db``."""
+    with open_store(db, readonly=True) as store, store.audit_session():
+        keys = signing_keys(trust_index(store))
+
+        def read() -> None:
+            for _row in itertools.islice(store.log_rows(since=0), sample):
+                pass
+
+        read_s = _cpu(read)
+        rows: list[Row] = [
+            (int(str(r.seq)), str(r.kind), str(r.digest), str(r.appended_at), r.object.data)
+            for r in itertools.islice(store.log_rows(since=0), sample)
+            if r.object is not None and isinstance(r.object.data, bytes)
+        ]
+    n = len(rows)
+    docs = [data for _s, kind, _d, _a, data in rows if kind != BLOB]
+    values = [_canonical(data) for data in docs]
+    signs = _signatures(rows, keys)
+    steps = {
+        "read the row": read_s,
+        "SHA-256 of the stored bytes": _cpu(_each(lambda d: hashlib.sha256(d).hexdigest(), docs)),
+        "parse, and show the bytes canonical": _cpu(_each(_canonical, docs)),
+        "kind and schema": _cpu(_each(_checked, values)),
+        "Ed25519 signatures": _cpu(_each(lambda s: verify(*s), signs)),
+        "leaf hash and tree": _cpu(_tree(rows)),
+    }
+    return _report(steps, n, VERIFY_TARGET, {"attestations": len(signs)})
+
+
+def import_floor(corpus: Path, db: Path, sample: int) -> dict[str, Any]:
+    """Per-object CPU (microseconds) of each check ``import jsonl`` cannot skip, on the
+    first ``sample`` lines of ``corpus`` (imported into ``db``, whose keys sign them)."""
+    with corpus.open("rb") as f:
+        lines = [line for line in itertools.islice(f, sample) if line.strip()]
+    encoded = [encode(line) for line in lines]
+    with open_store(db, readonly=True) as store, store.audit_session():
+        keys = signing_keys(trust_index(store))
+    rows: list[Row] = [
+        (i, str(e.value.get("provledger_kind")), sha256_digest(e.canonical), "", e.canonical)
+        for i, e in enumerate(encoded)
+    ]
+    signs = _signatures(rows, keys)
+
+    def digests(e: Any) -> None:
+        hashlib.sha256(e.canonical).hexdigest()
+        hashlib.sha256(e.legacy).hexdigest()
+
+    steps = {
+        "parse, write canonical and legacy bytes": _cpu(_each(encode, lines)),
+        "SHA-256 of both forms": _cpu(_each(digests, encoded)),
+        "kind and schema": _cpu(_each(_checked, [e.value for e in encoded])),
+        "Ed25519 signatures": _cpu(_each(lambda s: verify(*s), signs)),
+    }
+    return _report(steps, len(lines), IMPORT_TARGET, {"attestations": len(signs)})
+
+
+def _cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+def _report(steps: dict[str, float], n: int, target: int, extra: dict[str, Any]) -> dict[str, Any]:
+    per = {name: seconds / n * 1e6 for name, seconds in steps.items()}
+    floor = sum(per.values())
+    cores = _cores()
+    return {
+        "objects": n,
+        **extra,
+        "us_per_object": per,
+        "floor_us": floor,
+        "cores": cores,
+        "ceiling_per_s": cores * 1e6 / floor,
+        "target_per_s": target,
+        "budget_us": cores * 1e6 / target,
+    }
+
+
+def table(name: str, report: dict[str, Any]) -> str:
+    lines = [f"{name}: {report['objects']:,} objects ({report['attestations']:,} attestations)"]
+    for step, us in report["us_per_object"].items():
+        lines.append(f"  {step:<42}{us:8.1f} us")
+    lines.append(f"  {'floor (sum)':<42}{report['floor_us']:8.1f} us")
+    lines.append(
+        f"  budget for {report['target_per_s']:,}/s on {report['cores']} cores:"
+        f" {report['budget_us']:.0f} us; ceiling at the floor: {report['ceiling_per_s']:,.0f}/s"
+    )
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--db", type=Path, required=True, help="a ledger (read only)")
+    ap.add_argument("--corpus", type=Path, help="the JSONL it was imported from")
+    ap.add_argument("--sample", type=int, default=20_000)
+    ap.add_argument("--out", type=Path, help="write the JSON results here")
+    args = ap.parse_args(argv)
+    result: dict[str, Any] = {"verify": verify_floor(args.db, args.sample)}
+    if args.corpus is not None:
+        result["import"] = import_floor(args.corpus, args.db, args.sample)
+    for name, report in result.items():
+        print(table(name, report))
+    if args.out is not None:
+        args.out.write_text(json.dumps(result, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
