@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import sqlite3
 import subprocess
 import sys
@@ -274,7 +275,8 @@ def test_parent_and_workers_give_the_one_process_report(
         monkeypatch.setattr(parallel, "_ready", lambda task: True)
     with open_store(corpus_ledger, readonly=True) as store:
         pooled = audit(store, workers=2)
-    assert (stolen > 5) if steal == "always" else (stolen == 0)
+    # The parent always checks the first chunk itself, before the workers fork.
+    assert (stolen > 5) if steal == "always" else (stolen == 1)
     assert pooled.to_json() == alone.to_json()
     assert [f.to_json() for f in pooled.findings] == [f.to_json() for f in alone.findings]
     assert alone.ok is not tampered
@@ -282,6 +284,38 @@ def test_parent_and_workers_give_the_one_process_report(
         codes = {f.code for f in alone.findings}
         assert {"digest-mismatch", "object-row-invalid", "entry-object-mismatch"} <= codes
         assert {"hints-invalid", "tree-node-mismatch"} <= codes
+
+
+def test_workers_inherit_the_schema_checks_instead_of_building_them(
+    corpus_ledger: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The first chunk is checked before the workers fork, so the schema checks its
+    kinds need are built once, in the auditing process, and the worker uses them."""
+    from ledger.schema import _compiled
+
+    built = tmp_path / "built"
+    generate = _compiled.generate
+
+    def logged(*args: Any, **kwargs: Any) -> Any:
+        with built.open("a") as f:  # appended from whichever process builds
+            f.write(f"{os.getpid()}\n")
+        return generate(*args, **kwargs)
+
+    monkeypatch.setattr(_compiled, "generate", logged)
+    # The corpus repeats its kinds every 9 objects: the first chunk holds all of them,
+    # and the other nine chunks go to the worker.
+    monkeypatch.setattr(parallel, "_CHUNK", 9)
+    monkeypatch.setattr(parallel, "_ready", lambda task: True)  # the parent never steals
+    _compiled._compiled.cache_clear()
+    try:
+        with open_store(corpus_ledger, readonly=True) as store:
+            report = audit(store, workers=2)
+    finally:
+        _compiled._compiled.cache_clear()  # nothing built with the wrapper stays cached
+    assert report.ok
+    builders = built.read_text().split()
+    assert len(builders) >= 4  # one per kind and version of the corpus
+    assert set(builders) == {str(os.getpid())}
 
 
 def test_verify_json_is_utf8_when_a_stored_kind_is_not(corpus_ledger: Path) -> None:
