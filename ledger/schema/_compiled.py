@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
-from ledger.schema.loader import load_schema, validator
+from ledger.schema.loader import FORMATS_ASSERTED, load_schema
 
 Check = Callable[[Any], bool]
 Schema = dict[str, Any]
@@ -752,12 +752,10 @@ def compile_schema(schema: Any, *, formats_asserted: bool = False) -> Check:
 
 @cache
 def _compiled(kind: str, version: str) -> Check | None:
-    reference = validator(kind, version)  # also checks the schema itself
+    # Built from the schema alone: the reference validator (and jsonschema) is loaded
+    # only when a document needs its verdict.
     try:
-        generated = generate(
-            load_schema(kind, version),
-            formats_asserted=reference.format_checker is not None,
-        )
+        generated = generate(load_schema(kind, version), formats_asserted=FORMATS_ASSERTED)
     except Unsupported:
         return None
     return _load(generated, f"{kind} {version}")
