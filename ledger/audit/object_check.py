@@ -74,17 +74,26 @@ def _clean_refs(obj: StoredObject) -> list[tuple[str, str]] | None:
         return None
     if not spec.native:
         if obj.legacy_hints is not None:
-            # Hints turn the canonical integers back into the doubles the legacy form
-            # prints; only checked hints (integer to equal double) count as clean.
-            hints = parse_hints(value, obj.legacy_hints)  # HintError: not clean
-            applied = apply_checked_hints(value, hints)
-            spliced = _spliced_legacy(data, value, applied, hints) if shown else None
-            legacy = sha256_digest(legacy_bytes(applied) if spliced is None else spliced)
+            legacy = hinted_legacy_digest(data, value, shown, obj.legacy_hints)
         else:
             legacy = sha256_digest(legacy_form)
     expected = (version, spec.object_id(value), spec.object_version(value), legacy)
     stored = (obj.schema_version, obj.object_id, obj.object_version, obj.legacy_digest)
     return refs if expected == stored else None
+
+
+def hinted_legacy_digest(data: bytes, value: Any, shown: bool, hints_text: str) -> str:
+    """The legacy digest of canonical ``data`` (parsed: ``value``) with its float hints.
+
+    Hints turn the canonical integers back into the doubles the legacy form prints;
+    only checked hints (integer to equal double) count, else ``HintError``. ``shown``:
+    ``data`` is known to be ``json``'s own output for ``value`` (``canonical_value``), so
+    the legacy form is spliced from it instead of encoded whole.
+    """
+    hints = parse_hints(value, hints_text)
+    applied = apply_checked_hints(value, hints)
+    spliced = _spliced_legacy(data, value, applied, hints) if shown else None
+    return sha256_digest(legacy_bytes(applied) if spliced is None else spliced)
 
 
 # ``legacy_bytes``'s encoder (``json.dumps`` builds one per call); the differential tests
