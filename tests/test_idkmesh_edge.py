@@ -9,8 +9,11 @@ from pathlib import Path
 
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from hypothesis import given
+from hypothesis import strategies as st
 from ledger_state import append_unchecked
 
+from ledger.errors import KindError
 from ledger.schema import kinds
 from ledger.store.prepared import prepare_json
 from ledger.store.sqlite import SQLiteStore, open_store
@@ -49,6 +52,39 @@ def test_registry_data_gives_the_documented_detection_and_refs() -> None:
     ]
     assert kinds.get_kind("revocation").object_id({"key_id": "k"}) == "k"
     assert kinds.get_kind("attestation").object_id({"id": "x"}) is None
+
+
+_UPSTREAM = [spec for spec in kinds.KINDS.values() if not spec.native]
+_DETECT_KEYS = sorted({k for spec in _UPSTREAM for k in spec.detect_keys})
+
+
+@st.composite
+def _shapes(draw: st.DrawFn) -> dict[str, None]:
+    """The detect keys of some kinds (exactly one kind's, often), some taken away, some
+    other members added."""
+    chosen = draw(st.lists(st.sampled_from(_UPSTREAM), max_size=3))
+    keys = {k for spec in chosen for k in spec.detect_keys}
+    keys -= set(draw(st.lists(st.sampled_from(_DETECT_KEYS), max_size=2)))
+    keys |= set(draw(st.lists(st.sampled_from(["other", "schema_version"]), max_size=2)))
+    return dict.fromkeys(keys)
+
+
+@given(_shapes())
+def test_detection_is_the_documented_rule(doc: dict[str, None]) -> None:
+    """Exactly one non-native kind whose ``detect_keys`` are all members, in registry
+    order of the candidates; none or several is a ``KindError`` naming them."""
+    matches = [
+        spec
+        for spec in kinds.KINDS.values()
+        if not spec.native and all(key in doc for key in spec.detect_keys)
+    ]
+    if len(matches) == 1:
+        assert kinds.detect_kind(doc) is matches[0]
+        return
+    with pytest.raises(KindError) as caught:
+        kinds.detect_kind(doc)
+    if matches:
+        assert ", ".join(spec.name for spec in matches) in str(caught.value)
 
 
 @pytest.mark.parametrize(
