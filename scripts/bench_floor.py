@@ -134,16 +134,16 @@ def verify_floor(db: Path, sample: int) -> dict[str, Any]:
         # table): verify runs it beside the pass; per entry here.
         integrity_s = _cpu_once(lambda: store.storage_findings(whole=True))
         size = store.size()
-        rows: list[Row] = [
-            (int(str(r.seq)), str(r.kind), str(r.digest), str(r.appended_at), r.object.data)
-            for r in itertools.islice(store.log_rows(since=0), sample)
-            if r.object is not None and isinstance(r.object.data, bytes)
-        ]
-        hints = {
-            r.seq: r.object.legacy_hints
-            for r in itertools.islice(store.log_rows(since=0), sample)
-            if r.object is not None and isinstance(r.object.legacy_hints, str)
-        }
+        rows: list[Row] = []
+        hints: dict[int, str] = {}  # seq -> the stored float hints
+        for r in itertools.islice(store.log_rows(since=0), sample):
+            obj = r.object
+            if obj is None or not isinstance(obj.data, bytes):
+                continue
+            seq = int(str(r.seq))
+            rows.append((seq, str(r.kind), str(r.digest), str(r.appended_at), obj.data))
+            if isinstance(obj.legacy_hints, str):
+                hints[seq] = obj.legacy_hints
     n = len(rows)
     docs = [data for _s, kind, _d, _a, data in rows if kind != BLOB]
     values = [_canonical(data) for data in docs]

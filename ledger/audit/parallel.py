@@ -35,7 +35,7 @@ _CHUNK = 256  # rows per task sent to a worker
 # Pool tasks pending per worker before the parent checks a chunk itself. While the
 # parent checks a chunk and then audits the rows of those before it (tens of ms),
 # the worker lives on what is queued: with 2 per worker it ran dry (worker ~62% busy
-# at 100k on 2 cores); with 6 both stay busy (~10% less wall time, docs/PERFORMANCE.md),
+# at 100k on 2 cores); with 6 both stay busy (10-20% less wall time, docs/PERFORMANCE.md),
 # at ~1.2 MB of rows per queued chunk.
 _AHEAD = 6
 _RECENT = 4096  # objects kept in the parent to pair an attestation with its subject

@@ -75,7 +75,6 @@ class RecentSubjects:
     """
 
     def __init__(self, limit: int = 4096) -> None:
-        self.limit = limit
         self._data: FirstSeen[object, bytes] = FirstSeen(limit)  # digest (as read) -> bytes
 
     def see(self, kind: object, digest: object, data: bytes) -> tuple[bytes, bytes] | None:
