@@ -24,6 +24,7 @@ from __future__ import annotations
 import contextlib
 import multiprocessing.pool
 import multiprocessing.queues
+import os
 from multiprocessing.reduction import ForkingPickler
 from typing import Any
 
@@ -34,6 +35,14 @@ except ImportError:  # not on POSIX
 
 PIPE_BYTES = 1 << 20
 SENTINEL_WAIT_S = 1.0
+
+
+def usable_cpus() -> int:
+    """CPUs this process may run on (its affinity on Linux), at least 1."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
 
 
 class ResultQueue(multiprocessing.queues.SimpleQueue[Any]):

@@ -30,8 +30,6 @@ import argparse
 import hashlib
 import itertools
 import json
-import os
-import re
 import sys
 import time
 from collections.abc import Callable, Iterable
@@ -46,16 +44,16 @@ from ledger.log.leaf import entry_record
 from ledger.schema import validation as schema
 from ledger.schema.kinds import BLOB, detect_kind
 from ledger.store.sqlite import open_store
-from ledger.trust.attestation import ATTESTATION_KIND, parse_attestation
+from ledger.trust.attestation import parse_attestation
 from ledger.trust.dsse import pae
 from ledger.trust.identity import trust_index
 from ledger.trust.keys import verify
-from ledger.trust.presign import signing_keys
+from ledger.trust.presign import RecentSubjects, signing_keys
+from ledger.workers import usable_cpus
 
 VERIFY_TARGET = 20_000  # entries/s, issue 17
 IMPORT_TARGET = 10_000  # objects/s, issue 17
 Row = tuple[int, str, str, str, bytes]  # seq, kind, digest, appended_at, stored bytes
-_SUBJECT = re.compile(rb'"subject":\{"digest":"(sha256:[0-9a-f]{64})"')
 
 
 def _cpu(step: Callable[[], object]) -> float:
@@ -84,19 +82,18 @@ def _each(fn: Callable[[Any], object], items: Iterable[Any]) -> Callable[[], Non
 
 
 def _signatures(rows: list[Row], keys: dict[str, bytes]) -> list[Any]:
-    """(key, message, signature) of each attestation whose subject is in ``rows``."""
-    data = {digest: blob for _seq, _kind, digest, _at, blob in rows}
+    """(key, message, signature) of each attestation whose subject comes before it in
+    ``rows``, paired as the commands' workers pair them (``RecentSubjects``)."""
+    recent = RecentSubjects(len(rows) + 1)  # every earlier row is a candidate subject
     out = []
-    for _seq, kind, _digest, _at, blob in rows:
-        if kind != ATTESTATION_KIND:
+    for _seq, kind, digest, _at, blob in rows:
+        pair = recent.see(kind, digest, blob)
+        if pair is None:
             continue
-        found = _SUBJECT.search(blob)
-        subject = data.get(found.group(1).decode()) if found else None
-        detached = parse_attestation(blob)
+        detached = parse_attestation(pair[0])
         key = keys.get(detached.signature.keyid)
-        if subject is not None and key is not None:
-            message = pae(detached.payload_type, subject)
-            out.append((key, message, detached.signature.sig))
+        if key is not None:
+            out.append((key, pae(detached.payload_type, pair[1]), detached.signature.sig))
     return out
 
 
@@ -197,17 +194,10 @@ def import_floor(corpus: Path, db: Path, sample: int) -> dict[str, Any]:
     return _report(steps, len(lines), IMPORT_TARGET, {"attestations": len(signs)})
 
 
-def _cores() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        return os.cpu_count() or 1
-
-
 def _report(steps: dict[str, float], n: int, target: int, extra: dict[str, Any]) -> dict[str, Any]:
     per = {name: seconds / n * 1e6 for name, seconds in steps.items()}
     floor = sum(per.values())
-    cores = _cores()
+    cores = usable_cpus()
     return {
         "objects": n,
         **extra,

@@ -249,3 +249,17 @@ def test_a_refused_span_stops_the_import_after_a_prefix(ledger_path: Path, tmp_p
             valid.append(prepare_json(line).digest)
     assert 0 < len(stored) < len(valid)
     assert stored == valid[: len(stored)]
+
+
+@pytest.mark.parametrize(("cpus", "verify", "importing"), [(1, 1, 1), (2, 2, 2), (5, 3, 2)])
+def test_worker_counts_follow_the_cpus_this_process_may_use(
+    monkeypatch: pytest.MonkeyPatch, cpus: int, verify: int, importing: int
+) -> None:
+    """One count of usable CPUs (the affinity), capped per command: verify at 3, import at 2."""
+    from ledger.audit import parallel
+    from ledger.store import bulk
+
+    monkeypatch.setattr(os, "sched_getaffinity", lambda _pid: set(range(cpus)), raising=False)
+    assert parallel.default_workers(parallel.POOL_THRESHOLD) == verify
+    assert parallel.default_workers(parallel.POOL_THRESHOLD - 1) == 1  # small: in process
+    assert bulk.default_workers() == importing

@@ -16,7 +16,6 @@ anything not computed ahead (or computed for other bytes) it verifies itself.
 from __future__ import annotations
 
 import multiprocessing
-import os
 import signal
 from collections import deque
 from collections.abc import Iterable, Iterator
@@ -25,7 +24,7 @@ from typing import Any
 from ledger.audit.object_check import CheckResult, check_object
 from ledger.store.base import RawLogRow, RawObjectRow, StoredObject
 from ledger.trust.presign import Presign, RecentSubjects, Verdict, presign_verdicts
-from ledger.workers import Pool
+from ledger.workers import Pool, usable_cpus
 
 __all__ = ["POOL_THRESHOLD", "Presign", "default_workers", "with_object_checks"]
 
@@ -118,11 +117,7 @@ def default_workers(entries: int) -> int:
     1 (in process) below the threshold, else one per CPU, at most 3."""
     if entries < POOL_THRESHOLD:
         return 1
-    try:
-        cpus = len(os.sched_getaffinity(0))
-    except AttributeError:
-        cpus = os.cpu_count() or 1
-    return max(1, min(3, cpus))
+    return min(3, usable_cpus())
 
 
 def with_object_checks(

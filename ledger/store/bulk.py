@@ -43,7 +43,7 @@ from ledger.errors import DocumentTooLargeError, InputError, LedgerError
 from ledger.store.base import Store
 from ledger.store.prepared import Prepared, prepare_json
 from ledger.trust.presign import Presign, RecentSubjects, Verdict, presign_verdicts, signing_keys
-from ledger.workers import Pool
+from ledger.workers import Pool, usable_cpus
 
 DEFAULT_BATCH = 12500  # valid lines per transaction (docs/PERFORMANCE.md: why)
 BLOCK_BYTES = 1 << 20  # lines are shipped to workers in blocks of about this size
@@ -62,11 +62,7 @@ _BLANK = b" \t\r"
 
 def default_workers() -> int:
     """min(2, CPUs available to this process)."""
-    try:
-        cpus = len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        cpus = os.cpu_count() or 1
-    return max(1, min(2, cpus))
+    return min(2, usable_cpus())
 
 
 @dataclass(frozen=True)
