@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from cohorts.errors import CohortError
@@ -62,6 +63,7 @@ def governed_what(kind: str, value: Mapping[str, object] | None) -> Governed | N
     return None
 
 
+@dataclass(frozen=True)
 class CohortGovernance:
     """``Governance``: cohort stage changes, burn notices and bindings."""
 
@@ -71,6 +73,7 @@ class CohortGovernance:
         return governed_what(obj.kind, _value(obj))
 
 
+@dataclass(frozen=True)
 class CohortLifecycle:
     """``StateRule``: a new cohort document is a legal successor of the stored one."""
 
@@ -97,5 +100,6 @@ class CohortLifecycle:
 
 
 def policy_parts() -> PolicyParts:
-    """What the CLI composition root installs into the ledger's admission policy."""
+    """IDKMesh's cohort rules, as a part of the package's default policy (the
+    ``idkmesh-cohorts`` entry point of the ``provledger.policy`` group)."""
     return PolicyParts(governance=(CohortGovernance(),), state_rules=(CohortLifecycle(),))

@@ -40,7 +40,6 @@ from typing import Any, Literal
 
 from cohorts.burn import Reference, burn_facts_from_extensions, upstream_burn_date
 from cohorts.lookup import BENCHMARK_COHORT, BURN_NOTICE
-from cohorts.service import check_authority
 from cohorts.validation import schema_validator
 from ledger.bounded import DOCUMENT_LIMIT, check_size, read_bounded
 from ledger.encoding.canonical import parse_strict
@@ -400,25 +399,21 @@ Pending = list[tuple[str, Status, str, list[Prepared]]]
 def _attestations(
     store: Store, objects: list[Prepared], authority: Signer | None
 ) -> list[Prepared]:
-    """The authority's attestation over each authority-governed object (none unsigned)."""
-    from cohorts.admission import governed_what
-    from cohorts.store_lookup import stored_value
+    """The authority's attestation over each object the store's admission policy governs
+    (none unsigned). A wrong key is refused by admission, in the append."""
     from ledger.store.base import StoredObject
 
     if authority is None:
         return []
+    policy = store.policy
     governed = [
         p
         for p in objects
-        if p.kind != "blob"
-        and governed_what(
-            p.kind,
-            stored_value(StoredObject(p.digest, 0, p.kind, None, None, None, None, None, p.data)),
+        if policy.governed(
+            StoredObject(p.digest, 0, p.kind, None, None, None, None, None, p.data), store
         )
         is not None
     ]
-    if governed:
-        check_authority(store, authority)
     return [attest_prepared(p, authority) for p in governed]
 
 
@@ -502,7 +497,6 @@ def _burn_notice(
         )
         batch = [prepared]
         if authority is not None:
-            check_authority(store, authority)
             batch.append(attest_prepared(prepared, authority))
         result = store.append_many(batch, history=authority is None)[0]
     except LedgerError as exc:

@@ -214,7 +214,7 @@ def _attestations(chain: _Chain, digest: str, result: Mapping[str, object]) -> C
     from ledger.trust.judgement import check_subject_attestations, subject_verdict
 
     try:
-        verdicts = check_subject_attestations(chain.reader, digest)
+        verdicts = check_subject_attestations(chain.reader, digest, chain.reader.policy)
     except LedgerError as exc:
         return Check("attestation", "failed", f"attestations unreadable: {exc}")
     ok, reason = subject_verdict(verdicts)

@@ -1,9 +1,12 @@
 """Cohort operations on a store: freeze, burn, bind, audit.
 
-Every write runs its rule checks twice: once before signing (to report every failed item
-early) and again inside ``append_many``'s precheck, i.e. under the write lock, against
-the ledger as it is at commit time, so check-then-write is atomic. A refused operation
-leaves the ledger unchanged.
+Every write runs its checks twice: once before appending (its gate, then the ledger's
+own admission rules on exactly the batch it will append: ``AdmissionPolicy.precheck``,
+so the authority key and the lifecycle are judged by the one copy of those rules, to
+report every failed item early) and again inside ``append_many``, i.e. under the write
+lock, against the ledger as it is at commit time (its precheck re-runs the gate, the
+store runs admission), so check-then-write is atomic. A refused operation leaves the
+ledger unchanged.
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ from cohorts.burn import (
 from cohorts.definition import definition_digests
 from cohorts.errors import CohortInputError, GateError, LifecycleError
 from cohorts.findings import CohortFinding, error, info, sort_key
-from cohorts.lifecycle import check_update, freeze, freeze_findings, require_freezable
+from cohorts.lifecycle import freeze, freeze_findings, require_freezable
 from cohorts.lookup import BENCHMARK_COHORT, BURN_NOTICE, EVALUATOR_PLAN, StoredDoc, resolve
 from cohorts.standing import StandingLookup
 from cohorts.store_lookup import StoreLookup
@@ -122,12 +125,12 @@ def unattested_burn_notices(reader: LedgerReader, cohort_id: str) -> list[Stored
 def freeze_document(
     cohort: Mapping[str, object], reader: LedgerReader
 ) -> tuple[dict[str, Any], list[CohortFinding]]:
-    """The document to append and the gate's findings; raises on any refusal.
+    """The document to append and the freeze gate's findings; raises on any refusal.
 
     A cohort already at ``frozen`` is checked as given (its recorded digest must
     reproduce); a scaffold/collecting one becomes frozen with its legacy definition
-    digest recorded (``lifecycle.freeze``). Stage moves and definition changes are
-    checked against the newest stored document with the same id.
+    digest recorded (``lifecycle.freeze``). Whether it may follow the stored documents
+    of its id (the lifecycle) is the admission policy's rule, judged on the batch.
     """
     lookup = StoreLookup(reader)
     if cohort.get("stage") == "frozen":
@@ -136,19 +139,16 @@ def freeze_document(
     else:
         doc = freeze(cohort, lookup, schema_validator)  # runs the gate on the frozen doc
         found = []
-    cohort_id = as_str(doc.get("id"))
-    previous = lookup.latest_cohort(cohort_id) if cohort_id else None
-    check_update(None if previous is None else previous.value, doc)
     return doc, found
 
 
 def freeze_cohort(store: Store, cohort: Mapping[str, object], signer: Signer) -> Written:
     """Append the frozen cohort and the authority's attestation over it when the freeze
-    gate holds (atomically re-checked)."""
-    check_authority(store, signer)
+    gate and the admission rules hold (atomically re-checked)."""
     doc, found = freeze_document(cohort, store)
     prepared = prepare_value(doc, BENCHMARK_COHORT)
     items = [prepared, attest_prepared(prepared, signer)]
+    store.policy.precheck(store, items)  # authority key, lifecycle: the ledger's own rules
 
     def precheck(reader: LedgerReader) -> None:
         freeze_document(doc, reader)
@@ -172,16 +172,6 @@ def reference_for(ref: str, rel: str = "successor") -> Reference:
     if "://" in text:
         return Reference(rel, "uri", text)  # type: ignore[arg-type]
     return Reference(rel, "cohort", text)  # type: ignore[arg-type]
-
-
-def check_authority(reader: LedgerReader, signer: Signer) -> None:
-    """Refuse a signing key that is not the ledger's authority key."""
-    expected = reader.get_meta("authority_key_id")
-    if expected is not None and signer.key_id != expected:
-        raise RuleViolation(
-            f"authority key, got key id {signer.key_id}, expected the ledger's {expected}"
-            " (--authority-key, default <db>.authority.key)"
-        )
 
 
 def _burn_plan(
@@ -224,7 +214,6 @@ def _burn_plan(
     found = require_burnable(cohort, notice)
     burned = copy.deepcopy(cohort)
     burned["stage"] = "burned"
-    check_update(cohort, burned)
     return burned, notice, found
 
 
@@ -240,14 +229,14 @@ def burn_cohort(
     issued_at: str | None = None,
 ) -> Written:
     """Append (one transaction) the burned cohort document, the burn notice and the
-    authority's attestation over the notice. A second burn is refused."""
-    check_authority(store, signer)
+    authority's attestation over each. A second burn is refused."""
     when = issued_at or now_rfc3339()
     burned, notice, found = _burn_plan(
         store, cohort_id, reason, when, excluded, observed, successors
     )
     items = [prepare_value(burned, BENCHMARK_COHORT), prepare_value(notice, BURN_NOTICE)]
     items += [attest_prepared(items[0], signer), attest_prepared(items[1], signer)]
+    store.policy.precheck(store, items)  # authority key, lifecycle: the ledger's own rules
 
     def precheck(reader: LedgerReader) -> None:
         _burn_plan(reader, cohort_id, reason, when, excluded, observed, successors)
@@ -359,7 +348,7 @@ def _calibration_signers(
     from ledger.trust.judgement import check_subject_attestations
 
     signers = []
-    for verdict in check_subject_attestations(reader, digest):
+    for verdict in check_subject_attestations(reader, digest, reader.policy):
         identity = next((i for i in index.identities if i.digest == verdict.identity_digest), None)
         if (
             verdict.ok
@@ -572,10 +561,10 @@ def bind_cohort(
 
     ``successor`` is the successor document or its id; either way the gate runs on the
     stored, attested successor."""
-    check_authority(store, signer)
     binding = _bind_plan(store, successor, predecessor_id, plans, calibrations)
     items = [prepare_value(binding, "cohort-binding")]
     items.append(attest_prepared(items[0], signer))
+    store.policy.precheck(store, items)  # the authority key: the ledger's own rule
 
     def precheck(reader: LedgerReader) -> None:
         if _bind_plan(reader, successor, predecessor_id, plans, calibrations) != binding:
@@ -670,7 +659,7 @@ def attestation_state(reader: LedgerReader, digest: str) -> str:
     from ledger.trust.judgement import check_subject_attestations
 
     try:
-        verdicts = check_subject_attestations(reader, digest)
+        verdicts = check_subject_attestations(reader, digest, reader.policy)
     except LedgerError as exc:
         return f"attestations unreadable ({exc})"
     if not verdicts:

@@ -11,26 +11,35 @@ to show that what admission refuses is also never counted when it is already sto
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from ledger.log.merkle import root
 from ledger.store.backends import open_store
 from ledger.store.base import LedgerReader, SignatureVerdicts, StoredObject
 from ledger.store.prepared import Prepared
+from ledger.trust.admission import AdmissionPolicy, Refusal, default_policy
 
 
-class AdmitAll:
-    """An ``Admission`` that admits every batch."""
+@dataclass(frozen=True)
+class AdmitAll(AdmissionPolicy):
+    """The package's policy for judging, but refusing nothing when appending."""
 
-    def admit(
+    def refusals(
         self,
         reader: LedgerReader,
         new: Sequence[StoredObject],
         *,
         history: bool,
         signatures: SignatureVerdicts | None = None,
-    ) -> None:
-        return None
+    ) -> list[Refusal]:
+        return []
+
+
+def admit_all() -> AdmitAll:
+    """``AdmitAll`` with the package's rules for every judgement but admission."""
+    policy = default_policy()
+    return AdmitAll(policy.governance, policy.state_rules, policy.attestation)
 
 
 def state(db: Path) -> tuple[int, str]:
@@ -42,5 +51,5 @@ def state(db: Path) -> tuple[int, str]:
 
 def append_unchecked(db: Path, items: Sequence[Prepared]) -> list[str]:
     """Append ``items`` in one transaction with no admission rule; their digests."""
-    with open_store(db, admission=AdmitAll()) as store:
+    with open_store(db, policy=admit_all()) as store:
         return [r.entry.digest for r in store.append_many(items)]

@@ -123,7 +123,7 @@ def test_hand_written_binding_refused_on_every_path(upstream: Led, corpus: Path)
     stranger = led.dir / "stranger.key"
     led.run("key", "generate", str(stranger))
     forged = _attestation_file(led, binding, "att.json", Ed25519Signer.from_file(stranger))
-    led.refused("append", path, forged, says=("attestation", "unregistered-key"))
+    led.refused("append", path, forged, says=("cohort-binding", "got an attestation by key"))
     # A folder holding it: never imported from there, whatever the mode.
     folder = led.dir / "tree" / "benchmarks" / "x"
     folder.mkdir(parents=True)

@@ -27,7 +27,6 @@ from cohorts.errors import CohortError
 from cohorts.lifecycle import STAGES, check_update
 from cohorts.service import freeze_cohort
 from cohorts.store_lookup import stored_value
-from ledger.cli import install_idkmesh
 from ledger.create import initialise
 from ledger.errors import LedgerError
 from ledger.store.bulk import import_jsonl
@@ -35,8 +34,6 @@ from ledger.store.prepared import prepare_json, prepare_value
 from ledger.store.sqlite import SQLiteStore, open_store
 from ledger.trust.attestation import attest_prepared
 from ledger.trust.keys import Ed25519Signer
-
-install_idkmesh()  # the IDKMesh admission rules, installed as the CLI installs them
 
 TOY = Path(__file__).resolve().parents[1] / "examples" / "cohorts" / "toy"
 BASE: dict[str, Any] = json.loads((TOY / "cohort-v1.json").read_text())

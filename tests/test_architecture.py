@@ -256,3 +256,121 @@ def test_no_hidden_import_edges() -> None:
             ):
                 found.append(f"{name}:{node.lineno}")
     assert found == []
+
+
+# -- the admission policy is a value: no module holds policy state ----------------------
+
+#: Modules that define, compose or apply the admission policy.
+POLICY_MODULES = (
+    "ledger.trust.admission",
+    "ledger.trust.policy",
+    "ledger.trust.judgement",
+    "ledger.trust.identity",
+    "ledger.audit.attestations",
+    "cohorts.admission",
+    "cohorts.standing",
+    "verifiers.attestation_policy",
+)
+#: Calls whose result cannot be changed in place.
+IMMUTABLE_CALLS = {"frozenset", "tuple", "MappingProxyType", "re.compile", "get_args", "Final"}
+CACHES = {"cache", "lru_cache", "functools.cache", "functools.lru_cache", "cached_property"}
+
+
+def _frozen_classes() -> set[str]:
+    """Names of every ``@dataclass(frozen=True)`` class in our packages."""
+    found = set()
+    for path in MODULES.values():
+        for node in ast.walk(ast.parse(path.read_text("utf-8"))):
+            if isinstance(node, ast.ClassDef) and any(
+                "frozen=True" in ast.unparse(d) for d in node.decorator_list
+            ):
+                found.add(node.name)
+    return found
+
+
+def _policy_state(source: str, frozen: set[str]) -> list[str]:
+    """Mutable state a module keeps: module-level values that can change in place,
+    ``global`` rebinding, memo caches, and assignments to attributes of module-level
+    names (``_Installed.policy = x``)."""
+    tree = ast.parse(source)
+    found = []
+    module_names = set()
+    for node in tree.body:
+        targets = []
+        if isinstance(node, ast.ClassDef):
+            module_names.add(node.name)
+        elif isinstance(node, ast.Import | ast.ImportFrom):
+            module_names.update((a.asname or a.name).split(".")[0] for a in node.names)
+        if isinstance(node, ast.Assign):
+            targets, value = node.targets, node.value
+        elif isinstance(node, ast.AnnAssign) and node.value is not None:
+            targets, value = [node.target], node.value
+        else:
+            continue
+        module_names.update(t.id for t in targets if isinstance(t, ast.Name))
+        if not _immutable(value, frozen):
+            found.append(f"{node.lineno}: {ast.unparse(node)[:60]}")
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Global):
+            found.append(f"{node.lineno}: global {', '.join(node.names)}")
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            for d in node.decorator_list:
+                name = ast.unparse(d.func if isinstance(d, ast.Call) else d)
+                if name in CACHES:
+                    found.append(f"{node.lineno}: @{name} {node.name}")
+            for sub in ast.walk(node):
+                for target in getattr(sub, "targets", [getattr(sub, "target", None)]):
+                    base = target
+                    while isinstance(base, ast.Attribute | ast.Subscript):
+                        base = base.value
+                    if (
+                        target is not base
+                        and isinstance(base, ast.Name)
+                        and base.id in module_names
+                    ):
+                        found.append(f"{sub.lineno}: {ast.unparse(target)} assigned")
+    return found
+
+
+def _immutable(value: ast.expr, frozen: set[str]) -> bool:
+    if isinstance(value, ast.Constant | ast.Name | ast.Attribute | ast.BinOp | ast.JoinedStr):
+        return True
+    if isinstance(value, ast.Tuple):
+        return all(_immutable(e, frozen) for e in value.elts)
+    if isinstance(value, ast.Subscript):  # a type alias: Literal[...], tuple[...]
+        return True
+    if isinstance(value, ast.Call):
+        name = ast.unparse(value.func)
+        return name in IMMUTABLE_CALLS or name in frozen
+    return False
+
+
+def test_no_module_level_mutable_policy_state() -> None:
+    frozen = _frozen_classes()
+    found = {
+        name: state
+        for name in POLICY_MODULES
+        if (state := _policy_state(MODULES[name].read_text("utf-8"), frozen))
+    }
+    assert found == {}
+    # Nothing installs a policy or looks one up from a module.
+    names = {
+        node.name
+        for name in POLICY_MODULES
+        for node in ast.walk(ast.parse(MODULES[name].read_text("utf-8")))
+        if isinstance(node, ast.FunctionDef)
+    }
+    assert names & {"install", "current_policy"} == set()
+
+
+def test_the_policy_state_check_catches_the_known_cases() -> None:
+    frozen = {"Frozen"}
+    assert _policy_state("class R: ...\n_REGISTRY = R()\n", frozen)
+    assert _policy_state("_FACTORIES = []\n", frozen)
+    assert _policy_state("_KNOWN = {'a': 1}\n", frozen)
+    assert _policy_state("x = None\ndef install(p):\n    global x\n    x = p\n", frozen)
+    assert _policy_state("class _I:\n    p = None\ndef f(v):\n    _I.p = v\n", frozen)
+    assert _policy_state("from x import policy\ndef f(v):\n    policy.current = v\n", frozen)
+    assert _policy_state("import functools\n@functools.cache\ndef load(): ...\n", frozen)
+    assert not _policy_state("A = Frozen()\nB = (1, 'x')\nC = frozenset({1})\n", frozen)
+    assert not _policy_state("def f(self):\n    self.x = 1\n", frozen)

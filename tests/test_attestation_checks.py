@@ -93,7 +93,7 @@ def test_attest_builds_without_appending(
     assert [r.entry.seq for r in results] == [size, size + 1]
     assert attest(store, vr.digest, signer) == att  # deterministic, and nothing appended
     assert store.size() == size + 2
-    [verdict] = check_subject_attestations(store, vr.digest)
+    [verdict] = check_subject_attestations(store, vr.digest, store.policy)
     assert verdict.ok and verdict.verifier_id == VERIFIER[0] and verdict.seq == size + 1
     assert subject_verdict([verdict]) == (True, "1 valid attestation(s)")
     stored = store.get(att.digest)
@@ -114,20 +114,23 @@ def test_authority_signs_non_verifier_kinds(
 ) -> None:
     work_unit = prepare_json((corpus / WORK_UNIT).read_bytes())
     store.append_many([work_unit, attest_prepared(work_unit, authority)])
-    [verdict] = check_subject_attestations(store, work_unit.digest)
+    [verdict] = check_subject_attestations(store, work_unit.digest, store.policy)
     assert verdict.ok and verdict.signer == "authority"
     # A registered verifier key may sign a work unit (no verifier binding to check) ...
     signer = _signer(2)
     _register(store, authority, signer)
     store.append_many([attest(store, work_unit.digest, signer)])
-    assert [v.ok for v in check_subject_attestations(store, work_unit.digest)] == [True, True]
+    assert [v.ok for v in check_subject_attestations(store, work_unit.digest, store.policy)] == [
+        True,
+        True,
+    ]
     # ... an unregistered one may not: admission refuses it, and one stored past
     # admission (an older ledger) is judged invalid.
     stranger = attest(store, work_unit.digest, _signer(3))
     with pytest.raises(AdmissionRefused, match="unregistered-key"):
         store.append_many([stranger])
     append_unchecked(store.path, [stranger])
-    verdicts = check_subject_attestations(store, work_unit.digest)
+    verdicts = check_subject_attestations(store, work_unit.digest, store.policy)
     assert [v.codes for v in verdicts] == [(), (), ("unregistered-key",)]
     assert subject_verdict(verdicts)[0] is False
 
@@ -142,11 +145,13 @@ def test_identity_is_in_force_from_its_authority_attestation(
     # Identity alone, then a signature, then (too late) the authority attestation. Admission
     # refuses the first batch; a ledger written before admission may hold it.
     first = [identity, vr, attest_prepared(vr, signer)]
-    with pytest.raises(AdmissionRefused, match=r"identity-not-authorized.*and 1 more"):
+    with pytest.raises(
+        AdmissionRefused, match=r"verifier identity .* authority-governed.*and 1 more"
+    ):
         store.append_many(first)
     append_unchecked(store.path, first)
     store.append_many([attest_prepared(identity, authority)])
-    [early] = check_subject_attestations(store, vr.digest)
+    [early] = check_subject_attestations(store, vr.digest, store.policy)
     assert early.codes == ("identity-not-authorized",)
     index = trust_index(store)
     [record] = index.identities
@@ -164,13 +169,19 @@ def test_retirement_is_in_force_from_its_authority_attestation(
     with pytest.raises(AdmissionRefused, match="authority-governed"):
         store.append_many(first)
     append_unchecked(store.path, first)  # as a ledger written before admission may hold it
-    assert check_subject_attestations(store, vr.digest)[0].ok  # revocation not yet attested
+    assert check_subject_attestations(store, vr.digest, store.policy)[
+        0
+    ].ok  # revocation not yet attested
     store.append_many([attest_prepared(revocation, authority)])
-    assert check_subject_attestations(store, vr.digest)[0].ok  # retired after the signature
+    assert check_subject_attestations(store, vr.digest, store.policy)[
+        0
+    ].ok  # retired after the signature
     with pytest.raises(IdentityError, match="already revoked"):
         revoke_key(store, signer.key_id, "retired", authority=authority)
     revoke_key(store, signer.key_id, "compromised", authority=authority)
-    assert check_subject_attestations(store, vr.digest)[0].codes == ("revoked-compromised",)
+    assert check_subject_attestations(store, vr.digest, store.policy)[0].codes == (
+        "revoked-compromised",
+    )
 
 
 def test_check_envelope_judges_as_if_appended_now(
@@ -180,18 +191,21 @@ def test_check_envelope_judges_as_if_appended_now(
     vr = _vr(corpus)
     store.append_many([vr])
     envelope = sign_envelope(payload_type_for(vr.kind), vr.data, signer)
-    assert check_envelope(store, envelope)[0].codes == ("unregistered-key",)
+    assert check_envelope(store, envelope, store.policy)[0].codes == ("unregistered-key",)
     _register(store, authority, signer)
-    assert check_envelope(store, envelope)[0].ok
+    assert check_envelope(store, envelope, store.policy)[0].ok
     two = Envelope(
         envelope.payload,
         envelope.payload_type,
         (*envelope.signatures, Signature(stranger.key_id, envelope.signatures[0].sig)),
     )
-    assert [v.codes for v in check_envelope(store, two)] == [(), ("unregistered-key",)]
+    assert [v.codes for v in check_envelope(store, two, store.policy)] == [
+        (),
+        ("unregistered-key",),
+    ]
     assert len(detach_envelope(store, two)) == 2
     orphan = sign_envelope(payload_type_for(vr.kind), vr.data + b"\n", signer)
-    assert "subject-missing" in check_envelope(store, orphan)[0].codes
+    assert "subject-missing" in check_envelope(store, orphan, store.policy)[0].codes
     with pytest.raises(NotFound):
         detach_envelope(store, orphan)
 
@@ -202,7 +216,7 @@ def test_check_attestation_reads_malformed_objects(store: SQLiteStore) -> None:
     bogus = StoredObject(
         "sha256:" + "1" * 64, 9, "attestation", "0.1", None, None, None, None, b"{}"
     )
-    verdict = check_attestation(store, bogus)
+    verdict = check_attestation(store, bogus, store.policy)
     assert verdict.codes == ("malformed",)
 
 
@@ -251,10 +265,10 @@ def test_any_single_change_is_caught(
     store, payload = signed_store
     signer = _signer(9)
     envelope = sign_envelope(payload_type_for("work-unit"), payload, signer)
-    [wrong] = check_envelope(store, envelope)
+    [wrong] = check_envelope(store, envelope, store.policy)
     assert wrong.codes == ("payload-type-mismatch",)  # signed as the wrong kind on purpose
     envelope = sign_envelope(payload_type_for("blob"), payload, signer)
-    [good] = check_envelope(store, envelope)
+    [good] = check_envelope(store, envelope, store.policy)
     assert good.ok
     if field == "sig":
         sig = bytearray(envelope.signatures[0].sig)
@@ -270,5 +284,5 @@ def test_any_single_change_is_caught(
         raw[bit % len(raw)] ^= 1 << (bit % 7)
         changed = Envelope(bytes(raw), envelope.payload_type, envelope.signatures)
         expected = {"subject-missing"}
-    [verdict] = check_envelope(store, changed)
+    [verdict] = check_envelope(store, changed, store.policy)
     assert expected <= set(verdict.codes)

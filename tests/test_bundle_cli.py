@@ -20,7 +20,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 # Bundle format, not trust: the attestations' signers are arbitrary keys, so write
 # past admission (tests/test_admission.py covers what admission refuses).
-from ledger_state import AdmitAll
+from ledger_state import admit_all
 from typer.testing import CliRunner
 
 from ledger.cli import app
@@ -54,7 +54,7 @@ def setup(tmp_path: Path, runner: CliRunner) -> Setup:
     vkey = _ok(runner, "init", "--db", str(db)).splitlines()[-1]
     subject = prepare_blob(b"evidence bytes\n")
     atts = [attest_prepared(subject, Ed25519Signer(Ed25519PrivateKey.generate())) for _ in "ab"]
-    with open_store(db, admission=AdmitAll()) as store:
+    with open_store(db, policy=admit_all()) as store:
         store.append_many([prepare_blob(b"%d" % i) for i in range(5)])
         store.append_many([subject, atts[0], prepare_blob(b"x"), atts[1], prepare_blob(b"y")])
     _ok(runner, "checkpoint", "--db", str(db))
@@ -127,7 +127,7 @@ def test_export_by_id_resolution_and_errors(
 
 def test_export_refuses_without_checkpoint(setup: Setup, runner: CliRunner, tmp_path: Path) -> None:
     fresh = prepare_blob(b"after the checkpoint")
-    with open_store(setup.db, admission=AdmitAll()) as store:
+    with open_store(setup.db, policy=admit_all()) as store:
         store.append_many([fresh])
     out = tmp_path / "b.json"
     result = runner.invoke(
@@ -148,7 +148,7 @@ def test_export_notes_attestations_newer_than_checkpoint(
     late = attest_prepared(
         prepare_blob(b"evidence bytes\n"), Ed25519Signer(Ed25519PrivateKey.generate())
     )
-    with open_store(setup.db, admission=AdmitAll()) as store:
+    with open_store(setup.db, policy=admit_all()) as store:
         store.append_many([late])
     out = tmp_path / "b.json"
     result = runner.invoke(

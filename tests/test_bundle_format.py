@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 
 # Bundle format, not trust: the attestations' signers are arbitrary keys, so write
 # past admission (tests/test_admission.py covers what admission refuses).
-from ledger_state import AdmitAll
+from ledger_state import admit_all
 
 from ledger.create import initialise
 from ledger.errors import InputError, NotFound
@@ -135,7 +135,7 @@ def _build(tmp_path: Path, *, before: int, blob: bytes, attestations: int, after
         items.append(prepare_blob(b"between %d" % n))
         items.append(attest_prepared(subject, signer))
     items.extend(prepare_blob(b"after %d" % i) for i in range(after))
-    with open_store(db, admission=AdmitAll()) as store:
+    with open_store(db, policy=admit_all()) as store:
         store.append_many(items)
         make_checkpoint(store, load_private_key(tmp_path / "log.key"))
         bundle, omitted = build_bundle(store, subject.digest)
@@ -199,7 +199,7 @@ def test_json_object_bundle_and_no_attestations(tmp_path: Path) -> None:
 
     blob = prepare_blob(b"x")
     att = attest(blob, Ed25519Signer(Ed25519PrivateKey.generate()))
-    with open_store(db, admission=AdmitAll()) as store:
+    with open_store(db, policy=admit_all()) as store:
         store.append_many([blob, att])
         make_checkpoint(store, load_private_key(tmp_path / "log.key"))
         # The attestation itself is a JSON object: bundle it (it has no attestations).
@@ -211,7 +211,7 @@ def test_json_object_bundle_and_no_attestations(tmp_path: Path) -> None:
 
 def test_build_refuses_without_covering_checkpoint(tmp_path: Path) -> None:
     db, _ = _ledger(tmp_path)
-    with open_store(db, admission=AdmitAll()) as store:
+    with open_store(db, policy=admit_all()) as store:
         store.append_many([prepare_blob(b"a")])
         make_checkpoint(store, load_private_key(tmp_path / "log.key"))
         store.append_many([prepare_blob(b"b")])
@@ -227,7 +227,7 @@ def test_attestations_after_checkpoint_are_omitted(tmp_path: Path) -> None:
     early = attest_prepared(blob, Ed25519Signer(Ed25519PrivateKey.generate()))
     late = attest_prepared(blob, Ed25519Signer(Ed25519PrivateKey.generate()))
     key = load_private_key(tmp_path / "log.key")
-    with open_store(db, admission=AdmitAll()) as store:
+    with open_store(db, policy=admit_all()) as store:
         store.append_many([blob, early])
         make_checkpoint(store, key)
         store.append_many([late])

@@ -155,7 +155,7 @@ def test_record_appends_signed_calibration_records_in_one_transaction(
             assert (digest_of_rec, "plan") in store.refs_to(rec["plan_digest"], "plan")
             for subject in (digest_of_rec, rec["result_digest"]):
                 assert attestations_of(store, subject)
-                assert subject_verdict(check_subject_attestations(store, subject))[0]
+                assert subject_verdict(check_subject_attestations(store, subject, store.policy))[0]
     assert {(r["plan_schema_version"], r["verdict"]) for r in records} == {
         ("0.2", "false_negative"),
         ("0.2", "false_positive"),

@@ -177,7 +177,7 @@ def test_audit_runs_object_checks_by_default_and_skips_only_by_name(
     def flag(obj: StoredObject, _store: object) -> list[LedgerFinding]:
         return [LedgerFinding("flagged", "seen", obj.seq, obj.digest)]
 
-    monkeypatch.setattr(full, "default_object_checks", lambda: {"flag": flag})
+    monkeypatch.setattr(full, "default_object_checks", lambda _policy: {"flag": flag})
     with open_store(db, readonly=True) as store:
         assert [f.code for f in audit(store).findings] == ["flagged"]
         assert audit(store, skip_checks=("flag",)).ok

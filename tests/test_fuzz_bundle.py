@@ -34,7 +34,7 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[bytes, dict[str, An
     import json
 
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
-    from ledger_state import AdmitAll  # bundle format, not trust: arbitrary signers
+    from ledger_state import admit_all  # bundle format, not trust: arbitrary signers
 
     from ledger.create import initialise
     from ledger.log.checkpoints import make_checkpoint
@@ -53,7 +53,7 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[bytes, dict[str, An
         items.append(prepare_blob(b"between %d" % n))
         items.append(attest_prepared(subject, Ed25519Signer(Ed25519PrivateKey.generate())))
     items += [prepare_blob(b"after %d" % i) for i in range(3)]
-    with open_store(db, admission=AdmitAll()) as store:
+    with open_store(db, policy=admit_all()) as store:
         store.append_many(items)
         make_checkpoint(store, load_private_key(tmp / "log.key"))
         made, omitted = bundle.build_bundle(store, subject.digest)

@@ -17,7 +17,7 @@ from ledger.errors import KindError
 from ledger.schema import kinds
 from ledger.store.prepared import prepare_json
 from ledger.store.sqlite import SQLiteStore, open_store
-from ledger.trust import policy
+from ledger.trust.admission import CORE_ONLY, AdmissionPolicy, default_policy
 from ledger.trust.attestation import attest_prepared
 from ledger.trust.identity import register_identity
 from ledger.trust.judgement import check_subject_attestations
@@ -136,9 +136,17 @@ def test_the_core_names_no_idkmesh_kind() -> None:
     assert found == {}
 
 
-def test_default_loader_finds_the_idkmesh_policy(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(policy._Installed, "policy", None)
-    assert isinstance(policy.current_policy(), IDKMeshAttestationPolicy)
+def test_default_policy_is_idkmesh_loaded_from_the_package_entry_points() -> None:
+    from cohorts.admission import CohortGovernance, CohortLifecycle
+
+    policy = default_policy()
+    assert isinstance(policy.attestation, IDKMeshAttestationPolicy)
+    assert CohortGovernance() in policy.governance
+    assert CohortLifecycle() in policy.state_rules
+    assert policy == default_policy()  # a value: built again, equal
+    assert CORE_ONLY.state_rules == () and not CORE_ONLY.attestation.verifier_signed(
+        "verification-result"
+    )
 
 
 @pytest.fixture
@@ -148,7 +156,7 @@ def store(ledger_path: Path) -> Iterator[SQLiteStore]:
 
 
 def test_verifier_rules_come_from_the_policy(
-    store: SQLiteStore, ledger_path: Path, corpus: Path, monkeypatch: pytest.MonkeyPatch
+    store: SQLiteStore, ledger_path: Path, corpus: Path
 ) -> None:
     authority = Ed25519Signer.from_file(ledger_path.with_name(ledger_path.name + ".authority.key"))
     signer = Ed25519Signer(Ed25519PrivateKey.from_private_bytes(bytes([9]) * 32))
@@ -164,11 +172,10 @@ def test_verifier_rules_come_from_the_policy(
     # Admission refuses these attestations; a ledger written before admission may hold them.
     append_unchecked(store.path, [vr, attest_prepared(vr, signer), attest_prepared(vr, authority)])
 
-    monkeypatch.setattr(policy._Installed, "policy", IDKMeshAttestationPolicy())
-    idkmesh = [v.codes for v in check_subject_attestations(store, vr.digest)]
+    idkmesh = [v.codes for v in check_subject_attestations(store, vr.digest, store.policy)]
     assert idkmesh == [("wrong-verifier-id", "wrong-adapter-version"), ("unregistered-key",)]
+    assert store.policy == default_policy()
 
-    monkeypatch.setattr(policy._Installed, "policy", policy.GENERIC_POLICY)
-    generic = check_subject_attestations(store, vr.digest)
+    generic = check_subject_attestations(store, vr.digest, AdmissionPolicy())
     assert [v.codes for v in generic] == [(), ()]
     assert [v.signer for v in generic] == ["verifier", "authority"]

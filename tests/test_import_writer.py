@@ -49,6 +49,7 @@ from ledger.store.bulk import (
 from ledger.store.prepared import Prepared, prepare_json
 from ledger.store.sqlite import open_store
 from ledger.trust import judgement
+from ledger.trust.admission import AdmissionPolicy, default_policy
 from ledger.trust.dsse import pae
 from ledger.trust.identity import trust_index
 from ledger.trust.keys import Ed25519Signer, verify
@@ -85,14 +86,13 @@ class _Counted:
 # -- admission reads the batch from memory ----------------------------------------------
 
 
-class _Spy:
-    """An admission that checks, for every object of the batch, the batch reader against
-    the store it wraps, then admits with the installed policy."""
+class _Spy(AdmissionPolicy):
+    """The package's policy, which first checks, for every object of the batch, the
+    batch reader against the store it wraps."""
 
     def __init__(self) -> None:
-        from ledger.trust.admission import current_policy
-
-        self.policy = current_policy()
+        policy = default_policy()
+        super().__init__(policy.governance, policy.state_rules, policy.attestation)
         self.served = 0
 
     def admit(
@@ -111,7 +111,7 @@ class _Spy:
         missing = "sha256:" + "0" * 64
         assert reader.get(missing) is None
         assert reader.size() == store.size()
-        self.policy.admit(reader, new, history=history, signatures=signatures)
+        super().admit(reader, new, history=history, signatures=signatures)
 
 
 @settings(
@@ -125,7 +125,7 @@ def test_batch_reader_serves_exactly_what_the_store_reads(
     # A document repeated in the input (already stored when its batch comes) is not new.
     lines = _jsonl([*docs, docs[repeat % len(docs)]])
     spy = _Spy()
-    with open_store(ledger_path, admission=spy) as store:
+    with open_store(ledger_path, policy=spy) as store:
         summary = import_jsonl(store, io.BytesIO(lines), batch=batch, workers=1)
     assert summary.new == spy.served
 

@@ -182,7 +182,7 @@ def test_exit_codes_follow_the_calibration_story_and_the_run_is_recorded(
         detached = parse_attestation(att.data)
         assert detached.subject_digest == info["result_digest"]
         assert detached.signature.keyid == info["attestation"]["key_id"]
-        verdicts = check_subject_attestations(store, info["result_digest"])
+        verdicts = check_subject_attestations(store, info["result_digest"], store.policy)
         assert subject_verdict(verdicts)[0], [v.to_json() for v in verdicts]
         assert verdicts[0].verifier_id == VERIFIER_ID
 

@@ -9,13 +9,15 @@
   ``result_manifest_id``) has that ``worker.id``, or ``independence.worker_id_observed``
   is that id.
 
-Installed by the CLI composition root and registered as the ``idkmesh`` entry point of
-the ``provledger.attestation_policy`` group (pyproject.toml).
+Part of the package's default admission policy: ``policy_parts`` is registered as the
+``idkmesh-verifiers`` entry point of the ``provledger.policy`` group (pyproject.toml),
+which ``ledger.trust.admission.default_policy`` loads.
 """
 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
 from ledger.encoding.digest import is_digest
@@ -23,6 +25,7 @@ from ledger.trust.policy import SignerClaim
 
 if TYPE_CHECKING:
     from ledger.store.base import LedgerReader, StoredObject
+    from ledger.trust.admission import PolicyParts
 
 VERIFIER_SUBJECT_KINDS: Final = ("verification-result", "evaluator-plan")
 RESULT_MANIFEST: Final = "result-manifest"
@@ -35,6 +38,7 @@ def _json_value(obj: StoredObject) -> Any:
         return None
 
 
+@dataclass(frozen=True)
 class IDKMeshAttestationPolicy:
     """``AttestationPolicy`` for IDKMesh verifier statements (see the module docstring)."""
 
@@ -55,6 +59,13 @@ class IDKMeshAttestationPolicy:
             return {}
         value = _json_value(subject)
         return _worker_ids(reader, value) if isinstance(value, dict) else {}
+
+
+def policy_parts() -> PolicyParts:
+    """IDKMesh's attestation policy, as a part of the package's default policy."""
+    from ledger.trust.admission import PolicyParts
+
+    return PolicyParts(attestation=IDKMeshAttestationPolicy())
 
 
 def _worker_ids(reader: LedgerReader, result: dict[str, Any]) -> dict[str, str]:

@@ -115,7 +115,7 @@ def _check_attestations(store: Store, digests: list[str]) -> list[AttestationVer
     for digest in digests:
         stored = store.get(digest)
         assert stored is not None  # appended in a committed transaction
-        verdict = check_attestation(store, stored, index)
+        verdict = check_attestation(store, stored, store.policy, index)
         for failure in verdict.failures:
             typer.echo(f"warning: {failure.code}: {' '.join(failure.message.split())}", err=True)
         verdicts.append(verdict)

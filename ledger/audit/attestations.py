@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ledger.audit.findings import LedgerFinding
 from ledger.store.base import LedgerReader, StoredObject
 from ledger.trust.attestation import ATTESTATION_KIND
 from ledger.trust.identity import IDENTITY_KIND, REVOCATION_KIND, TrustIndex, trust_index
 from ledger.trust.judgement import SignatureMemo, check_attestation
 from ledger.trust.presign import signing_keys
+
+if TYPE_CHECKING:
+    from ledger.trust.admission import AdmissionPolicy
 
 
 class AttestationAudit:
@@ -17,9 +22,11 @@ class AttestationAudit:
     key id is not its key's (``identity-key-mismatch``), and an identity or revocation
     with no valid authority attestation (``identity-not-authorized``,
     ``revocation-not-authorized``). The trust index is read once per ledger size.
+    Attestations are judged under ``policy``.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, policy: AdmissionPolicy) -> None:
+        self.policy = policy
         self._index: TrustIndex | None = None
         self._reader: object | None = None
         # Signature verdicts computed ahead (the audit's workers); exact-match only.
@@ -45,7 +52,7 @@ class AttestationAudit:
 
     def _findings(self, obj: StoredObject, reader: LedgerReader) -> list[LedgerFinding]:
         if obj.kind == ATTESTATION_KIND:
-            verdict = check_attestation(reader, obj, self._trust(reader), self.memo)
+            verdict = check_attestation(reader, obj, self.policy, self._trust(reader), self.memo)
             return [LedgerFinding(f.code, f.message, obj.seq, obj.digest) for f in verdict.failures]
         if obj.kind == IDENTITY_KIND:
             index = self._trust(reader)

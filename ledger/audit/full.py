@@ -30,7 +30,7 @@ import re
 from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ledger.audit.aside import Aside
 from ledger.audit.attestations import AttestationAudit
@@ -59,6 +59,9 @@ from ledger.store.base import (
 )
 from ledger.trust.keys import key_id as raw_key_id
 
+if TYPE_CHECKING:
+    from ledger.trust.admission import AdmissionPolicy
+
 _APPENDED_AT = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{6}Z")
 _MAX_LISTED = 100  # cap on findings listed one by one for one kind of extra row
 
@@ -66,9 +69,10 @@ _MAX_LISTED = 100  # cap on findings listed one by one for one kind of extra row
 ObjectCheck = Callable[[StoredObject, Any], list[LedgerFinding]]
 
 
-def default_object_checks() -> dict[str, ObjectCheck]:
-    """Per-object checks beyond bytes and schema, by name; ``audit`` runs them all."""
-    return {"attestations": AttestationAudit()}
+def default_object_checks(policy: AdmissionPolicy) -> dict[str, ObjectCheck]:
+    """Per-object checks beyond bytes and schema, by name, judging under ``policy``;
+    ``audit`` runs them all."""
+    return {"attestations": AttestationAudit(policy)}
 
 
 @dataclass
@@ -257,8 +261,12 @@ def audit(
     advance: Callable[[int], None] = lambda _n: None,
     workers: int | None = None,
     since_checkpoint: bytes | None = None,
+    policy: AdmissionPolicy | None = None,
 ) -> LedgerAuditReport:
     """Audit the whole ledger; see the module docstring for what is checked.
+
+    ``policy``: the admission policy records are judged under (default: the one the
+    store was opened with, ``store.policy``).
 
     ``workers`` processes run the per-object checks (default: ``parallel.default_workers``,
     i.e. in process for small ledgers); results are used in log order either way.
@@ -271,7 +279,7 @@ def audit(
     """
     if trusted_key is not None:
         parse_verifier_key(trusted_key)
-    checks = default_object_checks()
+    checks = default_object_checks(store.policy if policy is None else policy)
     unknown = sorted(set(skip_checks) - set(checks))
     if unknown:
         raise InputError(

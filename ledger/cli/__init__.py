@@ -4,27 +4,24 @@
 implements it and its one-line help. Nothing listed here is imported until its command
 runs (``ledger.cli.lazy``), so ``provledger --help`` costs typer and rich only. This is
 the only module of ``ledger`` that names ``verifiers`` and ``cohorts``: they are the
-IDKMesh edge, mounted here beside the generic ledger commands, and their policies are
-installed into the core (``install_idkmesh``) before any command runs.
+IDKMesh edge, mounted here beside the generic ledger commands, and their ``show`` notes
+and browse check are plugged in (``install_idkmesh``) before any command runs. The
+admission policy is not installed anywhere: every store a command opens applies the
+package's default (``ledger.trust.admission.default_policy``, IDKMesh's rules, found
+through this distribution's ``provledger.policy`` entry points when first needed).
 """
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated, Any
 
 import typer
 
 from ledger.cli import richhelp
 from ledger.cli.common import set_db_env, setup_before_commands
 from ledger.cli.lazy import Lazy, LazyCommandGroup, LazySubgroup
-
-if TYPE_CHECKING:
-    from ledger.store.base import LedgerReader, StoredObject
-    from ledger.trust.admission import PolicyParts
-    from ledger.trust.policy import AttestationPolicy, SignerClaim
 
 richhelp.install()  # help pages load typer's renderer without markdown and tracebacks
 
@@ -135,28 +132,18 @@ COMMANDS: Mapping[str, Lazy | LazySubgroup] = {
 
 
 def install_idkmesh() -> None:
-    """Plug IDKMesh's rules and additions into the core before any command runs.
+    """Plug IDKMesh's additions to the terminal into the core before any command runs.
 
     Only stand-ins are installed here; each imports its IDKMesh module the first time
-    the core calls it, so a command that never appends, judges an attestation, shows a
-    VerificationResult or checks a browse file loads none of them.
+    the core calls it, so a command that never shows a VerificationResult or checks a
+    browse file loads none of them. (IDKMesh's admission rules are no addition: they are
+    the package's default policy.)
     """
     from ledger.cli.common import BROWSE_CHECK, SHOW_NOTES
-    from ledger.trust import admission, policy
 
-    policy.install(_IDKMESH_ATTESTATION_POLICY)
-    # IDKMesh's admission rules join the core's; every store the CLI opens runs them
-    # (``install`` keeps one entry per factory, so repeated calls change nothing).
-    admission.install(_idkmesh_admission)
     if _verification_notes not in SHOW_NOTES:
         SHOW_NOTES.append(_verification_notes)  # `show` explains a VerificationResult
     BROWSE_CHECK[:] = [_browse_findings]  # `verify --browse FILE`
-
-
-def _idkmesh_admission() -> PolicyParts:
-    from cohorts.admission import policy_parts
-
-    return policy_parts()
 
 
 def _verification_notes(reader: Any, obj: Any) -> list[str]:
@@ -169,28 +156,6 @@ def _browse_findings(store: Any, file: Path) -> list[dict[str, str]]:
     from cohorts.browse.cli import browse_findings
 
     return browse_findings(store, file)
-
-
-class _DeferredAttestationPolicy:
-    """``verifiers.attestation_policy.IDKMeshAttestationPolicy``, imported on first use."""
-
-    @functools.cached_property
-    def _policy(self) -> AttestationPolicy:
-        from verifiers.attestation_policy import IDKMeshAttestationPolicy
-
-        return IDKMeshAttestationPolicy()
-
-    def verifier_signed(self, kind: str) -> bool:
-        return self._policy.verifier_signed(kind)
-
-    def signer_claim(self, subject: StoredObject) -> SignerClaim:
-        return self._policy.signer_claim(subject)
-
-    def excluded_signers(self, reader: LedgerReader, subject: StoredObject) -> dict[str, str]:
-        return self._policy.excluded_signers(reader, subject)
-
-
-_IDKMESH_ATTESTATION_POLICY = _DeferredAttestationPolicy()
 
 
 #: Run once a command is about to run, then forgotten: what ``main`` was given as

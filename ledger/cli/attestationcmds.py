@@ -54,7 +54,7 @@ def append_attestations(store: Store, prepared: list[Any]) -> list[dict[str, Any
     for result in results:
         stored = store.get(result.entry.digest)
         assert stored is not None  # just appended in a committed transaction
-        verdict = check_attestation(store, stored, index)
+        verdict = check_attestation(store, stored, store.policy, index)
         _warn_failures(verdict)
         rows.append(
             {
@@ -152,7 +152,7 @@ def attestation_check(
             digest = subject
         else:
             digest = subject_digest(store, subject)
-        verdicts = check_subject_attestations(store, digest)
+        verdicts = check_subject_attestations(store, digest, store.policy)
     _finish_check(digest, verdicts, json_out)
 
 
@@ -193,7 +193,7 @@ def attestation_verify_envelope(
 
     envelope = _read_envelope(file)
     with open_store(db, readonly=True) as store:
-        verdicts = check_envelope(store, envelope)
+        verdicts = check_envelope(store, envelope, store.policy)
     _finish_check(sha256_digest(envelope.payload), verdicts, json_out)
 
 

@@ -12,9 +12,9 @@ from typing import TYPE_CHECKING, Any
 from ledger.store.location import DatabaseURL
 
 if TYPE_CHECKING:
-    from ledger.store.base import Admission
     from ledger.store.postgres import PostgresStore
     from ledger.store.sqlite import SQLiteStore
+    from ledger.trust.admission import AdmissionPolicy
 
 
 def open_store(
@@ -22,23 +22,26 @@ def open_store(
     *,
     readonly: bool = False,
     max_page_count: int | None = None,
-    admission: Admission | None = None,
+    policy: AdmissionPolicy | None = None,
     dry_run: bool = False,
 ) -> SQLiteStore | PostgresStore:
     """The ledger at ``db``: ``PostgresStore`` for a ``DatabaseURL``, else ``SQLiteStore``.
 
-    ``max_page_count`` caps an SQLite file's size (tests of a full disk); a server has
-    its own limits.
+    ``policy`` is the admission policy the store applies to every append and hands to
+    every judgement of its records; None means the package's default
+    (``ledger.trust.admission.default_policy``, IDKMesh's rules), ``CORE_ONLY`` the
+    generic core alone. ``max_page_count`` caps an SQLite file's size (tests of a full
+    disk); a server has its own limits.
     """
     if isinstance(db, DatabaseURL):
         from ledger.store import postgres
 
-        return postgres.open_store(db, readonly=readonly, admission=admission, dry_run=dry_run)
+        return postgres.open_store(db, readonly=readonly, policy=policy, dry_run=dry_run)
     from ledger.store import sqlite
 
     # Only what was given: a caller that wraps ``sqlite.open_store`` (a test capping the
     # file's size with ``functools.partial``) keeps its own arguments.
-    options: dict[str, Any] = {"readonly": readonly, "admission": admission, "dry_run": dry_run}
+    options: dict[str, Any] = {"readonly": readonly, "policy": policy, "dry_run": dry_run}
     if max_page_count is not None:
         options["max_page_count"] = max_page_count
     return sqlite.open_store(db, **options)

@@ -5,8 +5,9 @@ Invariants every backend keeps:
 - An object is stored once, under the digest of its stored bytes; appending it again
   returns the existing entry with ``new=False``.
 - Nothing is updated or deleted. ``append_many`` is one transaction: all or nothing.
-- Every batch passes the store's ``Admission`` inside that transaction; a store opened
-  with ``dry_run`` runs everything, then rolls back (results say what would be written).
+- Every batch passes the store's admission policy (``policy``, a value given to
+  ``open_store``) inside that transaction; a store opened with ``dry_run`` runs
+  everything, then rolls back (results say what would be written).
 - The tree holds the hash of every complete subtree (``node(level, index)``).
 """
 
@@ -22,6 +23,7 @@ if TYPE_CHECKING:
     # Only named in annotations: importing it would load the schema checks and the
     # canonical encoder into commands that only read.
     from ledger.store.prepared import Prepared
+    from ledger.trust.admission import AdmissionPolicy
 
 
 @dataclass(frozen=True)
@@ -155,8 +157,14 @@ class CheckpointRow:
 
 
 class LedgerReader(Protocol):
-    """Read side of a ledger; prechecks run against this inside the write lock."""
+    """Read side of a ledger; prechecks run against this inside the write lock.
 
+    ``policy`` is the admission policy the ledger was opened with: the one every append
+    passes and every judgement of its records uses.
+    """
+
+    @property
+    def policy(self) -> AdmissionPolicy: ...
     def size(self) -> int: ...
     def get(self, digest: str) -> StoredObject | None: ...
     def get_by_seq(self, seq: int) -> StoredObject | None: ...
@@ -288,22 +296,6 @@ class SignatureVerdicts(Protocol):
     same answer as verifying ``sig`` over ``message`` with the raw ``key`` here."""
 
     def verify(self, key: bytes, message: bytes, sig: bytes) -> bool: ...
-
-
-class Admission(Protocol):
-    """The rule set a store runs on every batch inside its transaction, after writing the
-    batch's rows and before committing (``ledger.trust.admission.AdmissionPolicy``).
-    Raising rolls the batch back. ``history``: upstream records kept without standing.
-    ``signatures``: signature verdicts computed ahead (same refusals with or without)."""
-
-    def admit(
-        self,
-        reader: LedgerReader,
-        new: Sequence[StoredObject],
-        *,
-        history: bool,
-        signatures: SignatureVerdicts | None = None,
-    ) -> None: ...
 
 
 class Store(LedgerReader, Protocol):

@@ -21,7 +21,6 @@ from ledger.log.checkpoint_record import CHECKPOINT_KIND, checkpoint_record
 from ledger.log.leaf import entry_record, utc_now
 from ledger.log.merkle import PendingNodes, leaf_hash
 from ledger.store.base import (
-    Admission,
     AppendResult,
     BeforeCommit,
     CheckpointRow,
@@ -36,6 +35,7 @@ if TYPE_CHECKING:
     # Only named in annotations: importing it would load the schema checks and the
     # canonical encoder into commands that only read.
     from ledger.store.prepared import Prepared
+    from ledger.trust.admission import AdmissionPolicy
 
 #: One ``objects`` row, in ``OBJECT_COLUMNS`` order.
 ObjectRow = tuple[str, int, str, str | None, str | None, int | None, str | None, str | None, bytes]
@@ -160,11 +160,39 @@ class BatchReader:
         return found if found is not None else self._store.get(digest)
 
 
+def pending_objects(reader: LedgerReader, items: Sequence[Prepared]) -> list[StoredObject]:
+    """``items`` as objects appended now, at the seqs they would get as new entries (an
+    item repeated in ``items`` once): what admission would judge if each were new.
+    A pending checkpoint record would shift them by one; no rule reads that."""
+    seq = reader.size()
+    new: list[StoredObject] = []
+    seen: set[str] = set()
+    for p in items:
+        if p.digest in seen:
+            continue
+        seen.add(p.digest)
+        new.append(
+            StoredObject(
+                p.digest,
+                seq,
+                p.kind,
+                p.schema_version,
+                p.object_id,
+                p.object_version,
+                p.legacy_digest,
+                p.legacy_hints,
+                p.data,
+            )
+        )
+        seq += 1
+    return new
+
+
 def admitted_batch(
     store: LedgerReader,
     items: Sequence[Prepared],
     write: Callable[[Sequence[Prepared]], list[AppendResult]],
-    admission: Admission,
+    policy: AdmissionPolicy,
     precheck: Precheck | None = None,
     before_commit: BeforeCommit | None = None,
     *,
@@ -194,7 +222,7 @@ def admitted_batch(
         if r.new
     ]
     if new:
-        admission.admit(BatchReader(store, new), new, history=history, signatures=signatures)
+        policy.admit(BatchReader(store, new), new, history=history, signatures=signatures)
     if before_commit is not None:
         before_commit(results)
     return results

@@ -27,7 +27,7 @@ import hashlib
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ledger.errors import AppendOnlyError, IntegrityError, NotFound, RuleViolation, StorageError
 from ledger.log.leaf import utc_now
@@ -35,7 +35,6 @@ from ledger.log.merkle import PendingNodes
 from ledger.store import postgres_audit
 from ledger.store.base import (
     OBJECT_COLUMNS,
-    Admission,
     AppendResult,
     BeforeCommit,
     CheckpointRow,
@@ -75,6 +74,9 @@ from ledger.store.postgres_schema import (
 )
 from ledger.store.prepared import Prepared
 from ledger.store.rules import copied_checkpoint_is_new, head_checkpoint
+
+if TYPE_CHECKING:
+    from ledger.trust.admission import AdmissionPolicy
 
 try:
     import psycopg
@@ -126,25 +128,27 @@ class PostgresStore:
         self,
         location: DatabaseURL,
         conn: Any,
-        admission: Admission | None = None,
+        policy: AdmissionPolicy | None = None,
         dry_run: bool = False,
     ) -> None:
         self.path: Path = location
         self.location = location
         self._conn = conn
         self._where = redact(location.url)
-        self._admission = admission
+        self._policy = policy
         self.dry_run = dry_run
         self._dry: Any = None  # a dry run's outer transaction, rolled back by close()
 
     @property
-    def admission(self) -> Admission:
-        """The rule set every append passes (default: the installed policy)."""
-        if self._admission is None:
-            from ledger.trust.admission import current_policy
+    def policy(self) -> AdmissionPolicy:
+        """The admission policy every append passes and every judgement of this ledger
+        uses: the one given to ``open_store``, else the package's default (built on first
+        use: a store that only reads never loads it)."""
+        if self._policy is None:
+            from ledger.trust.admission import default_policy
 
-            self._admission = current_policy()
-        return self._admission
+            self._policy = default_policy()
+        return self._policy
 
     # -- lifecycle -------------------------------------------------------------------
     def close(self) -> None:
@@ -210,13 +214,13 @@ class PostgresStore:
         admission policy after the rows are written and before they are committed
         (``signatures``: Ed25519 verdicts computed ahead);
         ``before_commit(results)`` last (if it raises, nothing is recorded)."""
-        admission = self.admission
+        policy = self.policy
         with self._write():
             results = admitted_batch(
                 self,
                 items,
                 self._append_batch,
-                admission,
+                policy,
                 precheck,
                 before_commit,
                 history=history,
@@ -877,12 +881,12 @@ def open_store(
     location: DatabaseURL,
     *,
     readonly: bool = False,
-    admission: Admission | None = None,
+    policy: AdmissionPolicy | None = None,
     dry_run: bool = False,
 ) -> PostgresStore:
     """Open an existing ledger database; a database without ledger tables is an error."""
     conn = _connect(location, readonly)
-    store = PostgresStore(location, conn, admission, dry_run)
+    store = PostgresStore(location, conn, policy, dry_run)
     try:
         exists = conn.execute("SELECT to_regclass('meta') IS NOT NULL").fetchone()[0]
     except psycopg.Error as exc:

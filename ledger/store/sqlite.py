@@ -25,7 +25,6 @@ from ledger.store import sqlite_audit, sqlite_scan
 from ledger.store.base import (
     LEDGER_TABLES,
     OBJECT_COLUMNS,
-    Admission,
     AppendResult,
     BeforeCommit,
     CheckpointRow,
@@ -57,6 +56,7 @@ if TYPE_CHECKING:
     # Only named in annotations: importing it would load the schema checks and the
     # canonical encoder into commands that only read.
     from ledger.store.prepared import Prepared
+    from ledger.trust.admission import AdmissionPolicy
 
 SCHEMA_VERSION = "2"
 FORMAT = f"provledger-sqlite/{SCHEMA_VERSION}"
@@ -294,23 +294,25 @@ class SQLiteStore:
         self,
         path: Path,
         conn: sqlite3.Connection,
-        admission: Admission | None = None,
+        policy: AdmissionPolicy | None = None,
         dry_run: bool = False,
     ) -> None:
         self.path = path
         self._conn = conn
         self._second: SQLiteSnapshotReader | None = None  # set inside ``audit_session``
-        self._admission = admission
+        self._policy = policy
         self.dry_run = dry_run
 
     @property
-    def admission(self) -> Admission:
-        """The rule set every append passes (default: the installed policy)."""
-        if self._admission is None:
-            from ledger.trust.admission import current_policy
+    def policy(self) -> AdmissionPolicy:
+        """The admission policy every append passes and every judgement of this ledger
+        uses: the one given to ``open_store``, else the package's default (built on first
+        use: a store that only reads never loads it)."""
+        if self._policy is None:
+            from ledger.trust.admission import default_policy
 
-            self._admission = current_policy()
-        return self._admission
+            self._policy = default_policy()
+        return self._policy
 
     # -- lifecycle -------------------------------------------------------------------
     def close(self) -> None:
@@ -363,7 +365,7 @@ class SQLiteStore:
         ``before_commit(results)`` runs last, after admission and before COMMIT (e.g. to
         write a command's output file): if it raises, nothing is recorded.
         """
-        admission = self.admission
+        policy = self.policy
         try:
             # A dry run holds one outer transaction for the store's whole life (so later
             # batches see earlier ones) and wraps each batch in a savepoint; close() rolls
@@ -379,7 +381,7 @@ class SQLiteStore:
                     self,
                     items,
                     self._append_batch,
-                    admission,
+                    policy,
                     precheck,
                     before_commit,
                     history=history,
@@ -1113,14 +1115,15 @@ def open_store(
     *,
     readonly: bool = False,
     max_page_count: int | None = None,
-    admission: Admission | None = None,
+    policy: AdmissionPolicy | None = None,
     dry_run: bool = False,
 ) -> SQLiteStore:
     """Open an existing ledger; a missing file or a non-ledger file is an error.
 
     ``max_page_count`` caps the file's size for writes (``PRAGMA max_page_count``): a
-    write past it fails as a full disk would. ``admission`` defaults to the installed
-    policy; ``dry_run`` rolls every append back.
+    write past it fails as a full disk would. ``policy``: the admission policy (default:
+    the package's, ``ledger.trust.admission.default_policy``); ``dry_run`` rolls every
+    append back.
     """
     if not path.exists():
         raise NotFound(
@@ -1135,7 +1138,7 @@ def open_store(
         else:
             conn = _connect(path, max_page_count)
             conn.execute("PRAGMA synchronous = FULL")
-        store = SQLiteStore(path, conn, admission, dry_run)
+        store = SQLiteStore(path, conn, policy, dry_run)
         fmt = store.get_meta("format")
         if fmt is None:
             raise StorageError(

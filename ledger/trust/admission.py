@@ -22,19 +22,30 @@ Rules, in order; every refusal of a batch is collected before raising:
 3. **Legal successors.** Every ``StateRule`` checks each new object against the stored
    state before it (e.g. a lifecycle that only moves forward).
 
-The generic core knows no IDKMesh kind: plug-ins are installed by the CLI composition
-root (``install``) and built lazily on first use.
+The policy is one immutable value (``AdmissionPolicy``: governance, state rules and the
+attestation policy), passed to whatever judges: a store is opened with it
+(``ledger.store.backends.open_store(db, policy=...)``), the judgement functions and the
+audit take it as an argument. Nothing is installed and no module holds policy state.
+The generic core knows no IDKMesh kind: when a caller names no policy, the package's
+default applies (``default_policy``: the core extended by the plug-ins this
+distribution registers under the ``provledger.policy`` entry-point group, i.e.
+IDKMesh's rules). ``CORE_ONLY`` is the generic core alone, for a caller who says so.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
-from typing import Protocol
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Final, Protocol
 
-from ledger.errors import RuleViolation
+from ledger.errors import NotFound, RuleViolation
 from ledger.store.base import LedgerReader, SignatureVerdicts, StoredObject
+from ledger.trust.policy import GENERIC_POLICY, AttestationPolicy
+
+if TYPE_CHECKING:
+    from ledger.store.prepared import Prepared
 
 
 @dataclass(frozen=True)
@@ -81,10 +92,12 @@ class StateRule(Protocol):
 
 @dataclass(frozen=True)
 class PolicyParts:
-    """What a plug-in adds to the core policy."""
+    """What a plug-in adds to the core policy (at most one plug-in brings an
+    attestation policy)."""
 
     governance: tuple[Governance, ...] = ()
     state_rules: tuple[StateRule, ...] = ()
+    attestation: AttestationPolicy | None = None
 
 
 def _value(obj: StoredObject) -> object:
@@ -100,6 +113,7 @@ _IDENTITY_KIND = "verifier-identity"
 _REVOCATION_KIND = "revocation"
 
 
+@dataclass(frozen=True)
 class CoreGovernance:
     """The core's own governed kinds: verifier identities and key revocations."""
 
@@ -127,30 +141,67 @@ _REGISTER = (
     "provledger identity register --verifier-id ID --adapter NAME --adapter-version V"
     " --public-key KEY.pub"
 )
-_ATTESTATION_REMEDY = {
-    "unregistered-key": _REGISTER,
-    "identity-not-authorized": _REGISTER,
-    "wrong-verifier-id": _REGISTER,
-    "wrong-adapter-version": _REGISTER,
-    "revoked-retired": _REGISTER + " (a new, unrevoked key)",
-    "revoked-compromised": _REGISTER + " (a new, unrevoked key)",
-    "subject-missing": "provledger append FILE (the subject first)",
-}
+_ATTESTATION_REMEDY: Final = MappingProxyType(
+    {
+        "unregistered-key": _REGISTER,
+        "identity-not-authorized": _REGISTER,
+        "wrong-verifier-id": _REGISTER,
+        "wrong-adapter-version": _REGISTER,
+        "revoked-retired": _REGISTER + " (a new, unrevoked key)",
+        "revoked-compromised": _REGISTER + " (a new, unrevoked key)",
+        "subject-missing": "provledger append FILE (the subject first)",
+    }
+)
 
 
 @dataclass(frozen=True)
 class AdmissionPolicy:
-    """The composed rule set; ``admit`` raises ``AdmissionRefused`` or returns."""
+    """The composed rule set, one immutable value; ``admit`` raises ``AdmissionRefused``
+    or returns. ``attestation`` is the protocol knowledge the attestation judgement
+    uses (``ledger.trust.policy``)."""
 
     governance: tuple[Governance, ...] = (CoreGovernance(),)
     state_rules: tuple[StateRule, ...] = ()
+    attestation: AttestationPolicy = GENERIC_POLICY
 
     def extended(self, parts: Iterable[PolicyParts]) -> AdmissionPolicy:
+        """This policy plus ``parts``: rules appended in order; one attestation policy."""
         governance, rules = list(self.governance), list(self.state_rules)
+        attestation: AttestationPolicy | None = None
         for part in parts:
             governance += part.governance
             rules += part.state_rules
-        return AdmissionPolicy(tuple(governance), tuple(rules))
+            if part.attestation is not None:
+                if attestation is not None:
+                    raise PolicyUnavailable(
+                        "attestation policy, got two plug-ins that bring one, expected one"
+                    )
+                attestation = part.attestation
+        return AdmissionPolicy(tuple(governance), tuple(rules), attestation or self.attestation)
+
+    def governed(self, obj: StoredObject, reader: LedgerReader) -> Governed | None:
+        """Why ``obj`` needs the authority's attestation (the first governance that says
+        so), or None."""
+        for gov in self.governance:
+            need = gov.governed(obj, reader)
+            if need is not None:
+                return need
+        return None
+
+    def precheck(
+        self, reader: LedgerReader, items: Sequence[Prepared], *, history: bool = False
+    ) -> None:
+        """Raise ``AdmissionRefused`` now if ``items``, appended to ``reader``'s ledger as
+        one batch of new entries, would be refused: the same rules, for commands that
+        report before they write (the append's own admission, inside its transaction,
+        still decides). Items already stored are judged as new too, so a command re-run
+        on a ledger that moved on (a freeze after the burn) is refused, not a no-op."""
+        from ledger.store.batch import BatchReader, pending_objects
+
+        new = pending_objects(reader, items)
+        refusals = self.refusals(BatchReader(reader, new), new, history=history)
+        if refusals:
+            raise AdmissionRefused(refusals)
 
     def admit(
         self,
@@ -182,46 +233,54 @@ class AdmissionPolicy:
         from ledger.trust.judgement import check_attestation
         from ledger.trust.keys import key_id
 
-        refusals: list[Refusal] = []
+        # Attestations first: whether a governed object is signed by the authority in
+        # this batch is their verdict. Refusals are then listed in log order.
+        refused: dict[str, Refusal] = {}
         authority_signed: set[str] = set()
+        signers: dict[str, list[str]] = {}  # subject -> key ids that attest it in the batch
         attestations = [o for o in new if o.kind == ATTESTATION_KIND]
         if attestations:
             index = trust_index(reader)
             for att in attestations:
-                verdict = check_attestation(reader, att, index, signatures)
+                verdict = check_attestation(reader, att, self, index, signatures)
+                signers.setdefault(verdict.subject_digest, []).append(verdict.key_id)
                 if not verdict.ok:
                     first = verdict.failures[0]
-                    refusals.append(
-                        Refusal(
-                            att.digest,
-                            att.kind,
-                            f"{', '.join(verdict.codes)}: {first.message}",
-                            _ATTESTATION_REMEDY.get(first.code, _SIGN_REMEDY),
-                        )
+                    refused[att.digest] = Refusal(
+                        att.digest,
+                        att.kind,
+                        f"{', '.join(verdict.codes)}: {first.message}",
+                        _ATTESTATION_REMEDY.get(first.code, _SIGN_REMEDY),
                     )
                 elif verdict.signer == "authority":
                     # The subject the judgement read from the attestation's bytes.
                     authority_signed.add(verdict.subject_digest)
         authority = authority_key(reader)
         authority_id = None if authority is None else key_id(authority)
+        refusals: list[Refusal] = []
         for obj in new:
             if obj.kind == ATTESTATION_KIND:
+                if obj.digest in refused:
+                    refusals.append(refused[obj.digest])
                 continue
             if not history and obj.digest not in authority_signed:
-                for gov in self.governance:
-                    need = gov.governed(obj, reader)
-                    if need is not None:
-                        refusals.append(
-                            Refusal(
-                                obj.digest,
-                                obj.kind,
-                                f"{need.what} is authority-governed, got no valid attestation"
-                                f" by the ledger's authority key in the same transaction,"
-                                f" expected one by {authority_id}",
-                                need.remedy,
-                            )
+                need = self.governed(obj, reader)
+                if need is not None:
+                    others = sorted(set(signers.get(obj.digest, ())) - {authority_id})
+                    got = (
+                        f"got an attestation by key {', '.join(others)} instead"
+                        if others
+                        else "got no valid attestation by it"
+                    )
+                    refusals.append(
+                        Refusal(
+                            obj.digest,
+                            obj.kind,
+                            f"{need.what} is authority-governed, {got} in the same batch,"
+                            f" expected one by the ledger's authority key {authority_id}",
+                            need.remedy,
                         )
-                        break
+                    )
             for rule in self.state_rules:
                 refusal = rule.check(obj, reader)
                 if refusal is not None:
@@ -229,27 +288,47 @@ class AdmissionPolicy:
         return refusals
 
 
-# --- the installed policy ------------------------------------------------------------
+# --- the policy values ----------------------------------------------------------------
 
 
-@dataclass
-class _Registry:
-    factories: list[Callable[[], PolicyParts]] = field(default_factory=list)
-    built: AdmissionPolicy | None = None
+class PolicyUnavailable(NotFound):
+    """The package's default policy cannot be built from its installed metadata."""
 
 
-_REGISTRY = _Registry()
+#: The generic core alone: identities and revocations governed, no protocol knowledge.
+CORE_ONLY: Final = AdmissionPolicy()
+
+#: The entry-point group under which a distribution's plug-ins return ``PolicyParts``.
+POLICY_GROUP: Final = "provledger.policy"
+_DISTRIBUTION: Final = "provledger"
 
 
-def install(factory: Callable[[], PolicyParts]) -> None:
-    """Add a plug-in (built lazily, once) to the policy every store uses by default."""
-    if factory not in _REGISTRY.factories:
-        _REGISTRY.factories.append(factory)
-        _REGISTRY.built = None
+def core_policy() -> AdmissionPolicy:
+    """The generic core alone (``CORE_ONLY``): what a caller gets only by asking for it."""
+    return CORE_ONLY
 
 
-def current_policy() -> AdmissionPolicy:
-    """The core policy extended by every installed plug-in."""
-    if _REGISTRY.built is None:
-        _REGISTRY.built = AdmissionPolicy().extended(f() for f in _REGISTRY.factories)
-    return _REGISTRY.built
+def default_policy() -> AdmissionPolicy:
+    """The package's default policy: the core extended by every plug-in the provledger
+    distribution itself registers under ``provledger.policy`` (IDKMesh's rules), in
+    name order.
+
+    Only this distribution's own entry points count, so another installed package
+    cannot change what a ledger admits by registering one. Each call builds a new,
+    equal value (a store builds it once, when it first judges); ``PolicyUnavailable``
+    (exit 3) when the metadata is missing or names no plug-in (a stale install).
+    """
+    # Imported here: importlib.metadata costs ~20 ms, and only judging needs it.
+    from importlib.metadata import PackageNotFoundError, distribution
+
+    try:
+        found = distribution(_DISTRIBUTION).entry_points.select(group=POLICY_GROUP)
+    except PackageNotFoundError:
+        found = None
+    if not found:
+        raise PolicyUnavailable(
+            f"admission policy, got no {POLICY_GROUP} entry points of the installed"
+            f" {_DISTRIBUTION} distribution, expected its IDKMesh plug-ins (install the"
+            " package: pip install .)"
+        )
+    return CORE_ONLY.extended(ep.load()() for ep in sorted(found, key=lambda ep: ep.name))

@@ -1,9 +1,10 @@
 """Checking attestations against the ledger: pure functions over a ``LedgerReader``.
 
 Protocol knowledge (which kinds only a verifier may sign, what a subject says about its
-signer) comes from the installed ``ledger.trust.policy.AttestationPolicy``; IDKMesh's is
-``verifiers.attestation_policy``. An attestation is judged at its own log position S (its
-seq; an envelope from outside is judged as if appended now). The payload is always the
+signer) comes from the policy passed in (``policy.attestation``, a
+``ledger.trust.policy.AttestationPolicy``; IDKMesh's is ``verifiers.attestation_policy``).
+An attestation is judged at its own log position S (its seq; an envelope from outside
+is judged as if appended now). The payload is always the
 subject's STORED bytes and the PAE is rebuilt from them. Failure codes (stable; documented
 in docs/IDENTITIES.md):
 
@@ -35,7 +36,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from ledger.encoding.digest import sha256_digest
 from ledger.errors import InputError, NotFound
@@ -54,7 +55,10 @@ from ledger.trust.identity import (
     trust_index,
 )
 from ledger.trust.keys import SIGNATURE_SIZE, verify
-from ledger.trust.policy import current_policy
+
+if TYPE_CHECKING:
+    from ledger.trust.admission import AdmissionPolicy
+    from ledger.trust.policy import AttestationPolicy
 
 FailureCode = Literal[
     "malformed",
@@ -137,10 +141,9 @@ def _json_value(obj: StoredObject) -> Any:
 
 
 def _binding_failures(
-    reader: LedgerReader, identity: IdentityRecord, subject: StoredObject
+    reader: LedgerReader, identity: IdentityRecord, subject: StoredObject, policy: AttestationPolicy
 ) -> list[Failure]:
     """What the identity may not sign about this subject (verifier-signed kinds only)."""
-    policy = current_policy()
     if not policy.verifier_signed(subject.kind):
         return []
     claim = policy.signer_claim(subject)
@@ -234,6 +237,7 @@ def _signature_ok(
 
 def _judge(
     reader: LedgerReader,
+    policy: AttestationPolicy,
     index: TrustIndex,
     detached: DetachedAttestation,
     seq: int,
@@ -295,10 +299,12 @@ def _judge(
                     f" {index.authority_key_id}",
                 )
             )
-    elif is_authority and not current_policy().verifier_signed(subject_kind):
+    elif is_authority and not policy.verifier_signed(subject_kind):
         role = "authority"
     else:
-        role, chosen, found = _judge_verifier(reader, index, keyid, seq, subject, subject_kind)
+        role, chosen, found = _judge_verifier(
+            reader, policy, index, keyid, seq, subject, subject_kind
+        )
         failures.extend(found)
     if not is_authority:
         failures.extend(_revocation_failures(index, keyid, seq))
@@ -317,6 +323,7 @@ def _judge(
 
 def _judge_verifier(
     reader: LedgerReader,
+    policy: AttestationPolicy,
     index: TrustIndex,
     keyid: str,
     seq: int,
@@ -357,7 +364,7 @@ def _judge_verifier(
         (
             (len(fs), -rec.seq, rec, fs)
             for rec in authorized
-            for fs in [_binding_failures(reader, rec, subject)]
+            for fs in [_binding_failures(reader, rec, subject, policy)]
         ),
         key=lambda item: (item[0], item[1]),
     )
@@ -401,10 +408,12 @@ def _revocation_failures(index: TrustIndex, keyid: str, seq: int) -> list[Failur
 def check_attestation(
     reader: LedgerReader,
     attestation: StoredObject,
+    policy: AdmissionPolicy,
     index: TrustIndex | None = None,
     memo: SignatureVerdicts | None = None,
 ) -> AttestationVerdict:
-    """The verdict on one stored attestation object, judged at its own seq.
+    """The verdict on one stored attestation object, judged at its own seq under
+    ``policy`` (its ``attestation`` part).
 
     ``memo``: signature verdicts computed ahead (``SignatureMemo``); same verdict.
     """
@@ -417,7 +426,13 @@ def check_attestation(
     except InputError as exc:
         return _malformed(attestation, str(exc))
     return _judge(
-        reader, index or trust_index(reader), detached, attestation.seq, attestation.digest, memo
+        reader,
+        policy.attestation,
+        index or trust_index(reader),
+        detached,
+        attestation.seq,
+        attestation.digest,
+        memo,
     )
 
 
@@ -443,15 +458,21 @@ def _malformed(attestation: StoredObject, message: str) -> AttestationVerdict:
 
 
 def check_subject_attestations(
-    store: LedgerReader, subject_digest: str
+    store: LedgerReader, subject_digest: str, policy: AdmissionPolicy
 ) -> list[AttestationVerdict]:
     """Verdicts on every attestation naming ``subject_digest``, in log order."""
     index = trust_index(store)
-    return [check_attestation(store, att, index) for att in attestations_of(store, subject_digest)]
+    return [
+        check_attestation(store, att, policy, index)
+        for att in attestations_of(store, subject_digest)
+    ]
 
 
 def check_envelope(
-    reader: LedgerReader, envelope: Envelope, index: TrustIndex | None = None
+    reader: LedgerReader,
+    envelope: Envelope,
+    policy: AdmissionPolicy,
+    index: TrustIndex | None = None,
 ) -> list[AttestationVerdict]:
     """Verdicts on a full DSSE envelope from outside, one per signature, as if appended now.
 
@@ -470,6 +491,7 @@ def check_envelope(
     return [
         _judge(
             reader,
+            policy.attestation,
             index,
             DetachedAttestation(digest, kind, envelope.payload_type, sig),
             reader.size(),

@@ -9,11 +9,12 @@ knowledge, so it comes from an ``AttestationPolicy``:
 - ``signer_claim(subject)``: the verifier id and adapter (name, version) the subject
   names, which the signing identity must hold;
 - ``excluded_signers(reader, subject)``: identities that may not attest this subject
-  (e.g. the worker whose output it judges), each with where it was found.
+  (e.g. the worker whose output it judges), each with where it was found. ``reader``
+  holds only what precedes the attestation being judged.
 
-The policy in force is the one ``install``-ed (the CLI composition root does), else the
-first one registered under the ``provledger.attestation_policy`` entry-point group by an
-installed distribution, else ``GENERIC_POLICY`` (no kind is verifier-signed).
+An ``AttestationPolicy`` is one part of the admission policy value
+(``ledger.trust.admission.AdmissionPolicy.attestation``); nothing here is installed or
+looked up: whoever judges passes the policy in.
 """
 
 from __future__ import annotations
@@ -23,8 +24,6 @@ from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
     from ledger.store.base import LedgerReader, StoredObject
-
-ENTRY_POINT_GROUP = "provledger.attestation_policy"
 
 
 @dataclass(frozen=True)
@@ -46,6 +45,7 @@ class AttestationPolicy(Protocol):
     def excluded_signers(self, reader: LedgerReader, subject: StoredObject) -> dict[str, str]: ...
 
 
+@dataclass(frozen=True)
 class GenericPolicy:
     """No protocol knowledge: any registered key may attest any kind."""
 
@@ -60,24 +60,3 @@ class GenericPolicy:
 
 
 GENERIC_POLICY = GenericPolicy()
-
-
-class _Installed:
-    policy: AttestationPolicy | None = None
-
-
-def install(policy: AttestationPolicy) -> None:
-    """Make ``policy`` the one every judgement uses (the composition root calls this)."""
-    _Installed.policy = policy
-
-
-def current_policy() -> AttestationPolicy:
-    """The installed policy, else the entry-point plug-in, else ``GENERIC_POLICY``."""
-    if _Installed.policy is None:
-        # Imported here: importlib.metadata costs ~20 ms, and the CLI installs its policy.
-        from importlib.metadata import entry_points
-
-        found = sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda ep: ep.name)
-        policy: AttestationPolicy = found[0].load()() if found else GENERIC_POLICY
-        _Installed.policy = policy
-    return _Installed.policy
