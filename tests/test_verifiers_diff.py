@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from verifiers.diff import RULES, ParsedDiff, parse_patch
+from verifiers.diff import READING_0_1_0, RULES, ParsedDiff, parse_patch
 from verifiers.errors import DiffError, VerifierError
 
 HEADER = "diff --git a/src/app.py b/src/app.py\nindex 1111111..2222222 100644\n"
@@ -27,10 +27,14 @@ def parse(text: str) -> ParsedDiff:
     return parse_patch(text.encode("utf-8"))
 
 
-def error(text: str | bytes) -> DiffError:
+def error(text: str | bytes, *, old: bool = False) -> DiffError:
+    """The refusal of ``text`` (by release 0.1.0's reading when ``old``)."""
     data = text.encode("utf-8") if isinstance(text, str) else text
     with pytest.raises(DiffError) as info:
-        parse_patch(data)
+        if old:
+            parse_patch(data, READING_0_1_0)
+        else:
+            parse_patch(data)
     assert info.value.rule in RULES
     return info.value
 
@@ -179,10 +183,10 @@ def test_quoted_header_paths_split_shell_style() -> None:
             "hunk-header",
         ),
         (
-            "diff --git a/x b/x\n--- a/x\n+++ b/x\n@@ -0,2 +1 @@\n",
+            "diff --git a/x b/x\n--- a/x\n+++ b/x\n@@ -1234567890123456,2 +1 @@\n",
             4,
-            "old range 0,2",
-            "from 1",
+            "line number '1234567890123456' of 16 digits",
+            "at most 15 digits",
             "hunk-range",
         ),
         (
@@ -630,3 +634,77 @@ def test_repeated_and_contradictory_extended_headers_are_refused() -> None:
     assert error(section("a/x b/x", "/dev/null", "b/x", both)).rule == "extended-header"
     renew = "rename from x\nrename to y\nnew file mode 100644\n"
     assert error(section("a/x b/y", "/dev/null", "b/y", renew)).rule == "extended-header"
+
+
+# ------------------------------------------------- read as git reads them (release 0.2.0)
+# Release 0.1.0 refused each of these; its reading is kept for results it recorded.
+
+
+@pytest.mark.parametrize(
+    ("header", "old_rule"),
+    [
+        ("a/x  b/x", "path-mismatch"),
+        ("a/x\tb/x", "header-paths"),
+        (" a/x b/x", "missing-prefix"),
+        ("\t a/x \t b/x", "missing-prefix"),
+        ('"a/x"  "b/x"', "missing-prefix"),
+        ('a/x \t"b/x"', "header-paths"),
+    ],
+)
+def test_blank_runs_in_the_header_are_read_as_git_reads_them(header: str, old_rule: str) -> None:
+    text = section(header, "a/x", "b/x")
+    assert parse(text).written_paths == ("x",)
+    assert error(text, old=True).rule == old_rule
+    # The runs separate names; the names must still be the ---/+++ names.
+    assert error(section(header.replace("b/x", "b/y"), "a/x", "b/x")).rule == "path-mismatch"
+    # A name may end with a space: the ---/+++ names pick the reading.
+    spaced = parse(section("a/x   b/x ", "a/x \t", "b/x \t"))
+    assert spaced.written_paths == ("x ",)
+
+
+def test_hunks_at_line_zero_are_anchored_at_line_one_as_git_does() -> None:
+    for hunk, body, numbers in (
+        ("@@ -0,1 +0,1 @@", "-a\n+b\n", [(1, "b"), (1, "a")]),
+        ("@@ -0,2 +0,2 @@", "-a\n+b\n c\n", [(1, "b"), (1, "a")]),
+        ("@@ -0,2 +1,2 @@", " c\n-a\n+b\n", [(2, "b"), (2, "a")]),
+    ):
+        text = f"diff --git a/x b/x\n--- a/x\n+++ b/x\n{hunk}\n{body}"
+        diff = parse(text)
+        assert [(x.number, x.text) for x in diff.added_lines + diff.removed_lines] == numbers
+        assert diff.files[0].hunks[0].old_start == 0  # recorded as written
+        exc = error(text, old=True)
+        assert (exc.rule, exc.patch_line) == ("hunk-range", 4)
+    # A hunk of no lines at all is still refused (git: "corrupt patch").
+    assert error("diff --git a/x b/x\n--- a/x\n+++ b/x\n@@ -0,0 +0,0 @@\n").rule == "hunk-range"
+
+
+def test_hunk_numbers_of_up_to_15_digits_are_read() -> None:
+    def text(number: str) -> str:
+        return f"diff --git a/x b/x\n--- a/x\n+++ b/x\n@@ -{number},2 +{number},2 @@\n-a\n+b\n c\n"
+
+    for digits in (13, 15):
+        number = "9" * digits
+        (line,) = parse(text(number)).added_lines
+        assert line.number == int(number) < 2**53
+        assert error(text(number), old=True).rule == "hunk-header"
+    assert parse(text("0" * 20 + "7")).added_lines[0].number == 7  # leading zeros
+    exc = error(text("1" + "0" * 15))
+    assert (exc.rule, exc.patch_line) == ("hunk-range", 4) and "16 digits" in exc.found
+    assert error(text("1" + "0" * 15), old=True).rule == "hunk-header"
+    # Thousands of digits are refused before any conversion (int() stops at 4300).
+    assert error(text("9" * 10_000)).rule == "hunk-range"
+    assert error(text("0" * 10_000 + "1"), old=True).rule == "hunk-header"
+    assert parse(text("0" * 10_000 + "1")).added_lines[0].number == 1
+
+
+def test_a_timestamp_after_a_side_name_is_not_part_of_it() -> None:
+    stamp = "\t2024-01-01 00:00:00.000000000 +0000"
+    diff = parse(section("a/f.txt b/f.txt", "a/f.txt" + stamp, "b/f.txt" + stamp))
+    assert diff.written_paths == ("f.txt",)
+
+
+def test_shell_quote_characters_are_part_of_a_name() -> None:
+    assert parse(section("a/it's b/it's", "a/it's", "b/it's")).written_paths == ("it's",)
+    # git strips the first component of "'a/f.txt'" and writes "f.txt'": not judged.
+    exc = error(section("'a/f.txt' 'b/f.txt'", "'a/f.txt'", "'b/f.txt'"))
+    assert (exc.rule, exc.patch_line) == ("missing-prefix", 1)

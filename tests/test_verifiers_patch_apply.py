@@ -94,3 +94,10 @@ def test_overlapping_hunks_are_refused(tmp_path: Path) -> None:
     patch = b"diff --git a/f b/f\n--- a/f\n+++ b/f\n@@ -2 +2 @@\n-b\n+B\n@@ -1 +1 @@\n-a\n+A\n"
     with pytest.raises(PatchApplyError, match="ordered hunks"):
         apply_patch(tmp_path, parse_patch(patch))
+
+
+def test_a_hunk_at_line_zero_applies_at_the_first_line_as_git_does(tmp_path: Path) -> None:
+    (tmp_path / "f").write_text("one\ntwo\n")
+    patch = b"diff --git a/f b/f\n--- a/f\n+++ b/f\n@@ -0,2 +0,2 @@\n-one\n+ONE\n two\n"
+    assert apply_patch(tmp_path, parse_patch(patch)) == ("f",)
+    assert (tmp_path / "f").read_text() == "ONE\ntwo\n"

@@ -16,7 +16,7 @@ docs/VERIFIERS.md):
 - between the header and ``---`` only git's extended header lines appear, each at most
   once (so binary patches fail); ``--- `` then ``+++ `` follow;
 - each section has at least one hunk ``@@ -a[,b] +c[,d] @@``; counts default to 1;
-  hunk lines start with space, ``-`` or ``+``, or are exactly
+  a hunk has at least one line; hunk lines start with space, ``-`` or ``+``, or are exactly
   ``\\ No newline at end of file`` right after the last line of a side of the hunk;
   the old and new counts come out exactly;
 - a creation has no old lines, a deletion no new ones;
@@ -24,6 +24,11 @@ docs/VERIFIERS.md):
 
 ``parse_patch`` returns a ``ParsedDiff`` or raises ``DiffError``; no other exception
 escapes for any input bytes.
+
+A ``DiffReading`` names the few places where releases of the verifiers read patches
+differently (``verifiers.releases``; docs/VERIFIERS.md, "Verifier releases"). A
+recorded VerificationResult names its release and is re-run with that release's
+reading, so a released reading never changes: a new reading is a new release.
 """
 
 from __future__ import annotations
@@ -80,9 +85,41 @@ _EXTENDED_HEADERS = (
     "copy to ",
 )
 _HUNK_RE = re.compile(
-    r"@@ -([0-9]{1,12})(?:,([0-9]{1,12}))? \+([0-9]{1,12})(?:,([0-9]{1,12}))? @@(?: .*)?\Z",
+    r"@@ -([0-9]+)(?:,([0-9]+))? \+([0-9]+)(?:,([0-9]+))? @@(?: .*)?\Z",
     re.ASCII | re.DOTALL,
 )
+# Header separators: one space (release 0.1.0), or runs of spaces and TABs as git reads
+# them (release 0.2.0).
+_SEP_STRICT = re.compile(r" ")
+_SEP_GIT = re.compile(r"[ \t]+")
+
+
+@dataclass(frozen=True)
+class DiffReading:
+    """How one release of the verifiers (``name``, ``verifiers.releases``) reads the
+    points where it once differed from git.
+
+    ``line_zero_with_lines``: ``@@ -0,N`` (N > 0) is read as git reads it, anchored at
+    the file's first line (its lines are numbered from 1); otherwise ``hunk-range``.
+    ``number_digits``: hunk numbers longer than this are refused (``hunk-header`` when
+    ``long_numbers_rule`` is that, else ``hunk-range``); leading zeros count only when
+    ``count_leading_zeros``. Line numbers are recorded in observations as RFC 8785
+    integers, which are exact only below 2**53: 15 significant digits stay below it.
+    ``header_whitespace``: the header's names may be preceded and separated by runs of
+    spaces and TABs (git), not only by one space.
+    """
+
+    name: str
+    line_zero_with_lines: bool
+    number_digits: int
+    count_leading_zeros: bool
+    long_numbers_rule: str
+    header_whitespace: bool
+
+
+READING_0_1_0 = DiffReading("0.1.0", False, 12, True, "hunk-header", False)
+READING_0_2_0 = DiffReading("0.2.0", True, 15, False, "hunk-range", True)
+CURRENT_READING = READING_0_2_0
 
 Op = Literal[" ", "-", "+"]
 Operation = Literal["modify", "create", "delete", "rename", "copy"]
@@ -322,27 +359,34 @@ def _side_name(rest: str, prefix: str, line_no: int) -> str | None:
     return _prefixed(name, prefix, line_no)
 
 
-def _header_pairs(rest: str, line_no: int) -> list[tuple[str, str]]:
+def _header_pairs(rest: str, line_no: int, reading: DiffReading) -> list[tuple[str, str]]:
     """Every (old, new) reading of ``a/X b/Y`` (unquoted names may hold spaces, so a
-    header can be split more than one way; the ``---``/``+++`` lines pick the one)."""
+    header can be split more than one way; the ``---``/``+++`` lines pick the one).
+
+    With ``reading.header_whitespace`` the names may be preceded and separated by runs of
+    spaces and TABs, as git reads them; otherwise by exactly one space."""
+    sep = _SEP_GIT if reading.header_whitespace else _SEP_STRICT
+    if reading.header_whitespace:
+        rest = rest.lstrip(" \t")
     if rest.startswith('"') or '"' in rest:
         if rest.startswith('"'):
             first, tail = _unquote(rest, line_no)
-            if not tail.startswith(" "):
+            gap = sep.match(tail)
+            if gap is None:
                 raise DiffError(
                     line_no, _show(rest), "two names separated by a space", rule="header-paths"
                 )
-            tail = tail[1:]
+            tail = tail[gap.end() :]
         else:
-            at = rest.find(' "')
-            if at < 0:
+            quote = re.search(sep.pattern + '"', rest)
+            if quote is None:
                 raise DiffError(
                     line_no,
                     f"'\"' inside the unquoted name {_show(rest)}",
                     "a name quoted as a whole",
                     rule="header-paths",
                 )
-            first, tail = rest[:at], rest[at + 1 :]
+            first, tail = rest[: quote.start()], rest[quote.end() - 1 :]
         if tail.startswith('"'):
             second, after = _unquote(tail, line_no)
             if after:
@@ -355,15 +399,22 @@ def _header_pairs(rest: str, line_no: int) -> list[tuple[str, str]]:
         else:
             second = tail
         return [(_prefixed(first, "a/", line_no), _prefixed(second, "b/", line_no))]
-    pairs = [
-        (rest[2:i], rest[i + 3 :])
-        for i in range(len(rest))
-        if rest[i] == " " and rest.startswith("a/") and rest.startswith("b/", i + 1)
-    ]
+    pairs: list[tuple[str, str]] = []
+    blanks = " \t" if reading.header_whitespace else " "
+    if rest.startswith("a/"):
+        for i in range(2, len(rest)):
+            # Each separator starting at i: one space, or every prefix of a blank run.
+            j = i
+            while j < len(rest) and rest[j] in blanks:
+                j += 1
+                if rest.startswith("b/", j):
+                    pairs.append((rest[2:i], rest[j + 2 :]))
+                if not reading.header_whitespace:
+                    break
     if len(pairs) == 1:
         return [(_check_path(pairs[0][0], line_no), _check_path(pairs[0][1], line_no))]
     if not pairs:
-        if " " not in rest:
+        if sep.search(rest) is None:
             raise DiffError(
                 line_no, f"one name in {_show(rest)}", "two names 'a/X b/Y'", rule="header-paths"
             )
@@ -379,8 +430,9 @@ def _header_pairs(rest: str, line_no: int) -> list[tuple[str, str]]:
 class _Parser:
     """Line-by-line state machine over a patch's lines."""
 
-    def __init__(self, lines: list[str]) -> None:
+    def __init__(self, lines: list[str], reading: DiffReading) -> None:
         self.lines = lines
+        self.reading = reading
         self.files: list[FileDiff] = []
         # Current section.
         self.pairs: list[tuple[str, str]] = []
@@ -410,7 +462,7 @@ class _Parser:
     # -- sections -----------------------------------------------------------------
 
     def _start_section(self, line: str, no: int) -> None:
-        self.pairs = _header_pairs(line[len("diff --git ") :], no)
+        self.pairs = _header_pairs(line[len("diff --git ") :], no, self.reading)
         self.section_line = no
         self.extended = []
         self.ext = {}
@@ -598,9 +650,25 @@ class _Parser:
 
     def _start_hunk(self, line: str, no: int) -> None:
         m = _HUNK_RE.match(line)
-        if m is None:
+        reading = self.reading
+        numbers = m.groups() if m is not None else ()
+        too_long = [
+            g
+            for g in numbers
+            if g is not None
+            and len(g if reading.count_leading_zeros else g.lstrip("0")) > reading.number_digits
+        ]
+        if m is None or (too_long and reading.long_numbers_rule == "hunk-header"):
             raise DiffError(
                 no, _show(line), "a hunk header '@@ -a[,b] +c[,d] @@'", rule="hunk-header"
+            )
+        if too_long:
+            raise DiffError(
+                no,
+                f"line number {_show(too_long[0])} of {len(too_long[0].lstrip('0'))} digits",
+                f"at most {reading.number_digits} digits (line numbers are recorded as"
+                " RFC 8785 integers, exact only below 2**53)",
+                rule="hunk-range",
             )
         if self.old_closed or self.new_closed:
             raise DiffError(
@@ -609,18 +677,24 @@ class _Parser:
                 "no hunk past the end of the file",
                 rule="no-newline-marker",
             )
-        a, b, c, d = (int(g) if g is not None else 1 for g in m.groups())
-        for start, count, side in ((a, b, "old"), (c, d, "new")):
-            if count > 0 and start == 0:
-                raise DiffError(
-                    no, f"{side} range {start},{count}", "line numbers from 1", rule="hunk-range"
-                )
+        # Leading zeros stripped first: int() refuses strings of more than 4300 digits.
+        a, b, c, d = (int(g.lstrip("0") or "0") if g is not None else 1 for g in numbers)
+        if not reading.line_zero_with_lines:
+            for start, count, side in ((a, b, "old"), (c, d, "new")):
+                if count > 0 and start == 0:
+                    raise DiffError(
+                        no,
+                        f"{side} range {start},{count}",
+                        "line numbers from 1",
+                        rule="hunk-range",
+                    )
         if b == 0 and d == 0:
             raise DiffError(no, _show(line), "a hunk with at least one line", rule="hunk-range")
         self.hunk_header = (a, b, c, d, no)
         self.body = []
         self.old_left, self.new_left = b, d
-        self.old_no, self.new_no = a, c
+        # git anchors a hunk starting at line 0 at the file's first line.
+        self.old_no, self.new_no = max(a, 1), max(c, 1)
         self.marker_ok = False
 
     def _hunk_line(self, line: str, no: int) -> None:
@@ -811,9 +885,10 @@ class _Parser:
         return ParsedDiff(tuple(self.files))
 
 
-def parse_patch(data: bytes) -> ParsedDiff:
-    """Parse patch bytes under the module invariants; raise ``DiffError`` otherwise."""
+def parse_patch(data: bytes, reading: DiffReading = CURRENT_READING) -> ParsedDiff:
+    """Parse patch bytes under the module invariants as ``reading`` reads them; raise
+    ``DiffError`` otherwise."""
     lines = decode_patch(data).split("\n")
     if lines[-1] == "":
         lines.pop()
-    return _Parser(lines).run()
+    return _Parser(lines, reading).run()

@@ -68,7 +68,8 @@ def apply_file(old: list[Line], section: FileDiff) -> list[Line]:
     out: list[Line] = []
     pos = 0
     for hunk in section.hunks:
-        start = hunk.old_start - 1 if hunk.old_count > 0 else hunk.old_start
+        # A hunk whose old lines start at line 0 is anchored at line 1, as git does.
+        start = max(hunk.old_start, 1) - 1 if hunk.old_count > 0 else hunk.old_start
         if start < pos or start > len(old):
             raise _fail(
                 hunk.patch_line,

@@ -24,7 +24,7 @@ from verifiers.checks import (
     size_check,
     worker_status_check,
 )
-from verifiers.diff import ChangedLine, ParsedDiff, parse_patch
+from verifiers.diff import ChangedLine, DiffReading, ParsedDiff, parse_patch
 from verifiers.errors import DiffError, SovereigntyError
 from verifiers.fields import require_int, require_str, require_str_list
 from verifiers.model.json import as_list, at
@@ -137,7 +137,9 @@ def missing_findings(
     )
 
 
-def _structure(art_data: bytes | None, reason: str) -> tuple[ParsedDiff | None, SubCheck]:
+def _structure(
+    art_data: bytes | None, reason: str, reading: DiffReading
+) -> tuple[ParsedDiff | None, SubCheck]:
     if art_data is None:
         return None, SubCheck(
             "structure",
@@ -147,7 +149,7 @@ def _structure(art_data: bytes | None, reason: str) -> tuple[ParsedDiff | None, 
             (ResultFinding("high", "correctness", f"Candidate patch not parsed: {reason}."),),
         )
     try:
-        parsed = parse_patch(art_data)
+        parsed = parse_patch(art_data, reading)
     except DiffError as exc:
         error = {
             "rule": exc.rule,
@@ -200,7 +202,7 @@ def run_patch(
     reason = art.problem or (
         f"{art.file.status}: {art.file.detail}" if art.file is not None else "no artifact"
     )
-    parsed, structure_sc = _structure(art.data, reason)
+    parsed, structure_sc = _structure(art.data, reason, inp.release.diff)
     nonempty_sc = _nonempty(art.file.size if art.file is not None else None, parsed)
     scope_sc = scope_check(parsed.changed_paths if parsed is not None else None, inp.work_unit)
     logs_sc, log_inputs = logs_check(

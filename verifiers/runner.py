@@ -25,6 +25,7 @@ from ledger.encoding.digest import sha256_digest
 from verifiers.errors import VerifierError
 from verifiers.model import EvaluatorPlan, ResultManifest, WorkUnit
 from verifiers.model.json import at
+from verifiers.releases import CURRENT, RELEASE_KEY, TOOL_NAME, Release, release
 from verifiers.report import Evidence, InputArtifact, VerifierReport
 from verifiers.sovereignty import (
     SovereigntyReport,
@@ -35,7 +36,6 @@ from verifiers.sovereignty import (
 from verifiers.spec import EvaluationInput
 
 Clock = Callable[[], datetime]
-PACKAGE_VERSION = "0.1.0"
 _ID_RE = re.compile(r"[a-z0-9][a-z0-9._/-]{2,127}\Z")
 _CHECK_TYPES = frozenset(
     {"test", "review", "schema", "lint", "security", "formal", "reproduction", "policy", "other"}
@@ -139,8 +139,9 @@ def build_result(
     report: VerifierReport,
     started: datetime,
     finished: datetime,
+    judged_by: Release = CURRENT,
 ) -> dict[str, Any]:
-    """The VerificationResult v0.1 for a report (pure)."""
+    """The VerificationResult v0.1 for a report (pure); it names ``judged_by``."""
     spec = sovereignty.spec
     by_id = {c.id: c for c in report.checks}
     checks: list[dict[str, Any]] = []
@@ -175,7 +176,7 @@ def build_result(
         "org.idkmesh.local_verifier.policy_id": plan.id,
         BEHAVIORAL_CLAIM_KEY: False,
         **report.extensions,
-        "org.provledger.verifier.package_version": PACKAGE_VERSION,
+        RELEASE_KEY: judged_by.version,
         "org.provledger.verifier.semantic_summary": report.summary,
         "org.provledger.verifier.digest_schemes": {
             "plan_binding_work_unit": sovereignty.work_unit_binding.scheme,
@@ -223,7 +224,7 @@ def build_result(
             "environment": {
                 "tool_versions": {
                     spec.adapter: spec.adapter_version,
-                    "provledger-verifiers": PACKAGE_VERSION,
+                    TOOL_NAME: judged_by.version,
                 },
             },
         },
@@ -254,15 +255,23 @@ def evaluate(
     clock: Clock,
     validate: Validate,
     manifest_digest: str | None = None,
+    release_version: str | None = None,
 ) -> VerificationOutcome:
     """Judge the candidate in ``candidate_root`` by ``plan`` (see the module docstring).
+
+    ``release_version`` names the release of the verifiers whose reading judges
+    (``verifiers.releases``; default the current one): re-running a recorded result
+    passes the release it names (``releases.release_of(result).version``) and gets that
+    release's verdict.
 
     ``plan_digest`` must be the plan's RFC 8785 or legacy digest; it becomes
     ``provenance.verifier_config_digest``. ``manifest_digest`` defaults to the
     ResultManifest's RFC 8785 digest. ``validate(kind, version, obj)`` is the schema
-    check (e.g. ``ledger.schema.validation.validate``). Raises ``SovereigntyError`` when a rule
-    refuses the evaluation; every candidate defect is a failed check instead.
+    check (e.g. ``ledger.schema.validation.validate``). Raises ``SovereigntyError`` when a
+    rule refuses the evaluation, the one error type an unusable input raises (an unknown
+    release is ``SOV-VERIFIER-RELEASE``); every candidate defect is a failed check instead.
     """
+    judged_by = CURRENT if release_version is None else release(release_version)
     sovereignty = check_pre_evaluation(
         work_unit,
         plan,
@@ -285,6 +294,7 @@ def evaluate(
             manifest_digest=m_digest,
             candidate_root=sovereignty.candidate_root,
             config=sovereignty.config,
+            release=judged_by,
         )
     )
     finished = clock()
@@ -299,6 +309,7 @@ def evaluate(
         report=report,
         started=started,
         finished=finished,
+        judged_by=judged_by,
     )
     check_post_evaluation(sovereignty, plan, result, validate=validate)
     body = canonicalize(result)

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from verifiers.model import EvaluatorPlan, ResultManifest, WorkUnit
+from verifiers.releases import Release
 from verifiers.report import VerifierReport
 
 VERIFIER_ID = "idkmesh-local-verifier"
@@ -24,7 +25,8 @@ class EvaluationInput:
     """Inputs that passed the pre-evaluation sovereignty checks, as the protocol model.
 
     ``candidate_root`` is resolved; ``config`` is what the spec's ``parse_config``
-    returned for ``plan``.
+    returned for ``plan``; ``release`` is the release of the verifiers whose reading
+    judges (``verifiers.releases``).
     """
 
     work_unit: WorkUnit
@@ -33,6 +35,7 @@ class EvaluationInput:
     manifest_digest: str
     candidate_root: Path
     config: Any
+    release: Release
 
 
 @dataclass(frozen=True)
