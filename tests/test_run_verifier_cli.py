@@ -341,6 +341,20 @@ def test_bad_inputs_exit_3_and_record_nothing(env: Env) -> None:
     assert snapshot(env.db) == before
 
 
+def test_a_number_beyond_i_json_is_bad_input_in_the_cli(env: Env) -> None:
+    """The CLI refuses such a file while reading it (exit 3), before the verifier's own
+    refusal (SOV-INPUT-CANONICAL, test_a_document_beyond_i_json_is_a_sovereignty_refusal)."""
+    before = snapshot(env.db)
+    plan = json.loads(plan_file("0.4").read_bytes())
+    plan["extensions"]["org.test.big"] = 2**60 + 1
+    big = env.tmp / "big.plan.json"
+    big.write_text(json.dumps(plan))
+    result = env.run(*run_args(env, plan=big), code=3)
+    assert result.stderr.startswith(f"error: {big}: ") and result.stderr.count("\n") == 1
+    assert "1152921504606846977" in result.stderr
+    assert snapshot(env.db) == before
+
+
 @pytest.mark.skipif(not Path("/dev/full").exists(), reason="no /dev/full on this system")
 def test_unwritable_output_records_nothing(env: Env) -> None:
     # The result file is written inside the append transaction, before COMMIT: a full

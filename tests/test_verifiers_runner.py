@@ -21,8 +21,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator, FormatChecker
 
-from ledger.encoding.digest import canonical_digest, sha256_digest
+from ledger.encoding.digest import canonical_digest, legacy_digest, sha256_digest
 from ledger.schema.validation import validate
+from verifiers.errors import SovereigntyError
 from verifiers.runner import BEHAVIORAL_CLAIM_KEY, VerificationOutcome, evaluate, rfc3339
 from verifiers.v0_1_json import json_equal
 
@@ -71,12 +72,9 @@ class Case:
                     item["digest"] = sha256_digest(data)
 
     def run(self, **kw: Any) -> VerificationOutcome:
-        args: dict[str, Any] = {
-            "plan_digest": canonical_digest(self.plan),
-            "clock": clock,
-            "validate": validate,
-        }
-        args.update(kw)
+        args: dict[str, Any] = {"clock": clock, "validate": validate, **kw}
+        if "plan_digest" not in args:
+            args["plan_digest"] = canonical_digest(self.plan)
         return evaluate(
             self.wu,
             self.plan,
@@ -317,7 +315,9 @@ def test_context_only_patch_is_empty(tmp_path: Path) -> None:
         b"diff --git a/tools/cohort_tool.py b/tools/cohort_tool.py\n"
         b"--- a/tools/cohort_tool.py\n+++ b/tools/cohort_tool.py\n@@ -1 +1 @@\n #!/usr/bin/env\n",
     )
-    failing(case.run(), "non-empty")
+    out = case.run()
+    failing(out, "non-empty")
+    assert subchecks(out)["structure"]["passed"]  # a section of context lines is valid
 
 
 def test_scope_violations_are_reported_per_path(tmp_path: Path) -> None:
@@ -541,3 +541,52 @@ def test_upstream_json_smoke_passes_with_legacy_binding(corpus: Path) -> None:
         validate=validate,
     )
     assert json_statuses(out)["artifact-digest"] == "failed"
+
+
+# ------------------------------------------------- inputs upstream's verifier raises on
+
+
+def test_special_candidate_files_are_failed_checks(tmp_path: Path) -> None:
+    """A FIFO, a symlink or a missing file where the worker's files are is the worker's
+    defect: a failed check in a recorded result (upstream's verifier raises instead, or
+    for a FIFO beside a JSON candidate does not see it)."""
+    patch = Case(tmp_path / "patch")
+    (patch.root / "candidate.patch").unlink()
+    os.mkfifo(patch.root / "candidate.patch")
+    out = patch.run()  # opened with O_NONBLOCK: a FIFO without a writer never blocks
+    failing(out, "artifact-digest", "structure")
+    assert "not_regular" in json.dumps(body(out, "patch-semantic-observation"))
+    for kind, failed in (
+        ("fifo-candidate", {"artifact-digest", "candidate-scope", "independent-acceptance"}),
+        ("missing", {"artifact-digest", "candidate-scope", "independent-acceptance"}),
+        ("symlink-beside", {"candidate-scope"}),
+        ("fifo-beside", {"candidate-scope"}),
+    ):
+        case = json_case(tmp_path / kind)
+        target = case.root / "candidate.json"
+        if kind == "fifo-candidate":
+            target.unlink()
+            os.mkfifo(target)
+        elif kind == "missing":
+            target.unlink()
+        elif kind == "symlink-beside":
+            (case.root / "link").symlink_to("candidate.json")
+        else:
+            os.mkfifo(case.root / "pipe")
+        statuses = json_statuses(case.run())
+        assert {k for k, v in statuses.items() if v == "failed"} == failed, kind
+
+
+@pytest.mark.parametrize("where", ["plan", "work_unit", "manifest"])
+def test_a_document_beyond_i_json_is_a_sovereignty_refusal(tmp_path: Path, where: str) -> None:
+    """The one error type for an unusable verifier input is SovereigntyError (here
+    SOV-INPUT-CANONICAL), never a CanonicalFormError from deep inside."""
+    case = json_case(tmp_path)
+    doc = {"plan": case.plan, "work_unit": case.wu, "manifest": case.manifest}[where]
+    doc.setdefault("extensions", {})["org.test.big"] = 2**60 + 1
+    if where == "plan":
+        case.plan["required_json"] = {"answer": 2**60 + 1}
+    with pytest.raises(SovereigntyError) as info:
+        case.run(plan_digest=legacy_digest(case.plan))
+    assert info.value.code == "SOV-INPUT-CANONICAL"
+    assert "1152921504606846977" in str(info.value) and info.value.exit_code == 4

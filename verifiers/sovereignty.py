@@ -5,6 +5,8 @@ violation as ``SovereigntyError`` (exit 4) with a stable code; nothing of the
 candidate is read before it returns. Codes:
 
 - ``SOV-INPUT-TYPE``            WorkUnit, plan and ResultManifest are JSON objects
+- ``SOV-INPUT-CANONICAL``       each has an RFC 8785 form (I-JSON: e.g. no integer beyond
+                                +-(2**53-1)); the result's observations repeat plan values
 - ``SOV-PLAN-VERSION``          the plan's schema_version has a registered verifier
 - ``SOV-SCHEMA-WORK-UNIT`` / ``SOV-SCHEMA-RESULT-MANIFEST`` / ``SOV-SCHEMA-PLAN``
                                 each document is valid against its schema
@@ -42,12 +44,14 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
+from ledger.encoding.canonical import canonicalize
 from ledger.encoding.digest import canonical_digest, is_digest, legacy_digest
 from ledger.errors import KindError, LedgerError, SchemaError
 from verifiers.errors import SovereigntyError
@@ -211,6 +215,9 @@ def check_pre_evaluation(
     pl = _object("plan", plan)
     rm = _object("ResultManifest", manifest)
     checked.append("SOV-INPUT-TYPE")
+    for name, doc in (("WorkUnit", wu), ("plan", pl), ("ResultManifest", rm)):
+        _canonical(name, doc)
+    checked.append("SOV-INPUT-CANONICAL")
     spec, config = _check_plan(pl, wu, rm, validate, checked)
     binding, wu_version, revision = _check_binding(pl, wu, checked)
     manifest_wu = _check_manifest_binding(rm, wu, wu_version, revision, checked)
@@ -243,6 +250,21 @@ def _object(name: str, value: object) -> _Doc:
     if not isinstance(value, Mapping):
         raise SovereigntyError("SOV-INPUT-TYPE", name, type(value).__name__, "a JSON object")
     return value
+
+
+def _canonical(name: str, value: _Doc) -> None:
+    """SOV-INPUT-CANONICAL: an input has RFC 8785 bytes (the protocol model, the digests
+    and the result's observations are all built from them)."""
+    try:
+        canonicalize(value)
+    except (LedgerError, TypeError, ValueError) as exc:
+        why = re.search(r"got (.*), expected", str(exc))
+        raise SovereigntyError(
+            "SOV-INPUT-CANONICAL",
+            f"{name} has no RFC 8785 form",
+            why.group(1) if why else str(exc),
+            "I-JSON values (integers within +-(2**53-1), finite numbers, Unicode text)",
+        ) from None
 
 
 def _check_plan(
