@@ -348,15 +348,31 @@ def m_hunk_header(rng: random.Random, secs: list[Section]) -> None:
     s = rng.choice(secs)
     hunks = [i for i, x in enumerate(s.lines) if x.startswith("@@ ")]
     i = rng.choice(hunks)
-    kind = rng.choice(("zero", "arabic", "suffix", "section"))
+    kind = rng.choice(("zero", "arabic", "suffix", "section", "line-zero", "long"))
     if kind == "zero":
         s.lines[i] = "@@ -0,0 +0,0 @@"
+    elif kind == "line-zero":  # git anchors a hunk at line 0 where one at line 1 is
+        s.lines[i] = s.lines[i].replace("@@ -1,", "@@ -0,").replace(" +1,", " +0,")
+    elif kind == "long":  # 13 to 16 digits: git looks for the hunk's lines from the end
+        shift = 10 ** rng.choice((12, 14, 15))
+        s.lines[i] = re.sub(
+            r"([-+])(\d+)", lambda m: f"{m.group(1)}{int(m.group(2)) + shift}", s.lines[i], count=2
+        )
     elif kind == "arabic":
         s.lines[i] = re.sub(r"\d", "\u0661", s.lines[i], count=1)
     elif kind == "suffix":
         s.lines[i] += "x"
     else:
         s.lines[i] += " def f():"
+
+
+def m_header_blank(rng: random.Random, secs: list[Section]) -> None:
+    """Runs of blanks before or between the header's names (git reads them)."""
+    s = rng.choice(secs)
+    a, b = git_quote(f"a/{s.old}"), git_quote(f"b/{s.new}")
+    if s.lines[0] == f"diff --git {a} {b}":
+        before, between = rng.choice((("", "  "), ("", "\t"), (" ", " "), ("\t ", " \t ")))
+        s.lines[0] = f"diff --git {before}{a}{between}{b}"
 
 
 def m_quote(rng: random.Random, secs: list[Section]) -> None:
@@ -412,6 +428,7 @@ MUTATIONS: dict[str, Mutation] = {
     "odd-path": m_odd_path,
     "nbsp": m_nbsp,
     "hunk-header": m_hunk_header,
+    "header-blank": m_header_blank,
     "quote": m_quote,
     "tab": m_tab,
     "ext-header": m_ext_header,
