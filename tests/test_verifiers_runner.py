@@ -590,3 +590,12 @@ def test_a_document_beyond_i_json_is_a_sovereignty_refusal(tmp_path: Path, where
         case.run(plan_digest=legacy_digest(case.plan))
     assert info.value.code == "SOV-INPUT-CANONICAL"
     assert "1152921504606846977" in str(info.value) and info.value.exit_code == 4
+    deep: dict[str, Any] = {}
+    inner = deep
+    for _ in range(100_000):  # deeper than any recursion limit
+        inner["a"] = {}
+        inner = inner["a"]
+    doc["extensions"]["org.test.big"] = deep
+    case.plan["required_json"] = {"answer": 42}
+    with pytest.raises(SovereigntyError, match=r"SOV-INPUT-CANONICAL.*recursion limit"):
+        case.run(plan_digest="sha256:" + "0" * 64)

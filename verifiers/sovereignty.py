@@ -257,6 +257,13 @@ def _canonical(name: str, value: _Doc) -> None:
     and the result's observations are all built from them)."""
     try:
         canonicalize(value)
+    except RecursionError:
+        raise SovereigntyError(
+            "SOV-INPUT-CANONICAL",
+            f"{name} has no RFC 8785 form",
+            "nesting deeper than the interpreter's recursion limit",
+            "a document of ordinary depth",
+        ) from None
     except (LedgerError, TypeError, ValueError) as exc:
         why = re.search(r"got (.*), expected", str(exc))
         raise SovereigntyError(
