@@ -708,3 +708,28 @@ def test_shell_quote_characters_are_part_of_a_name() -> None:
     # git strips the first component of "'a/f.txt'" and writes "f.txt'": not judged.
     exc = error(section("'a/f.txt' 'b/f.txt'", "'a/f.txt'", "'b/f.txt'"))
     assert (exc.rule, exc.patch_line) == ("missing-prefix", 1)
+
+
+@pytest.mark.parametrize(
+    "names",
+    [
+        "a/x" + " b/x" * 50_000,  # 50,000 readings, each ~100 KB long if built
+        "a/x" + " " * 200_000 + "b/x",  # one run of blanks: 200,000 readings (git's)
+        "a/x" + " \t" * 100_000,  # blanks and no b/: no reading at all
+    ],
+)
+def test_a_header_with_many_readings_costs_memory_linear_in_its_length(names: str) -> None:
+    """A hostile header must not make the parser list every reading of its names
+    (that cost the square of its length: 80 KB of ' b/x' took 1.5 GB)."""
+    import tracemalloc
+
+    text = f"diff --git {names}\n--- a/x\n+++ b/y\n@@ -1 +1 @@\n-a\n+b\n"
+    for old in (False, True):
+        tracemalloc.start()
+        try:
+            exc = error(text, old=old)
+            _, peak = tracemalloc.get_traced_memory()
+        finally:
+            tracemalloc.stop()
+        assert exc.rule in ("path-mismatch", "header-paths", "missing-prefix"), str(exc)
+        assert peak < 20 * len(text), peak

@@ -33,7 +33,9 @@ reading, so a released reading never changes: a new reading is a new release.
 
 from __future__ import annotations
 
+import itertools
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Literal
 
@@ -359,14 +361,76 @@ def _side_name(rest: str, prefix: str, line_no: int) -> str | None:
     return _prefixed(name, prefix, line_no)
 
 
-def _header_pairs(rest: str, line_no: int, reading: DiffReading) -> list[tuple[str, str]]:
-    """Every (old, new) reading of ``a/X b/Y`` (unquoted names may hold spaces, so a
-    header can be split more than one way; the ``---``/``+++`` lines pick the one).
+@dataclass(frozen=True)
+class _Header:
+    """The names of a ``diff --git`` line, which the ``---``/``+++`` names must be one
+    reading of: ``fixed`` when there is one reading (quoted names, or unquoted ones that
+    split one way), else the unquoted ``text`` ``a/X<sep>b/Y`` with several.
+
+    The readings are never all built: a header has as many as it has blanks before a
+    ``b/``, each about as long as the line, so listing them costs the square of its length
+    (80 KB of `` b/x`` once took 1.5 GB).
+    """
+
+    text: str
+    fixed: tuple[str, str] | None
+    loose: bool
+
+    def reads(self, old: str, new: str) -> bool:
+        """Whether ``a/old<sep>b/new`` is this header."""
+        if self.fixed is not None:
+            return self.fixed == (old, new)
+        head, tail, text = f"a/{old}", f"b/{new}", self.text
+        if len(head) + len(tail) >= len(text):
+            return False
+        if not (text.startswith(head) and text.endswith(tail)):
+            return False
+        gap = text[len(head) : len(text) - len(tail)]
+        return gap == " " or (self.loose and not gap.strip(" \t"))
+
+    def first(self, n: int) -> list[tuple[str, str]]:
+        """The first ``n`` readings, in the order of their separators."""
+        if self.fixed is not None:
+            return [self.fixed]
+        return list(itertools.islice(_readings(self.text, self.loose), n))
+
+
+def _gaps(text: str, loose: bool) -> Iterator[tuple[int, int]]:
+    """(start, end) of each separator before a ``b/`` in an unquoted ``a/...`` header:
+    one space, or (``loose``) a whole run of spaces and TABs. One pass over the text."""
+    if not text.startswith("a/"):
+        return
+    blanks = " \t" if loose else " "
+    i, n = 2, len(text)
+    while i < n:
+        if text[i] not in blanks:
+            i += 1
+            continue
+        j = i + 1
+        while loose and j < n and text[j] in blanks:
+            j += 1
+        if text.startswith("b/", j):
+            yield i, j
+        i = j
+
+
+def _readings(text: str, loose: bool) -> Iterator[tuple[str, str]]:
+    """Every (old, new) reading: with a run of blanks, the old name may end in any part
+    of it (names may end with spaces); the ``---``/``+++`` names pick one."""
+    for start, end in _gaps(text, loose):
+        for i in range(start, end) if loose else (start,):
+            yield text[2:i], text[end + 2 :]
+
+
+def _header_names(rest: str, line_no: int, reading: DiffReading) -> _Header:
+    """The names of ``a/X b/Y`` (unquoted names may hold spaces, so a header can be
+    split more than one way; the ``---``/``+++`` lines pick the one).
 
     With ``reading.header_whitespace`` the names may be preceded and separated by runs of
     spaces and TABs, as git reads them; otherwise by exactly one space."""
-    sep = _SEP_GIT if reading.header_whitespace else _SEP_STRICT
-    if reading.header_whitespace:
+    loose = reading.header_whitespace
+    sep = _SEP_GIT if loose else _SEP_STRICT
+    if loose:
         rest = rest.lstrip(" \t")
     if rest.startswith('"') or '"' in rest:
         if rest.startswith('"'):
@@ -398,22 +462,13 @@ def _header_pairs(rest: str, line_no: int, reading: DiffReading) -> list[tuple[s
                 )
         else:
             second = tail
-        return [(_prefixed(first, "a/", line_no), _prefixed(second, "b/", line_no))]
-    pairs: list[tuple[str, str]] = []
-    blanks = " \t" if reading.header_whitespace else " "
-    if rest.startswith("a/"):
-        for i in range(2, len(rest)):
-            # Each separator starting at i: one space, or every prefix of a blank run.
-            j = i
-            while j < len(rest) and rest[j] in blanks:
-                j += 1
-                if rest.startswith("b/", j):
-                    pairs.append((rest[2:i], rest[j + 2 :]))
-                if not reading.header_whitespace:
-                    break
-    if len(pairs) == 1:
-        return [(_check_path(pairs[0][0], line_no), _check_path(pairs[0][1], line_no))]
-    if not pairs:
+        fixed = (_prefixed(first, "a/", line_no), _prefixed(second, "b/", line_no))
+        return _Header(rest, fixed, loose)
+    count = sum(end - start if loose else 1 for start, end in _gaps(rest, loose))
+    if count == 1:
+        old, new = next(_readings(rest, loose))
+        return _Header(rest, (_check_path(old, line_no), _check_path(new, line_no)), loose)
+    if count == 0:
         if sep.search(rest) is None:
             raise DiffError(
                 line_no, f"one name in {_show(rest)}", "two names 'a/X b/Y'", rule="header-paths"
@@ -424,7 +479,7 @@ def _header_pairs(rest: str, line_no: int, reading: DiffReading) -> list[tuple[s
             "'a/PATH b/PATH' (git apply strips the first component, whatever it is)",
             rule="missing-prefix",
         )
-    return pairs
+    return _Header(rest, None, loose)
 
 
 class _Parser:
@@ -435,7 +490,7 @@ class _Parser:
         self.reading = reading
         self.files: list[FileDiff] = []
         # Current section.
-        self.pairs: list[tuple[str, str]] = []
+        self.header = _Header("", None, False)
         self.header_old = ""
         self.header_new = ""
         self.section_line = 0
@@ -462,7 +517,7 @@ class _Parser:
     # -- sections -----------------------------------------------------------------
 
     def _start_section(self, line: str, no: int) -> None:
-        self.pairs = _header_pairs(line[len("diff --git ") :], no, self.reading)
+        self.header = _header_names(line[len("diff --git ") :], no, self.reading)
         self.section_line = no
         self.extended = []
         self.ext = {}
@@ -579,7 +634,7 @@ class _Parser:
         want_old = old if old is not None else new
         want_new = new if new is not None else old
         assert want_old is not None and want_new is not None
-        if (want_old, want_new) not in self.pairs:
+        if not self.header.reads(want_old, want_new):
             if old is None or new is None:
                 expected = f"the header 'a/{want_old} b/{want_new}' (one path: no rename)"
             else:
@@ -587,7 +642,7 @@ class _Parser:
             raise DiffError(
                 self.section_line,
                 "header paths "
-                + " or ".join(f"{_show(a)} -> {_show(b)}" for a, b in self.pairs[:3])
+                + " or ".join(f"{_show(a)} -> {_show(b)}" for a, b in self.header.first(3))
                 + f" disagreeing with '---'/'+++' {_show(want_old)} -> {_show(want_new)}",
                 expected,
                 rule="path-mismatch",
