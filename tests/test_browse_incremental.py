@@ -22,6 +22,7 @@ from cohorts.browse.tables import TABLES
 from ledger.errors import NotFound
 from ledger.store.base import CheckpointRow, Entry, LedgerReader, StoredObject
 from ledger.store.sqlite import open_store
+from ledger.trust.admission import AdmissionPolicy
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = ROOT.parent / "shared" / "reference" / "idkmesh"
@@ -32,6 +33,10 @@ class Prefix:
 
     def __init__(self, inner: LedgerReader, n: int) -> None:
         self.inner, self.n = inner, n
+
+    @property
+    def policy(self) -> AdmissionPolicy:
+        return self.inner.policy
 
     def _keep(self, obj: StoredObject | None) -> StoredObject | None:
         return obj if obj is not None and obj.seq < self.n else None

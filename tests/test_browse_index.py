@@ -147,17 +147,18 @@ def test_result_chain_view(built: BuiltLedger, conn: sqlite3.Connection) -> None
     """The chain of the demo result: every link present in the ledger, in order."""
     (result,) = _values_of(built.db, built.repair_digest)
     chain = conn.execute(
-        "SELECT role, digest, present FROM result_chain WHERE result_digest = ? ORDER BY role, seq",
+        "SELECT role, digest, stored_digest FROM result_chain WHERE result_digest = ?"
+        " ORDER BY role, seq",
         (built.repair_digest,),
     ).fetchall()
     by_role = {}
-    for role, digest, present in chain:
-        by_role.setdefault(role, []).append((digest, present))
+    for role, digest, stored in chain:
+        by_role.setdefault(role, []).append((digest, stored is not None))
     provenance = result["provenance"]
-    assert by_role["1 result"] == [(built.repair_digest, 1)]
-    assert by_role["2 result manifest"] == [(provenance["result_manifest_digest"], 1)]
-    assert by_role["3 work unit"] == [(provenance["work_unit_digest"], 1)]
-    assert by_role["4 evaluator plan"] == [(provenance["verifier_config_digest"], 1)]
+    assert by_role["1 result"] == [(built.repair_digest, True)]
+    assert by_role["2 result manifest"] == [(provenance["result_manifest_digest"], True)]
+    assert by_role["3 work unit"] == [(provenance["work_unit_digest"], True)]
+    assert by_role["4 evaluator plan"] == [(provenance["verifier_config_digest"], True)]
     assert len(by_role["5 attestation"]) == 1
     assert len(by_role["6 signer identity"]) == 1
     assert len(by_role["7 key revocation"]) == 1
@@ -304,7 +305,8 @@ def test_canned_queries_answer_the_auditors(built: BuiltLedger, conn: sqlite3.Co
     assert all(r["revoked_after_signing"] == 1 for r in demo)
     assert not any(r["revoked_after_signing"] == 1 for r in signed if r not in demo)
     chain = conn.execute(
-        CANNED_QUERIES["result_provenance"]["sql"], {"result": built.repair_digest}
+        "SELECT * FROM result_chain WHERE result_digest = ? ORDER BY role, seq",
+        (built.repair_digest,),
     ).fetchall()
     assert [r["role"] for r in chain][:4] == [
         "1 result",
@@ -312,7 +314,16 @@ def test_canned_queries_answer_the_auditors(built: BuiltLedger, conn: sqlite3.Co
         "3 work unit",
         "4 evaluator plan",
     ]
-    assert all(r["present"] == 1 for r in chain)
+    assert all(r["stored_digest"] for r in chain)
+    # A link recorded under upstream's (legacy) digest names the object stored under the
+    # ledger's: the view says which object, not whether the link holds (no verdict in SQL).
+    legacy = conn.execute(
+        "SELECT c.digest, c.stored_digest FROM result_chain c JOIN objects o"
+        " ON o.digest = c.stored_digest WHERE c.role = '2 result manifest'"
+        " AND o.legacy_digest = c.digest"
+    ).fetchall()
+    assert legacy and all(r["digest"] != r["stored_digest"] for r in legacy)
+    assert "result_provenance" not in CANNED_QUERIES
 
 
 def test_serve_without_datasette_says_how(

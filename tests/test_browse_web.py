@@ -41,7 +41,7 @@ def test_result_object_page(built: BuiltLedger) -> None:
     page = _get(built.browse, f"/-/object/{built.repair_digest}", built.db)
     assert page.status_code == 200
     text = page.text
-    assert 'Provenance: <span class="prov-ok">all checks passed' in text
+    assert 'Provenance chain: <span class="prov-ok">intact' in text
     assert "idkmesh-local-verifier" in text
     assert built.verifier_key_id in text
     assert "retired at seq" in text and "(after signing)" in text
@@ -61,12 +61,12 @@ def test_result_object_page(built: BuiltLedger) -> None:
         in text
     )
     assert f'ResultManifest stored as <a class="digest" href="/-/object/{manifest}">' in text
-    assert "<strong>log inclusion</strong>" in text
+    assert 'data-check="log inclusion" data-status="passed"' in text
 
 
 def test_result_page_without_ledger_says_so(built: BuiltLedger) -> None:
     text = _get(built.browse, f"/-/object/{built.repair_digest}").text
-    assert "Provenance: not checked" in text
+    assert "Provenance chain: not checked" in text
     assert "--db LEDGER" in text
 
 

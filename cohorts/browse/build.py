@@ -9,9 +9,11 @@ Invariants:
   (see ``project``), so an incremental build equals a full build of the same ledger.
 - A projection belongs to one log: the origin and the digest at ``last_seq`` must
   match the ledger, else the run is refused (a different or rewritten ledger).
-- Nothing whole-ledger is stored: provenance *checks* run live on the object page
-  (``plugin``), against the ledger, when ``serve`` is given it. What the projection holds
-  about provenance is the chain itself (the ``result_chain`` view).
+- The one whole-log judgement stored is the cohort audit (``judged``: the tables
+  ``cohort_audits``, ``audit_findings``, ``successor_links``), judged at the last entry
+  projected and replaced whole when the projection grows. Provenance *checks* run live
+  on the result page (``pages``), against the ledger, when ``serve`` is given it; what
+  the projection holds about provenance is the chain itself (``result_chain``).
 - One transaction per run on the temporary copy (no per-insert commits), fsynced before
   it replaces the old file.
 """
@@ -27,6 +29,7 @@ from pathlib import Path
 import sqlite_utils
 import sqlite_utils.db
 
+from cohorts.browse.judged import JUDGED_TABLES, judge
 from cohorts.browse.project import Projection, Projector, Row, Update
 from cohorts.browse.tables import TABLES, VIEWS
 from ledger.errors import InputError
@@ -164,6 +167,20 @@ def _tree_nodes(store: LedgerReader, seq: int) -> list[Row]:
     return rows
 
 
+def _judge(db: sqlite_utils.Database, store: LedgerReader, previous: int, size: int) -> None:
+    """Replace the judged tables (``judged``) when the projection grew or they are not
+    judged at ``size`` yet."""
+    judged = db.execute("SELECT max(judged_size) FROM cohort_audits").fetchone()[0]
+    if previous == size and judged == size:
+        return
+    rows = judge(store, size)
+    for name in reversed(JUDGED_TABLES):  # children first: findings point at audits
+        db.execute(f"DELETE FROM [{name}]")
+    for name in JUDGED_TABLES:
+        if rows[name]:
+            _t(db, name).insert_all(rows[name], batch_size=500)
+
+
 def _write(db: sqlite_utils.Database, store: LedgerReader, out: Path) -> IndexReport:
     ensure_schema(db)
     info = _info(db)
@@ -198,6 +215,7 @@ def _write(db: sqlite_utils.Database, store: LedgerReader, out: Path) -> IndexRe
         }
         for c in checkpoints
     )
+    _judge(db, store, previous, size)
     results = _t(db, "results").count
     meta = {
         "format": FORMAT,

@@ -27,18 +27,13 @@ from datasette import hookimpl
 from datasette.utils.asgi import Response
 from markupsafe import Markup, escape
 
+from cohorts.browse.addresses import cohort_url, object_url
 from cohorts.browse.names import DATABASE, DIGEST_RE, KEY_ID_RE
+from cohorts.cli import OUTCOME_MEANING
 from ledger.errors import LedgerError
 from ledger.log import merkle
 from ledger.log.leaf import entry_record
 from ledger.log.note import open_checkpoint
-
-OBJECT_PATH = "/-/object/"
-
-
-def object_url(digest: str) -> str:
-    return OBJECT_PATH + digest
-
 
 _DIGEST_IN_TEXT = re.compile(r"sha256:[0-9a-f]{64}")
 
@@ -57,10 +52,26 @@ def link_digests(text: str | None) -> Markup:
 
 
 @hookimpl  # type: ignore[untyped-decorator]
-def render_cell(value: Any, column: str, table: str | None, database: str) -> Any:
-    """Digests link to their object page; key ids link to the identities they belong to."""
+def render_cell(row: Any, value: Any, column: str, table: str | None, database: str) -> Any:
+    """Digests link to their object page; key ids link to the identities they belong to;
+    cohort ids to their cohort page. A result's own ``status`` is shown as what it is,
+    the result's claim, with a link to the page that checks its provenance (the browse
+    database holds no verdict of its own)."""
     if not isinstance(value, str):
         return None
+    if table in ("results", "result_signatures") and column == "status":
+        try:  # a row of chosen columns (?_col=) may lack the digest
+            digest = str(row["digest" if table == "results" else "result_digest"])
+        except (IndexError, KeyError):
+            return Markup('<span class="claim">states {}</span> <small>(its claim)</small>').format(
+                value
+            )
+        return Markup(
+            '<span class="claim">states {}</span> <small>(its claim: <a href="{}">check'
+            " provenance</a>)</small>"
+        ).format(value, object_url(digest))
+    if column in ("cohort_id", "predecessor_id", "successor_id") and value:
+        return Markup('<a href="{}">{}</a>').format(cohort_url(value), value)
     if DIGEST_RE.match(value):
         return Markup('<a class="digest" href="{}">{}</a>').format(object_url(value), value)
     if KEY_ID_RE.match(value) and column == "key_id":
@@ -72,7 +83,56 @@ def render_cell(value: Any, column: str, table: str | None, database: str) -> An
 
 @hookimpl  # type: ignore[untyped-decorator]
 def register_routes() -> list[tuple[str, Any]]:
-    return [(r"^/-/object/(?P<digest>sha256:[0-9a-f]{64})$", object_page)]
+    """Our pages (``pages``); Datasette's own stay under ``/browse`` and ``/-/``."""
+    from cohorts.browse import pages
+
+    return [
+        (r"^/$", pages.home_page),
+        (r"^/-/cohort/(?P<ref>.*)$", pages.cohort_page),
+        (r"^/-/object/(?P<ref>.*)$", pages.object_address),
+        (r"^/-/find$", pages.find_page),
+        (r"^/-/provenance/(?P<digest>sha256:[0-9a-f]{64})\.json$", pages.provenance_json),
+    ]
+
+
+@hookimpl  # type: ignore[untyped-decorator]
+def extra_template_vars() -> dict[str, Any]:
+    """Helpers every template may use: page URLs (quoted) and escaped digest links."""
+    return {
+        "object_url": object_url,
+        "cohort_url": cohort_url,
+        "link_digests": link_digests,
+        "database": DATABASE,
+    }
+
+
+@hookimpl  # type: ignore[untyped-decorator]
+def asgi_wrapper() -> Any:
+    """Refuse a request line whose path is not ASCII (a 404 that says so): Datasette's
+    router decodes the raw path as ASCII and would fail with an internal error."""
+
+    def wrap(app: Any) -> Any:
+        async def guarded(scope: Any, receive: Any, send: Any) -> None:
+            raw = scope.get("raw_path") if scope.get("type") == "http" else None
+            if isinstance(raw, bytes) and not raw.isascii():
+                body = (
+                    b"Not found: the address holds bytes that are not ASCII; percent-encode"
+                    b" them (as a browser does)\n"
+                )
+                await send(
+                    {
+                        "type": "http.response.start",
+                        "status": 404,
+                        "headers": [(b"content-type", b"text/plain; charset=utf-8")],
+                    }
+                )
+                await send({"type": "http.response.body", "body": body})
+                return
+            await app(scope, receive, send)
+
+        return guarded
+
+    return wrap
 
 
 @dataclass(frozen=True)
@@ -163,6 +223,8 @@ class LiveProvenance:
     ok: bool = False
     outcome: str | None = None
     checks: tuple[dict[str, Any], ...] = ()
+    #: The report as ``provledger provenance --json`` prints it (None: not run).
+    report: dict[str, Any] | None = None
 
 
 def live_provenance(ledger: Path | None, origin: str | None, digest: str) -> LiveProvenance:
@@ -188,6 +250,7 @@ def live_provenance(ledger: Path | None, origin: str | None, digest: str) -> Liv
                 "name": check.name,
                 "status": "passed" if check.ok else "failed",
                 "reason": check.reason,
+                "subject": check.subject,
             }
         )
         for child in check.children:
@@ -196,7 +259,12 @@ def live_provenance(ledger: Path | None, origin: str | None, digest: str) -> Liv
     for check in report.checks:
         walk(check, 0)
     return LiveProvenance(
-        True, "checked now, on the ledger", report.ok, report.outcome, tuple(rows)
+        True,
+        "checked now, on the ledger",
+        report.ok,
+        report.outcome,
+        tuple(rows),
+        report.to_json(),
     )
 
 
@@ -204,8 +272,8 @@ def _dicts(rows: Any) -> list[dict[str, Any]]:
     return [dict(r) for r in rows]
 
 
-async def object_page(datasette: Any, request: Any) -> Response:
-    digest = request.url_vars["digest"]
+async def object_page(datasette: Any, request: Any, digest: str) -> Response:
+    """The page of the object stored under ``digest`` (``pages`` resolved the address)."""
     db = datasette.get_database(DATABASE)
     found = (await db.execute("SELECT * FROM objects WHERE digest = ?", [digest])).first()
     if found is None:
@@ -230,15 +298,17 @@ async def object_page(datasette: Any, request: Any) -> Response:
             live_provenance, ledger, None if origin is None else str(origin[0]), digest
         )
     proof = await db.execute_fn(lambda conn: inclusion(conn, digest))
+    result = (await db.execute("SELECT * FROM results WHERE digest = ?", [digest])).first()
+    cohort = (await db.execute("SELECT cohort_id FROM cohorts WHERE digest = ?", [digest])).first()
     context = {
         "obj": obj,
         "attestations": attestations,
         "attests": attests[0] if attests else None,
         "live": live,
+        "outcome_meaning": OUTCOME_MEANING.get(live.outcome or "") if live else None,
+        "result": None if result is None else dict(result),
+        "cohort_id": None if cohort is None else cohort[0],
         "proof": proof,
-        "database": DATABASE,
-        "object_url": object_url,
-        "link_digests": link_digests,
     }
     html = await datasette.render_template("provledger_object.html", context, request=request)
     return Response.html(html)

@@ -282,6 +282,36 @@ class Projector:
                 "carried_over": "; ".join(carried),
             },
         )
+        successor = as_str(value.get("successor_id"))
+        plans = maps(value.get("evaluator_plans"))
+        for position, plan in enumerate(plans):
+            out.add(
+                "binding_items",
+                {
+                    "binding_digest": obj.digest,
+                    "position": position,
+                    "successor_id": successor,
+                    "what": "plan",
+                    "task_id": as_str(plan.get("task")),
+                    "plan_id": as_str(plan.get("plan_id")),
+                    "plan_version": as_str(plan.get("plan_version")),
+                    "digest": as_str(plan.get("plan_digest")),
+                },
+            )
+        for offset, digest in enumerate(as_list(value.get("calibrations"))):
+            out.add(
+                "binding_items",
+                {
+                    "binding_digest": obj.digest,
+                    "position": len(plans) + offset,
+                    "successor_id": successor,
+                    "what": "calibration",
+                    "task_id": None,
+                    "plan_id": None,
+                    "plan_version": None,
+                    "digest": as_str(digest),
+                },
+            )
 
     def _work_unit(self, obj: StoredObject, value: Mapping[str, object], out: Projection) -> None:
         out.add(

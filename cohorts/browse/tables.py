@@ -191,6 +191,24 @@ TABLES: tuple[Table, ...] = (
         sort="seq",
     ),
     Table(
+        "binding_items",
+        "What each binding bound",
+        "One row per EvaluatorPlan a cohort binding names for a carried-over task (the plan id"
+        " and semantics version the binder chose), and one per calibration record it cites.",
+        (
+            _c("binding_digest", str, "Digest of the cohort binding."),
+            _c("position", int, "Position in the binding (plans first, then calibrations)."),
+            _c("successor_id", str, "Successor cohort id the binding names."),
+            _c("what", str, "'plan' or 'calibration'."),
+            _c("task_id", str, "Carried-over task the plan is bound to (plans only)."),
+            _c("plan_id", str, "EvaluatorPlan id (plans only)."),
+            _c("plan_version", str, "Plan semantics version, e.g. 0.4 (plans only)."),
+            _c("digest", str, "The plan's digest, or the calibration record's."),
+        ),
+        ("binding_digest", "position"),
+        foreign_keys=(("binding_digest", "bindings", "digest"),),
+    ),
+    Table(
         "work_units",
         "WorkUnits",
         "Stored WorkUnits: what a worker was asked to do.",
@@ -359,6 +377,64 @@ TABLES: tuple[Table, ...] = (
         ),
         ("level", "idx"),
     ),
+    # Judged over the whole log up to the projection's last entry (``judged``), not per
+    # object: replaced whole by each index run that projects new entries.
+    Table(
+        "cohort_audits",
+        "Cohort audits",
+        "One row per cohort id: `provledger cohort audit ID --json` run on the ledger up to"
+        " this projection's last entry (report), with its counts. status: ok, defects"
+        " (evidence present but wrong) or missing (evidence the ledger does not hold).",
+        (
+            _c("cohort_id", str, "Cohort id."),
+            _c("stage", str, "Stage of the audited record (its newest with standing)."),
+            _c("status", str, "ok, defects or missing (defects win when there are both)."),
+            _c("defects", int, "Error findings about evidence present but wrong."),
+            _c("missing", int, "Error findings about evidence the ledger does not hold."),
+            _c("warnings", int, "Warning findings (look, not refused)."),
+            _c("outcomes", int, "Outcomes (attempts) the cohort lists."),
+            _c("excluded", int, "Outcomes excluded by the burn."),
+            _c("attested", str, "Attestation state of the record (and of its burn notice)."),
+            _c("record_digest", str, "Digest of the newest stored record of the cohort."),
+            _c("judged_size", int, "Log size the audit read (entries 0 .. size-1)."),
+            _c("report", str, "The audit as `provledger cohort audit ID --json` prints it."),
+        ),
+        ("cohort_id",),
+    ),
+    Table(
+        "audit_findings",
+        "Audit findings",
+        "Every finding of every cohort audit, with its code and what the code means.",
+        (
+            _c("cohort_id", str, "Audited cohort id."),
+            _c("position", int, "Order in the audit (defects, missing, then warnings)."),
+            _c("category", str, "defect, missing or warning."),
+            _c("code", str, "Stable finding code."),
+            _c("meaning", str, "What the code is about (cohorts.meanings)."),
+            _c("task_id", str, "Task the finding is about, if any."),
+            _c("attempt_id", str, "Attempt the finding is about, if any."),
+            _c("message", str, "What was found: what, got X, expected Y."),
+        ),
+        ("cohort_id", "position"),
+        foreign_keys=(("cohort_id", "cohort_audits", "cohort_id"),),
+        fts=("code", "message"),
+    ),
+    Table(
+        "successor_links",
+        "Successors",
+        "Cohorts that succeed another, as the predecessor's audit finds them: claimed by"
+        " upstream (the successor's extensions name the predecessor's definition) and/or"
+        " bound by the ledger (a cohort binding). Bound plan versions: binding_items.",
+        (
+            _c("predecessor_id", str, "The cohort succeeded."),
+            _c("successor_id", str, "The successor cohort."),
+            _c("successor_stage", str, "Stage of the successor."),
+            _c("claimed_in", str, "Where upstream's records claim it (empty: nowhere)."),
+            _c("binding_digest", str, "The ledger's newest binding of the pair (empty: unbound)."),
+            _c("bindings", int, "Number of bindings of the pair."),
+        ),
+        ("predecessor_id", "successor_id"),
+    ),
     Table(
         "ledger_info",
         "About this ledger",
@@ -375,9 +451,9 @@ TABLES: tuple[Table, ...] = (
 def _chain_part(role: str, digest: str, join: str = "", where: str = "") -> str:
     return (
         f"SELECT r.digest AS result_digest, r.result_id, '{role}' AS role, {digest} AS digest,"
-        f" o.kind AS kind, o.object_id AS object_id,"
-        f" CASE WHEN o.digest IS NULL THEN 0 ELSE 1 END AS present, o.seq AS seq"
-        f" FROM results r {join} LEFT JOIN objects o ON o.digest = {digest}"
+        f" o.digest AS stored_digest, o.kind AS kind, o.object_id AS object_id, o.seq AS seq"
+        f" FROM results r {join}"
+        f" LEFT JOIN objects o ON o.digest = {digest} OR o.legacy_digest = {digest}"
         + (f" WHERE {where}" if where else "")
     )
 
@@ -449,10 +525,11 @@ VIEWS: tuple[View, ...] = (
         "result_chain",
         "Provenance chain of each result",
         "Every object a result's provenance rests on: the result, its ResultManifest,"
-        " WorkUnit and EvaluatorPlan (present = stored in the ledger), its attestations,"
-        " the identities registered for the signing keys, revocations of those keys, and"
-        " the cohorts whose tasks name the WorkUnit with their burn notices. The object"
-        " page runs the checks.",
+        " WorkUnit and EvaluatorPlan (digest: as the result records it; stored_digest: the"
+        " ledger object that digest names under either scheme, empty when none), its"
+        " attestations, the identities registered for the signing keys, revocations of those"
+        " keys, and the cohorts whose tasks name the WorkUnit with their burn notices. Whether"
+        " each link holds is not judged here: the result's page runs the provenance checks.",
         _CHAIN_SQL,
     ),
 )

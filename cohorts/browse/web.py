@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from cohorts.browse.names import DATABASE
+from cohorts.browse.queries import CANNED_QUERIES
 from cohorts.browse.tables import TABLES, VIEWS
 from ledger.errors import LedgerError
 
@@ -31,62 +32,6 @@ class WebUnavailable(LedgerError):
     """The optional web extra is not installed."""
 
     exit_code = 3
-
-
-CANNED_QUERIES: dict[str, dict[str, Any]] = {
-    "burned_cohorts": {
-        "title": "Which cohorts are burned, why, and when?",
-        "description": (
-            "Every burn notice with the cohort it burned, the reason, the burn date it records"
-            " (empty when upstream recorded none) and when the ledger recorded it."
-        ),
-        "sql": (
-            "SELECT b.cohort_id, c.title, b.issued_at AS burned_at, b.recorded_at, b.reason,"
-            " b.excluded_count AS excluded_outcomes, b.digest AS burn_notice_digest,"
-            " b.cohort_digest FROM burn_notices b"
-            " LEFT JOIN cohorts c ON c.digest = b.cohort_digest ORDER BY b.seq"
-        ),
-    },
-    "excluded_outcomes": {
-        "title": "Which outcomes were excluded?",
-        "description": "Excluded task outcomes with the reason; leave cohort empty for all.",
-        "sql": (
-            "SELECT e.cohort_id, e.task_id, t.title, e.reason, e.burn_notice_digest"
-            " FROM excluded_outcomes e"
-            " LEFT JOIN burn_notices b ON b.digest = e.burn_notice_digest"
-            " LEFT JOIN tasks t ON t.cohort_digest = b.cohort_digest AND t.task_id = e.task_id"
-            " WHERE :cohort = '' OR e.cohort_id = :cohort ORDER BY e.cohort_id, e.task_id"
-        ),
-        "params": ["cohort"],
-    },
-    "results_signed_by": {
-        "title": "Which results did verifier X sign, with which key, was it revoked later?",
-        "description": (
-            "Results whose attestation key belongs to the verifier (leave empty for all),"
-            " with the signing key, whether the signature verified, and any later revocation."
-        ),
-        "sql": (
-            "SELECT s.signer, s.result_id, s.status, s.result_digest, s.key_id,"
-            " s.signature_valid, s.signed_at_seq, s.revoked_reason, s.revoked_at_seq,"
-            " s.revoked_after_signing, s.attestation_digest FROM result_signatures s"
-            " WHERE :verifier = '' OR s.signer = :verifier OR s.verifier_id = :verifier"
-            " ORDER BY s.signed_at_seq"
-        ),
-        "params": ["verifier"],
-    },
-    "result_provenance": {
-        "title": "Full provenance of a result",
-        "description": (
-            "Every object one result rests on (paste its digest), in chain order; open the"
-            " result's digest for the live checks of each link."
-        ),
-        "sql": (
-            "SELECT role, digest, kind, object_id, present, seq FROM result_chain"
-            " WHERE result_digest = :result ORDER BY role, seq"
-        ),
-        "params": ["result"],
-    },
-}
 
 
 def metadata(title: str) -> dict[str, Any]:

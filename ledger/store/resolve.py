@@ -4,22 +4,41 @@ Accepted: a digest (ledger or legacy scheme), a unique digest prefix (``sha256:`
 at least 4 hex digits, or at least 8 bare hex digits), an id, or ``id@version``. A
 prefix that names several objects is refused (``InputError``, exit 3) with the
 candidates; unknown references are ``NotFound`` (exit 3).
+
+The rules read four lookups (``ObjectIndex``): a ledger is one, and so is the browse
+database's ``objects`` table (``cohorts.browse.addresses``), so a reference pasted into
+a browse page means what it means to the command line.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
+from typing import Protocol, TypeVar
 
 from ledger.encoding.digest import is_digest
 from ledger.errors import InputError, NotFound
-from ledger.store.base import LedgerReader, StoredObject
 
 PREFIX = re.compile(r"sha256:[0-9a-f]{4,63}\Z")
 BARE_HEX = re.compile(r"[0-9a-f]{8,64}\Z")
 SHOWN = 5
 
+T = TypeVar("T")
+T_co = TypeVar("T_co", covariant=True)
 
-def resolve_prefix(store: LedgerReader, prefix: str) -> StoredObject | None:
+
+class ObjectIndex(Protocol[T_co]):
+    """What resolving reads: objects by ledger digest, by legacy digest (oldest first),
+    digests by prefix of either scheme (in digest order), and objects by id (oldest
+    first)."""
+
+    def get(self, digest: str) -> T_co | None: ...
+    def by_legacy(self, legacy: str) -> Sequence[T_co]: ...
+    def by_digest_prefix(self, prefix: str, limit: int = 2) -> list[str]: ...
+    def by_id(self, object_id: str, version: int | None = None) -> Sequence[T_co]: ...
+
+
+def resolve_prefix(store: ObjectIndex[T], prefix: str) -> T | None:
     """The one object whose digest (either scheme) starts with ``prefix``; None if none."""
     found = store.by_digest_prefix(prefix, SHOWN + 1)
     if len(found) > 1:
@@ -31,7 +50,7 @@ def resolve_prefix(store: LedgerReader, prefix: str) -> StoredObject | None:
     return store.get(found[0]) if found else None
 
 
-def resolve(store: LedgerReader, ref: str) -> StoredObject:
+def resolve(store: ObjectIndex[T], ref: str) -> T:
     """The object ``ref`` names; for an id, its newest entry. Unknown refs are NotFound."""
     if ref.startswith("sha256:"):
         if is_digest(ref):
