@@ -176,7 +176,7 @@ def test_result_object_page_who_signed(
     server: str, browser: Any, built: BuiltLedger, tmp_path: Path
 ) -> None:
     text = _open(browser, f"{server}/-/object/{built.repair_digest}", tmp_path / "result.png")
-    assert "Provenance: all checks passed" in text
+    assert "Provenance chain: intact" in text
     assert "idkmesh-local-verifier" in text
     assert built.verifier_key_id in text
     assert "retired at seq" in text

@@ -131,7 +131,7 @@ def test_read_only(built: BuiltLedger) -> None:
 
 
 def test_link_digests_escapes_first() -> None:
-    from cohorts.browse.plugin import link_digests
+    from cohorts.browse.addresses import link_digests
 
     digest = "sha256:" + "ab" * 32
     html = str(link_digests(f'<script>alert("{digest}")</script> sha256:{"0" * 63}'))

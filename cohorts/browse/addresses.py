@@ -13,9 +13,12 @@ Invariants: ``locate`` is total: any string (hostile, malformed, huge) gives an
 
 from __future__ import annotations
 
+import re
 import sqlite3
 import urllib.parse
 from dataclasses import dataclass
+
+from markupsafe import Markup, escape
 
 from ledger.encoding.digest import is_digest
 from ledger.errors import LedgerError
@@ -34,6 +37,22 @@ def object_url(digest: str) -> str:
 
 def cohort_url(cohort_id: str) -> str:
     return COHORT_PATH + urllib.parse.quote(cohort_id, safe="/")
+
+
+_DIGEST_IN_TEXT = re.compile(r"sha256:[0-9a-f]{64}")
+
+
+def link_digests(text: str | None) -> Markup:
+    """``text`` escaped, with every ``sha256:<hex>`` in it a link to its object page.
+
+    Safe: the text is escaped first, and a digest match is only ``sha256:`` and hex."""
+    escaped = str(escape(text or ""))
+    return Markup(
+        _DIGEST_IN_TEXT.sub(
+            lambda m: f'<a class="digest" href="{object_url(m.group(0))}">{m.group(0)}</a>',
+            escaped,
+        )
+    )
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@
   told apart, with bound plan versions and calibration records), the outcomes it lists
   (each a link to its result) and the audit findings with each code's meaning.
 - ``/-/object/<ref>``: any object; a VerificationResult's page runs its provenance checks
-  live (``plugin.live_provenance``: the engine of ``provledger provenance``), and
+  live (``objectpage.live_provenance``: the engine of ``provledger provenance``), and
   ``/-/provenance/<digest>.json`` is that report as ``provenance --json`` prints it.
 - ``/-/find?ref=``: the home page's box; like ``/-/object/<ref>``.
 
@@ -31,6 +31,7 @@ from datasette.utils.asgi import Response
 
 from cohorts.browse.addresses import Address, cohort_url, known_cohort, locate, object_url
 from cohorts.browse.names import DATABASE
+from cohorts.browse.objectpage import live_provenance, object_page
 from cohorts.browse.queries import CANNED_QUERIES
 
 #: Newest results the home page lists (all of them: the results table).
@@ -197,8 +198,6 @@ async def not_found(datasette: Any, request: Any, address: Address) -> Response:
 
 
 async def _go(datasette: Any, request: Any, ref: str) -> Response:
-    from cohorts.browse.plugin import object_page
-
     db = datasette.get_database(DATABASE)
     address = await db.execute_fn(lambda conn: locate(conn, ref))
     if address.url is None:
@@ -220,8 +219,6 @@ async def find_page(datasette: Any, request: Any) -> Response:
 
 async def provenance_json(datasette: Any, request: Any) -> Response:
     """``/-/provenance/<digest>.json``: ``provledger provenance DIGEST --json``, live."""
-    from cohorts.browse.plugin import live_provenance
-
     digest = request.url_vars["digest"]
     db = datasette.get_database(DATABASE)
     found = (await db.execute("SELECT kind FROM objects WHERE digest = ?", [digest])).first()
