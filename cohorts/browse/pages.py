@@ -234,4 +234,5 @@ async def provenance_json(datasette: Any, request: Any) -> Response:
     )
     if live.report is None:
         return Response.json({"ok": False, "error": live.message}, status=503)
-    return Response.json(live.report)
+    # As ``provledger provenance DIGEST --json`` prints it: the report and the ref asked.
+    return Response.json({**live.report, "ref": digest})

@@ -33,7 +33,9 @@ def render_cell(row: Any, value: Any, column: str, table: str | None, database: 
         return None
     if table in ("results", "result_signatures") and column == "status":
         try:  # a row of chosen columns (?_col=) may lack the digest
-            digest = str(row["digest" if table == "results" else "result_digest"])
+            cell = row["digest" if table == "results" else "result_digest"]
+            # A foreign key Datasette expanded is {"value", "label"}.
+            digest = str(cell["value"] if isinstance(cell, dict) else cell)
         except (IndexError, KeyError):
             return Markup('<span class="claim">states {}</span> <small>(its claim)</small>').format(
                 value
