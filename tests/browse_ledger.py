@@ -13,6 +13,7 @@ database is built incrementally):
 
 from __future__ import annotations
 
+import contextlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,7 +32,7 @@ TOY_V1 = "example/toy-v1"
 
 @dataclass(frozen=True)
 class BuiltLedger:
-    db: Path
+    db: Path | str  # a file, or a postgresql:// URL
     browse: Path
     reports: tuple[dict[str, Any], ...]
     repair_digest: str
@@ -45,7 +46,7 @@ def run(runner: CliRunner, args: list[str], code: int = 0) -> Any:
     return result
 
 
-def _index(runner: CliRunner, db: Path, browse: Path) -> dict[str, Any]:
+def _index(runner: CliRunner, db: Path | str, browse: Path) -> dict[str, Any]:
     out = run(runner, ["index", "--db", str(db), "--out", str(browse), "--json"]).stdout
     report: dict[str, Any] = json.loads(out)
     return report
@@ -68,9 +69,17 @@ def _run_verifier(runner: CliRunner, db: str, key: Path, candidate: str, code: i
     return digest
 
 
-def build(tmp: Path, corpus: Path) -> BuiltLedger:
+def build(tmp: Path, corpus: Path, url: str | None = None) -> BuiltLedger:
+    """The ledger in ``tmp/ledger.db``, or in the PostgreSQL database ``url`` (its key
+    files then go to ``tmp``, the working directory while it is built)."""
+    if url is None:
+        return _build(tmp, corpus, tmp / "ledger.db")
+    with contextlib.chdir(tmp):
+        return _build(tmp, corpus, url)
+
+
+def _build(tmp: Path, corpus: Path, db: Path | str) -> BuiltLedger:
     runner = CliRunner()
-    db = tmp / "ledger.db"
     browse = tmp / "ledger.browse.db"
     d = str(db)
     run(runner, ["init", "--db", d])

@@ -1,16 +1,23 @@
 """`provledger serve` in a real browser: headless Debian Chromium driven by selenium.
 
 The installed ``.venv/bin/provledger serve`` runs on a free loopback port over the browse
-database of the corpus + demo ledger. Chromium opens the pages an auditor needs (cohort
-list, the burned cohort, its excluded outcomes, a result's object page, full-text search
-for a task title); the test asserts on the rendered text and saves a screenshot of each
-page into its tmp dir. Nothing downloads a browser: the Debian ``chromium`` and
-``chromium-driver`` packages are required (CI installs them).
+database of the corpus + demo + toy lineage ledger (``browse_ledger``), kept in SQLite
+and, for the auditor's walk, also in PostgreSQL (``serve --db postgresql://...``).
+From the home page alone, by clicking, an auditor finds which cohorts are burned, why,
+when the ledger learnt it, which outcomes are excluded, which successor replaced a
+cohort and under which plan versions, and whether a result's chain is intact. Each page
+is saved as a screenshot in the test's tmp dir (``PROVLEDGER_SCREENSHOTS=DIR`` copies
+the SQLite walk's home, cohort and result pages there, for docs/BROWSE.md). Nothing
+downloads a browser: the Debian ``chromium`` and ``chromium-driver`` packages are
+required (CI installs them).
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+import re
+import shutil
 import socket
 import sqlite3
 import subprocess
@@ -19,11 +26,12 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
-from browse_ledger import BURNED, BuiltLedger, build
+from browse_ledger import BURNED, TOY_V1, BuiltLedger, build
 
 pytest.importorskip("datasette", reason="install the test extra: pip install -e '.[test]'")
 webdriver = pytest.importorskip("selenium.webdriver")
@@ -61,30 +69,27 @@ def _free_port() -> int:
 
 @pytest.fixture(scope="module")
 def server(built: BuiltLedger) -> Iterator[str]:
+    with _serving(built) as base:
+        yield base
+
+
+@contextlib.contextmanager
+def _serving(built: BuiltLedger) -> Iterator[str]:
+    """The installed ``provledger serve`` on a free port; its output goes to a file (a
+    pipe nobody reads could block it)."""
     exe = ROOT / ".venv" / "bin" / "provledger"
     assert exe.exists(), "the package must be installed in .venv (pip install -e '.[test]')"
     port = _free_port()
-    proc = subprocess.Popen(
-        [
-            str(exe),
-            "serve",
-            "--db",
-            str(built.db),
-            "--browse",
-            str(built.browse),
-            "--port",
-            str(port),
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
+    args = ["serve", "--db", str(built.db), "--browse", str(built.browse), "--port", str(port)]
+    log = built.browse.with_suffix(".serve.log")
+    with log.open("wb") as out:
+        proc = subprocess.Popen([str(exe), *args], stdout=out, stderr=subprocess.STDOUT)
     base = f"http://127.0.0.1:{port}"
     try:
         # Bounded readiness poll (not a timed assertion): up to 300 tries.
         for _ in range(300):
             if proc.poll() is not None:
-                _, err = proc.communicate()
-                pytest.fail(f"provledger serve exited {proc.returncode}: {err.decode()}")
+                pytest.fail(f"provledger serve exited {proc.returncode}: {log.read_text()}")
             try:
                 with urllib.request.urlopen(base + "/-/versions.json") as reply:
                     if reply.status == 200:
@@ -189,3 +194,128 @@ def test_search_task_title(server: str, browser: Any, tmp_path: Path) -> None:
     text = _open(browser, f"{server}/browse/tasks?{query}", tmp_path / "search.png")
     assert "Cohort path boundary" in text
     assert "benchmark/phase-b2/001-cohort-path-boundary" in text
+
+
+# --- the auditor's walk, from the home page alone ------------------------------------
+
+
+@dataclass(frozen=True)
+class Site:
+    backend: str
+    built: BuiltLedger
+    base: str
+
+
+@pytest.fixture(scope="module", params=["sqlite", "postgresql"])
+def site(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Site]:
+    """The ledger served from SQLite, and the same history kept in PostgreSQL."""
+    if request.param == "sqlite":
+        yield Site("sqlite", request.getfixturevalue("built"), request.getfixturevalue("server"))
+        return
+    if not CORPUS.is_dir():
+        pytest.skip(f"reference corpus absent: {CORPUS}")
+    url = request.getfixturevalue("pg_cluster").createdb()
+    built = build(tmp_path_factory.mktemp("browser-pg"), CORPUS, url)
+    with _serving(built) as base:
+        yield Site("postgresql", built, base)
+
+
+def _shot(browser: Any, path: Path, most: int = 2600) -> None:
+    """A screenshot of the page down to ``most`` pixels (the window grown to the page's
+    height, then restored), so a person can read it."""
+    height = int(browser.execute_script("return document.documentElement.scrollHeight"))
+    browser.set_window_size(1400, min(max(height, 600), most))
+    browser.save_screenshot(str(path))
+    browser.set_window_size(1400, 1100)
+    assert path.stat().st_size > 10_000, path
+
+
+def _keep(site: Site, shot: Path) -> None:
+    """Copy a screenshot of the SQLite walk to $PROVLEDGER_SCREENSHOTS (docs/images)."""
+    target = os.environ.get("PROVLEDGER_SCREENSHOTS")
+    if target and site.backend == "sqlite":
+        shutil.copyfile(shot, Path(target) / shot.name)
+
+
+def _body(browser: Any) -> str:
+    from selenium.webdriver.common.by import By
+
+    text: str = browser.find_element(By.TAG_NAME, "body").text
+    return text
+
+
+def _click(browser: Any, text: str) -> None:
+    """Follow the link whose text is ``text`` (exactly), as a person would."""
+    from selenium.webdriver.common.by import By
+
+    browser.find_element(By.LINK_TEXT, text).click()
+
+
+def test_auditor_answers_from_the_home_page(site: Site, browser: Any, tmp_path: Path) -> None:
+    from selenium.webdriver.common.by import By
+
+    browser.get(site.base + "/")
+    _shot(browser, tmp_path / "home.png")
+    _keep(site, tmp_path / "home.png")
+    rows = {
+        r.get_attribute("data-cohort"): r
+        for r in browser.find_elements(By.CSS_SELECTOR, "tr[data-cohort]")
+    }
+    assert len(rows) == 7
+    # Which cohorts are burned.
+    burned = {c for c, r in rows.items() if r.get_attribute("data-stage") == "burned"}
+    assert burned == {BURNED, TOY_V1}
+    # Why, and when the ledger learnt it (log position, time, covering checkpoint).
+    first_five = rows[BURNED].text
+    assert "Frozen evaluator plans encoded semantic fragments" in first_five
+    assert "upstream recorded no date; 5 outcome(s) excluded" in first_five
+    assert re.search(r"log entry \d+\n\S+Z; in checkpoint \d+", first_five), first_five
+    # Which successor replaced it, and under which plan versions.
+    toy = rows[TOY_V1].text
+    assert "toy outcome seen early" in toy
+    assert re.search(
+        r"example/toy-v2 \(frozen\): bound at entry \d+, plan version 0\.4 \(4 tasks, 2"
+        r" calibration records\)",
+        toy,
+    ), toy
+    assert "upstream claim only, not bound" in first_five
+    # The audit's verdict on each cohort.
+    assert rows[BURNED].get_attribute("data-audit") == "ok"
+    assert rows["benchmark/phase-b2-successor-five"].get_attribute("data-audit") == "defects"
+
+    # One click: the burned cohort, its excluded outcomes and tasks never to reuse.
+    _click(browser, TOY_V1)
+    _shot(browser, tmp_path / "cohort.png")
+    _keep(site, tmp_path / "cohort.png")
+    page = _body(browser)
+    assert f"Cohort {TOY_V1}" in page
+    assert "Excluded outcomes (5)" in page and "example/toy/001-negative-operand" in page
+    assert "Tasks never to be reused as held-out evidence (1)" in page
+    assert "record, stage frozen" in page and "record, stage burned" in page
+    assert "successor example/toy-v2 bound" in page
+    assert page.count("v0.4") >= 4 and "v0.4 decoy → reject_candidate" in page
+
+    # One more: a result the cohort lists, and whether its chain is intact.
+    browser.get(site.base + "/")
+    _click(browser, "benchmark/phase-b2-successor-five")
+    _click(browser, "open result")
+    _shot(browser, tmp_path / "result.png", 1700)
+    _keep(site, tmp_path / "result.png")
+    page = _body(browser)
+    assert "Provenance chain: BROKEN" in page
+    assert "outcome: mismatched" in page
+    assert "The result states: passed (accept_candidate), its own claim, which the checks" in page
+    assert "Evidence strength: passed (accept_candidate), v0.4 calibrated" in page
+
+    # A result produced here: its chain is intact (checked live, on this backend).
+    browser.get(site.base + "/")
+    links = browser.find_elements(By.CSS_SELECTOR, "table.results a")
+    target = [a for a in links if a.get_attribute("href").endswith(site.built.repair_digest)]
+    assert target, "the demo's repair result is listed on the home page"
+    target[0].click()
+    _shot(browser, tmp_path / "result-intact.png")
+    page = _body(browser)
+    assert "Provenance chain: intact" in page
+    assert "checked now, on the ledger" in page

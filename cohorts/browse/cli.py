@@ -64,6 +64,7 @@ def serve_cmd(
     from cohorts.browse.build import default_out
     from cohorts.browse.web import ServeOptions, serve
     from ledger.errors import NotFound
+    from ledger.store.location import DatabaseURL
 
     target = browse if browse is not None else default_out(db)
     if not target.is_file():
@@ -71,7 +72,9 @@ def serve_cmd(
             f"browse database not found, got {target}, expected one made by `provledger index`"
         )
     typer.echo(f"serving {target} read-only at http://{host}:{port}/ (Ctrl-C stops)", err=True)
-    serve(ServeOptions(target, host, port, ledger=db if db.is_file() else None))
+    # A database on a server is always given to the result pages; a file when it exists.
+    ledger = db if isinstance(db, DatabaseURL) or db.is_file() else None
+    serve(ServeOptions(target, host, port, ledger=ledger))
 
 
 def browse_findings(store: Any, file: Path) -> list[dict[str, str]]:
