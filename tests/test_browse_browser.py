@@ -257,8 +257,8 @@ def test_auditor_answers_from_the_home_page(site: Site, browser: Any, tmp_path: 
     from selenium.webdriver.common.by import By
 
     browser.get(site.base + "/")
-    _shot(browser, tmp_path / "home.png")
-    _keep(site, tmp_path / "home.png")
+    _shot(browser, tmp_path / "browse-home.png")
+    _keep(site, tmp_path / "browse-home.png")
     rows = {
         r.get_attribute("data-cohort"): r
         for r in browser.find_elements(By.CSS_SELECTOR, "tr[data-cohort]")
@@ -287,8 +287,8 @@ def test_auditor_answers_from_the_home_page(site: Site, browser: Any, tmp_path: 
 
     # One click: the burned cohort, its excluded outcomes and tasks never to reuse.
     _click(browser, TOY_V1)
-    _shot(browser, tmp_path / "cohort.png")
-    _keep(site, tmp_path / "cohort.png")
+    _shot(browser, tmp_path / "browse-cohort.png")
+    _keep(site, tmp_path / "browse-cohort.png")
     page = _body(browser)
     assert f"Cohort {TOY_V1}" in page
     assert "Excluded outcomes (5)" in page and "example/toy/001-negative-operand" in page
@@ -301,8 +301,8 @@ def test_auditor_answers_from_the_home_page(site: Site, browser: Any, tmp_path: 
     browser.get(site.base + "/")
     _click(browser, "benchmark/phase-b2-successor-five")
     _click(browser, "open result")
-    _shot(browser, tmp_path / "result.png", 1700)
-    _keep(site, tmp_path / "result.png")
+    _shot(browser, tmp_path / "browse-result.png", 1700)
+    _keep(site, tmp_path / "browse-result.png")
     page = _body(browser)
     assert "Provenance chain: BROKEN" in page
     assert "outcome: mismatched" in page
