@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""provledger benchmark: import, verify, proofs, size and start-up on a synthetic corpus.
+"""provledger benchmark: import, verify, proofs, size, start-up and web page latency on a
+synthetic corpus.
 
 The corpus is generated from this file's own templates (seeded, reproducible), shaped
 like real IDKMesh evidence: per task one WorkUnit (~3 KB), one EvaluatorPlan (~1.3 KB)
@@ -47,6 +48,7 @@ FLOOR_SAMPLE = 20_000  # objects whose required checks are timed alone (bench_fl
 # The synthetic corpus (templates, seeded) lives in bench_corpus.py beside this file.
 from bench_corpus import write_corpus  # noqa: E402
 from bench_start import FLOOR_CODE, child_env  # noqa: E402
+from bench_web import REQUESTS, web_latency  # noqa: E402
 
 # -- measuring ---------------------------------------------------------------------------
 
@@ -540,6 +542,8 @@ def bench_size(n: int, args: argparse.Namespace, base: Path) -> dict[str, Any]:
     proofs["queries"] = args.queries
     res["proofs"] = proofs
     res["start_up"] = start_up(db, digest, 3 if args.quick else 11)
+    # Last: it adds the reference corpus's cohorts to this ledger, then serves it.
+    res["web"] = web_latency(db, work, 50 if args.quick else REQUESTS, args.seed)
     if not args.keep:
         shutil.rmtree(work)
     return res
@@ -666,6 +670,8 @@ def table(result: dict[str, Any]) -> str:
         "CPU floor (import typer, rich.console)",
         lambda r: f"{r['start_up']['floor']['cpu_median_ms']:.0f} ms",
     )
+    for page in ("home", "cohort", "result"):
+        add(f"web {page} page p50/p99 ms", lambda r, page=page: _p50_99(r["web"][page]))
     add("db bytes / canonical bytes", lambda r: f"{r['size']['db_over_canonical']:.2f}")
     add("db bytes / object", lambda r: f"{r['size']['db_bytes_per_object']:,.0f}")
     add("canonical bytes / object", lambda r: f"{r['size']['canonical_bytes_per_object']:,.0f}")

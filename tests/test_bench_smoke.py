@@ -86,6 +86,14 @@ def test_bench_quick_run(tmp_path: Path) -> None:
     for peer in run.get("peers", {}).values():
         assert not isinstance(peer, dict) or peer["objects_per_s"] > 0
     assert result["help_cold_start"]["median_ms"] > 0
+    # Web page latency through a served ledger (with the reference corpus's cohorts).
+    web = run["web"]
+    if "skipped" not in web:
+        assert web["entries"] > N and web["cohorts"] >= 5 and web["results"] > 0
+        for page in ("home", "cohort", "result"):
+            assert web[page]["requests"] == 50
+            assert 0 < web[page]["p50_ms"] <= web[page]["p99_ms"] <= web[page]["max_ms"]
+        assert "web result page p50/p99 ms" in proc.stdout
     # The printed table names every measured row.
     assert "import objects/s" in proc.stdout and "verify entries/s" in proc.stdout
     assert "verify floor CPU us/entry (checks alone)" in proc.stdout
