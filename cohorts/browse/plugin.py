@@ -14,6 +14,7 @@ Every value shown comes from the browse database and is escaped by Jinja (or
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from datasette import hookimpl
@@ -80,29 +81,45 @@ def extra_template_vars() -> dict[str, Any]:
     }
 
 
+def refusal(scope: Mapping[str, Any]) -> tuple[int, bytes] | None:
+    """Why a request is refused before Datasette sees it, or None.
+
+    A path that is not ASCII: Datasette's router decodes the raw path as ASCII and would
+    fail with an internal error (a browser percent-encodes such bytes). A NUL anywhere in
+    the path or query, raw or percent-encoded: SQLite refuses a query parameter holding
+    one with an internal error, and no id, digest or search needs it."""
+    if scope.get("type") != "http":
+        return None
+    raw = scope.get("raw_path")
+    query = scope.get("query_string")
+    path = raw if isinstance(raw, bytes) else str(scope.get("path", "")).encode()
+    wire = path + b"?" + (query if isinstance(query, bytes) else b"")
+    if not path.isascii():
+        return 404, b"Not found: the address holds bytes that are not ASCII; percent-encode them"
+    if b"\0" in wire or b"%00" in wire:
+        return 400, b"Bad request: the address holds a NUL character (%00)"
+    return None
+
+
 @hookimpl  # type: ignore[untyped-decorator]
 def asgi_wrapper() -> Any:
-    """Refuse a request line whose path is not ASCII (a 404 that says so): Datasette's
-    router decodes the raw path as ASCII and would fail with an internal error."""
+    """Answer a request ``refusal`` names with its status and one line, as plain text."""
 
     def wrap(app: Any) -> Any:
         async def guarded(scope: Any, receive: Any, send: Any) -> None:
-            raw = scope.get("raw_path") if scope.get("type") == "http" else None
-            if isinstance(raw, bytes) and not raw.isascii():
-                body = (
-                    b"Not found: the address holds bytes that are not ASCII; percent-encode"
-                    b" them (as a browser does)\n"
-                )
-                await send(
-                    {
-                        "type": "http.response.start",
-                        "status": 404,
-                        "headers": [(b"content-type", b"text/plain; charset=utf-8")],
-                    }
-                )
-                await send({"type": "http.response.body", "body": body})
+            refused = refusal(scope)
+            if refused is None:
+                await app(scope, receive, send)
                 return
-            await app(scope, receive, send)
+            status, line = refused
+            await send(
+                {
+                    "type": "http.response.start",
+                    "status": status,
+                    "headers": [(b"content-type", b"text/plain; charset=utf-8")],
+                }
+            )
+            await send({"type": "http.response.body", "body": line + b"\n"})
 
         return guarded
 
