@@ -74,9 +74,9 @@ def _unchecked_reads(items: list[Prepared]) -> Iterator[None]:
     re-derivation of rows from their bytes (``ledger.store.derived``, tested elsewhere)."""
     refs = {i.data: i.refs for i in items}
     with (
-        mock.patch("ledger.store.sqlite.row_problem", lambda *_a: None),
+        mock.patch("ledger.store.sqlstore.row_problem", lambda *_a: None),
         mock.patch(
-            "ledger.store.sqlite.derive",
+            "ledger.store.sqlstore.derive",
             lambda _kind, data, _hints: SimpleNamespace(refs=refs.get(data, ())),
         ),
     ):

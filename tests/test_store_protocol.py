@@ -40,6 +40,25 @@ def test_sqlite_store_implements_the_protocols(proto: type) -> None:
     assert set(missing) <= {"path", "dry_run"}  # both are set per instance
 
 
+def test_both_backends_share_one_base_and_override_only_its_hooks() -> None:
+    """What SQLite and PostgreSQL share is written once (``SQLStore``): a backend that
+    redefines one of its concrete steps has copied shared logic back."""
+    from ledger.store.postgres import PostgresStore
+    from ledger.store.sqlstore import SQLStore
+
+    hooks = set(SQLStore.__abstractmethods__) | {"storage_bytes", "_ensure_cosignatures_table"}
+    shared = {
+        name
+        for name, value in vars(SQLStore).items()
+        if callable(value) or isinstance(value, property)
+    } - hooks - {"__init__"}
+    assert {"append_many", "_append_batch", "stats", "kind_totals", "checkpoint_at"} <= shared
+    for backend in (SQLiteStore, PostgresStore):
+        assert issubclass(backend, SQLStore)
+        assert not (set(vars(backend)) & shared), backend.__name__
+        assert not backend.__abstractmethods__, backend.__name__
+
+
 def _positional_rows(path: Path) -> list[str]:
     """``StoredObject(*row)`` / ``Prepared(*fields)``: a row spread into a record by position."""
     found = []

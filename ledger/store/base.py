@@ -65,6 +65,19 @@ LEDGER_TABLES: tuple[str, ...] = (
 )
 
 
+# The meta keys every ledger holds, all written at init. Each is checked by verify:
+# format exactly; origin against the log key's name; the key ids re-derived from the
+# public keys; the public keys themselves against the trust anchors.
+LEDGER_META_KEYS: tuple[str, ...] = (
+    "format",
+    "origin",
+    "log_verifier_key",
+    "log_key_id",
+    "authority_public_key",
+    "authority_key_id",
+)
+
+
 def stored_object(columns: Sequence[Any]) -> StoredObject:
     """A ``StoredObject`` from a row of ``OBJECT_COLUMNS``, matched by name."""
     return StoredObject(**dict(zip(OBJECT_COLUMNS, columns, strict=True)))

@@ -9,7 +9,7 @@ collation "C", as SQLite's BINARY compares.
 
 from __future__ import annotations
 
-from ledger.store.base import LEDGER_TABLES
+from ledger.store.base import LEDGER_META_KEYS, LEDGER_TABLES
 
 SCHEMA_VERSION = "1"
 FORMAT = f"provledger-postgres/{SCHEMA_VERSION}"
@@ -20,17 +20,8 @@ FORMAT = f"provledger-postgres/{SCHEMA_VERSION}"
 TOTALS_TABLE = "kind_totals"
 ALL_TABLES = (*LEDGER_TABLES, TOTALS_TABLE)
 
-# Meta keys of a PostgreSQL ledger: SQLite's, and the two roles init made or named.
-META_KEYS: tuple[str, ...] = (
-    "format",
-    "origin",
-    "log_verifier_key",
-    "log_key_id",
-    "authority_public_key",
-    "authority_key_id",
-    "pg_writer_role",
-    "pg_auditor_role",
-)
+# Meta keys of a PostgreSQL ledger: every ledger's, and the two roles init made or named.
+META_KEYS: tuple[str, ...] = (*LEDGER_META_KEYS, "pg_writer_role", "pg_auditor_role")
 
 SCHEMA_DDL = """
 CREATE TABLE meta (

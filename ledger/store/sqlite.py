@@ -17,45 +17,26 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ledger.errors import AppendOnlyError, IntegrityError, NotFound, RuleViolation, StorageError
+from ledger.errors import AppendOnlyError, NotFound, StorageError
 from ledger.files import require_regular, shown
-from ledger.log.leaf import utc_now
-from ledger.log.merkle import PendingNodes
 from ledger.store import sqlite_audit, sqlite_scan
 from ledger.store.base import (
+    LEDGER_META_KEYS,
     LEDGER_TABLES,
-    OBJECT_COLUMNS,
-    AppendResult,
-    BeforeCommit,
-    CheckpointRow,
     Entry,
-    LedgerStats,
     NodeScan,
-    Precheck,
     RawLogRow,
     RefScan,
-    SignatureVerdicts,
-    SignHead,
     SnapshotReader,
     StorageFinding,
     StoredObject,
-    stored_object,
 )
-from ledger.store.batch import (
-    admitted_batch,
-    checkpoint_first,
-    plan_rows,
-    refuse_checkpoint_records,
-)
-from ledger.store.derived import derive, row_problem
-from ledger.store.rules import copied_checkpoint_is_new, head_checkpoint
+from ledger.store.batch import BatchRows
 from ledger.store.sqlite_audit import SQLiteSnapshotReader
 from ledger.store.sqlite_scan import SQLiteNodeScan, SQLiteRefScan
+from ledger.store.sqlstore import ADD_TOTALS, INT64_MAX, SQLStore
 
 if TYPE_CHECKING:
-    # Only named in annotations: importing it would load the schema checks and the
-    # canonical encoder into commands that only read.
-    from ledger.store.prepared import Prepared
     from ledger.trust.admission import AdmissionPolicy
 
 SCHEMA_VERSION = "2"
@@ -82,8 +63,6 @@ def digest_key(digest: str) -> str:
 
 BUSY_TIMEOUT_S = 60.0
 PAGE_SIZE = 32768  # for new ledgers (see create_store)
-# Largest value an SQLite INTEGER holds; user numbers beyond it can match nothing.
-INT64_MAX = 2**63 - 1
 
 _DDL = """
 CREATE TABLE IF NOT EXISTS meta (
@@ -190,12 +169,6 @@ CREATE TRIGGER IF NOT EXISTS kind_totals_no_shrink BEFORE UPDATE ON kind_totals
   BEGIN SELECT RAISE(ABORT,
     'provledger: the ledger is append-only, UPDATE lowering kind_totals refused'); END;
 """
-# One upsert per kind of a batch, inside the batch's transaction.
-_ADD_TOTALS = (
-    "INSERT INTO kind_totals(kind, entries, objects, bytes) VALUES (?,?,?,?)"
-    " ON CONFLICT(kind) DO UPDATE SET entries = entries + excluded.entries,"
-    " objects = objects + excluded.objects, bytes = bytes + excluded.bytes"
-)
 # The totals as a full audit re-derives them: entries by their kind; object rows (with an
 # entry at their seq: what the log holds) by theirs, with their stored length.
 _DERIVE_TOTALS = """
@@ -240,17 +213,8 @@ def expected_schema() -> tuple[SchemaObject, ...]:
     return tuple((str(t), str(n), str(tb), None if q is None else str(q)) for t, n, tb, q in rows)
 
 
-# The meta keys a ledger holds, all written at init. Each is checked by verify:
-# format exactly; origin against the log key's name; the key ids re-derived from the
-# public keys; the public keys themselves against the trust anchors.
-META_KEYS = (
-    "format",
-    "origin",
-    "log_verifier_key",
-    "log_key_id",
-    "authority_public_key",
-    "authority_key_id",
-)
+# The meta keys an SQLite ledger holds: those every ledger holds (``LEDGER_META_KEYS``).
+META_KEYS = LEDGER_META_KEYS
 
 
 def _storage_error(exc: sqlite3.Error, path: Path) -> Exception:
@@ -287,7 +251,7 @@ def _surrogate_text(data: bytes) -> str:
     return data.decode("utf-8", "surrogateescape")
 
 
-class SQLiteStore:
+class SQLiteStore(SQLStore):
     """A ledger in one SQLite file. Use ``open_store`` or ``create_store``."""
 
     def __init__(
@@ -303,35 +267,18 @@ class SQLiteStore:
         self._policy = policy
         self.dry_run = dry_run
 
-    @property
-    def policy(self) -> AdmissionPolicy:
-        """The admission policy every append passes and every judgement of this ledger
-        uses: the one given to ``open_store``, else the package's default (built on first
-        use: a store that only reads never loads it)."""
-        if self._policy is None:
-            from ledger.trust.admission import default_policy
-
-            self._policy = default_policy()
-        return self._policy
-
     # -- lifecycle -------------------------------------------------------------------
     def close(self) -> None:
         if self.dry_run and self._conn.in_transaction:
             self._conn.execute("ROLLBACK")
         self._conn.close()
 
-    def __enter__(self) -> SQLiteStore:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
     @property
     def connection(self) -> sqlite3.Connection:
         """The raw connection, for read-only audits (``verify``) and tests."""
         return self._conn
 
-    # -- writing ---------------------------------------------------------------------
+    # -- transactions ----------------------------------------------------------------
     def _begin_immediate(self) -> None:
         # busy_timeout covers most waits; the loop also covers BUSY returned at once
         # (e.g. a WAL checkpoint in progress), so no "database is locked" escapes early.
@@ -349,112 +296,56 @@ class SQLiteStore:
                 time.sleep(delay)
                 delay = min(delay * 2, 0.1)
 
-    def append_many(
-        self,
-        items: Sequence[Prepared],
-        precheck: Precheck | None = None,
-        before_commit: BeforeCommit | None = None,
-        *,
-        history: bool = False,
-        signatures: SignatureVerdicts | None = None,
-    ) -> list[AppendResult]:
-        """Append all items in one transaction; ``precheck`` runs inside the lock, the
-        admission policy after the rows are written and before they are committed
-        (``signatures``: Ed25519 verdicts computed ahead, e.g. by import workers).
+    @contextmanager
+    def _write(self) -> Iterator[None]:
+        """One write transaction: ``BEGIN IMMEDIATE`` (one writer at a time), COMMIT when
+        the block ends, ROLLBACK on any exception; SQLite errors become storage errors.
 
-        ``before_commit(results)`` runs last, after admission and before COMMIT (e.g. to
-        write a command's output file): if it raises, nothing is recorded.
+        A dry run holds one outer transaction for the store's whole life (so later
+        batches see earlier ones) and wraps each write in a savepoint; ``close`` rolls
+        the outer transaction back.
         """
-        policy = self.policy
+        conn = self._conn
         try:
-            # A dry run holds one outer transaction for the store's whole life (so later
-            # batches see earlier ones) and wraps each batch in a savepoint; close() rolls
-            # the outer transaction back.
             if self.dry_run:
-                if not self._conn.in_transaction:
+                if not conn.in_transaction:
                     self._begin_immediate()
-                self._conn.execute("SAVEPOINT batch")
+                conn.execute("SAVEPOINT batch")
             else:
                 self._begin_immediate()
             try:
-                results = admitted_batch(
-                    self,
-                    items,
-                    self._append_batch,
-                    policy,
-                    precheck,
-                    before_commit,
-                    history=history,
-                    signatures=signatures,
-                )
-                self._conn.execute("RELEASE batch" if self.dry_run else "COMMIT")
+                yield
+                conn.execute("RELEASE batch" if self.dry_run else "COMMIT")
             except BaseException:
                 if self.dry_run:
-                    self._conn.execute("ROLLBACK TO batch")
-                    self._conn.execute("RELEASE batch")
-                elif self._conn.in_transaction:
-                    self._conn.execute("ROLLBACK")
+                    conn.execute("ROLLBACK TO batch")
+                    conn.execute("RELEASE batch")
+                elif conn.in_transaction:
+                    conn.execute("ROLLBACK")
                 raise
         except sqlite3.Error as exc:
             raise _storage_error(exc, self.path) from None
-        return results
 
-    # -- copies from another ledger (``ledger.store.copy``) --------------------------------
-    def append_copies(self, items: Sequence[Prepared], stamps: Sequence[str], first: int) -> None:
-        """Append entries copied from another ledger, as they are: their ``appended_at``,
-        checkpoint records included, starting at seq ``first``.
+    @contextmanager
+    def snapshot(self) -> Iterator[None]:
+        """One read transaction; inside a transaction already, that transaction's view."""
+        conn = self._conn
+        if conn.in_transaction:
+            yield
+            return
+        try:
+            conn.execute("BEGIN")
+        except sqlite3.Error as exc:
+            raise _storage_error(exc, self.path) from None
+        try:
+            yield
+        finally:
+            if conn.in_transaction:
+                conn.execute("COMMIT")
 
-        No admission: the entries were admitted where they were first written, and the
-        copy's roots are compared with the source's signed checkpoints. Refused unless
-        the log has exactly ``first`` entries and none of ``items`` is stored yet.
-        """
-        with self._immediate():
-            size = self.size()
-            if size != first:
-                raise RuleViolation(
-                    f"copy destination changed, got {size} entries, expected {first}"
-                )
-            known = self._entries_for([item.digest for item in items])
-            if known or len({item.digest for item in items}) != len(items):
-                raise RuleViolation(
-                    "copy destination already holds an object being copied, got a"
-                    " duplicate, expected a prefix of the source"
-                )
-            self._append_batch_rows(items, known, first, stamps)
-
-    def put_checkpoint(self, row: CheckpointRow) -> None:
-        """Store a checkpoint copied from another ledger for the current log size."""
-        with self._immediate():
-            if copied_checkpoint_is_new(row, self.checkpoint_at(row.size), self.size()):
-                self._conn.execute(
-                    "INSERT INTO checkpoints(size, root, note, created_at) VALUES (?,?,?,?)",
-                    (row.size, row.root, row.note, row.created_at),
-                )
-
-    def _append_one(self, item: Prepared) -> AppendResult:
-        return self._append_batch([item])[0]
-
-    def _append_batch(self, items: Sequence[Prepared]) -> list[AppendResult]:
-        """Insert the new items in order; inside the caller's transaction.
-
-        Same rows as appending one by one (an object already stored, or seen earlier
-        in the batch, gets its existing entry back with ``new=False``), written with
-        one ``executemany`` per table: per-row statements dominated bulk imports.
-        """
-        refuse_checkpoint_records(items)
-        known = self._entries_for([item.digest for item in items])
-        seq = self.size()
-        lead, batch = checkpoint_first(items, known, self.checkpoint_at(seq))
-        return self._append_batch_rows(batch, known, seq)[lead:]
-
-    def _append_batch_rows(
-        self,
-        items: Sequence[Prepared],
-        known: dict[str, Entry],
-        seq: int,
-        stamps: Sequence[str] | None = None,
-    ) -> list[AppendResult]:
-        rows = plan_rows(items, known, seq, PendingNodes(self), stamps)
+    # -- writing ---------------------------------------------------------------------
+    def _insert_rows(self, rows: BatchRows) -> None:
+        # One ``executemany`` per table: per-row statements dominated bulk imports.
         conn = self._conn
         conn.executemany(
             "INSERT INTO entries(seq, digest, kind, appended_at) VALUES (?,?,?,?)", rows.entries
@@ -469,19 +360,15 @@ class SQLiteStore:
                 "INSERT INTO refs(from_digest, rel, to_digest) VALUES (?,?,?)", rows.refs
             )
         conn.executemany("INSERT INTO tree_nodes(level, idx, hash) VALUES (?,?,?)", rows.nodes)
-        # Same transaction as the rows: the totals never disagree with a committed prefix,
-        # and a dry run's savepoint rolls them back with the rows.
-        conn.executemany(_ADD_TOTALS, rows.totals_rows())
-        return rows.results
+        conn.executemany(ADD_TOTALS, rows.totals_rows())
 
     def _entries_for(self, digests: Sequence[str]) -> dict[str, Entry]:
-        """Entries of the already-stored objects among ``digests``."""
         found: dict[str, Entry] = {}
         unique = list(dict.fromkeys(digests))
         for start in range(0, len(unique), 400):
             chunk = unique[start : start + 400]
             marks = ",".join("?" * len(chunk))
-            for digest, seq, entry_digest, kind, appended_at in self._conn.execute(
+            for digest, seq, entry_digest, kind, appended_at in self._q(
                 "SELECT o.digest, e.seq, e.digest, e.kind, e.appended_at FROM objects o"
                 f" JOIN entries e ON e.seq = o.seq WHERE substr(o.digest, 8, 16) IN ({marks})"
                 f" AND +o.digest IN ({marks})",
@@ -494,137 +381,30 @@ class SQLiteStore:
                     )
         return found
 
-    def add_checkpoint(self, sign: SignHead) -> CheckpointRow:
-        """Sign the current tree head and store it, holding the write lock throughout.
-
-        ``sign(reader, size)`` returns the row for the log as it is inside the lock, so
-        the stored checkpoint is always of the newest size: the next append logs it as
-        the entry at ``seq == size`` (``ledger.log.checkpoint_record``). A checkpoint
-        already stored for the current size is returned instead (idempotent).
-        """
-        if self.dry_run:
-            # Sign the head as it is, write nothing (the dry run's transaction is rolled
-            # back when the store closes).
-            return self._checkpoint_of_head(sign)
-        with self._immediate():
-            size = self.size()
-            row = self.checkpoint_at(size)
-            if row is None:
-                row = self._checkpoint_of_head(sign)
-                self._conn.execute(
-                    "INSERT INTO checkpoints(size, root, note, created_at) VALUES (?,?,?,?)",
-                    (row.size, row.root, row.note, row.created_at),
-                )
-        return row
-
-    def _checkpoint_of_head(self, sign: SignHead) -> CheckpointRow:
-        """The stored checkpoint of the current size, or ``sign``'s row for it."""
-        size = self.size()
-        return head_checkpoint(size, self.checkpoint_at(size), lambda n: sign(self, n))
-
-    @contextmanager
-    def _immediate(self) -> Iterator[None]:
-        """One write transaction: ``BEGIN IMMEDIATE``, COMMIT when the block ends,
-        ROLLBACK on any exception; SQLite errors become storage errors."""
-        try:
-            self._begin_immediate()
-            try:
-                yield
-                self._conn.execute("COMMIT")
-            except BaseException:
-                if self._conn.in_transaction:
-                    self._conn.execute("ROLLBACK")
-                raise
-        except sqlite3.Error as exc:
-            raise _storage_error(exc, self.path) from None
-
-    def add_cosignatures(self, size: int, lines: Sequence[str]) -> int:
-        """Store witness signature lines for the checkpoint at ``size``; return how many
-        were new. Lines are kept verbatim (self-authenticating: checked against trusted
-        witness keys when read); the checkpoint must exist."""
-        with self._immediate():
-            if not self._has_table("cosignatures"):
-                # A ledger made before cosignatures existed: add the table and its
-                # append-only triggers in this same transaction.
-                for statement in (_COSIGNATURES_DDL + _trigger_ddl(("cosignatures",))).split(";\n"):
-                    if statement.strip():
-                        self._conn.execute(statement)
-            if self.checkpoint_at(size) is None:
-                raise NotFound(f"checkpoint, got none at size {size}, expected a stored one")
-            added = 0
-            stamp = utc_now()
-            for line in dict.fromkeys(lines):
-                cur = self._conn.execute(
-                    "INSERT OR IGNORE INTO cosignatures(size, line, added_at) VALUES (?,?,?)",
-                    (size, line, stamp),
-                )
-                added += cur.rowcount
-        return added
-
-    def set_meta(self, key: str, value: str) -> None:
-        """Record a meta value once; a different value for a set key is refused."""
-        current = self.get_meta(key)
-        if current == value:
-            return
-        if current is not None:
-            raise AppendOnlyError(f"meta {key} already set, got {value!r}, expected {current!r}")
-        try:
-            with self._conn:
-                self._conn.execute("INSERT INTO meta(key, value) VALUES (?,?)", (key, value))
-        except sqlite3.Error as exc:
-            raise _storage_error(exc, self.path) from None
+    def _ensure_cosignatures_table(self) -> None:
+        if not self._has_table("cosignatures"):
+            # A ledger made before cosignatures existed: add the table and its
+            # append-only triggers in the caller's transaction.
+            for statement in (_COSIGNATURES_DDL + _trigger_ddl(("cosignatures",))).split(";\n"):
+                if statement.strip():
+                    self._execute(statement)
 
     # -- reading ---------------------------------------------------------------------
     def _has_table(self, name: str) -> bool:
         rows = self._q("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,))
         return bool(rows)
 
-    def _q(self, sql: str, args: tuple[Any, ...] = ()) -> list[Any]:
+    def _q(self, query: str, args: Sequence[Any] = ()) -> list[Any]:
         try:
-            return self._conn.execute(sql, args).fetchall()
+            return self._conn.execute(query, args).fetchall()
         except sqlite3.Error as exc:
             raise _storage_error(exc, self.path) from None
 
-    def size(self) -> int:
-        row = self._q("SELECT max(seq) FROM entries")[0]
-        return 0 if row[0] is None else int(row[0]) + 1
-
-    # Object rows come with their log entry's digest and kind: the entry is the record
-    # (a Merkle leaf), the row only an index of it, checked on every read.
-    _OBJ = (
-        f"SELECT {', '.join('o.' + name for name in OBJECT_COLUMNS)}, e.digest, e.kind"
-        " FROM objects o LEFT JOIN entries e ON e.seq = o.seq"
-    )
-
-    def _checked(self, row: Sequence[Any]) -> StoredObject:
-        """The object of a row, after checking every column against the bytes.
-
-        Bytes must hash to the entry's digest, and kind, index columns and float hints
-        must be what the bytes imply (``ledger.store.derived``); else ``IntegrityError``.
-        """
+    def _execute(self, query: str, args: Sequence[Any] = ()) -> int:
         try:
-            width = len(OBJECT_COLUMNS)
-            obj = stored_object(row[:width])
-            problem = row_problem(obj, row[width], row[width + 1])
-        except (TypeError, ValueError) as exc:
-            problem, obj = f"unreadable object row ({exc})", None
-        if problem is not None:
-            where = "" if obj is None else f" at seq {obj.seq} ({obj.digest})"
-            raise IntegrityError(
-                f"ledger object row{where} disagrees with its bytes, got {problem},"
-                " expected a row derived from them; run `provledger verify`"
-            )
-        return obj  # type: ignore[return-value]
-
-    def _objects(self, sql: str, args: tuple[Any, ...]) -> list[StoredObject]:
-        return [self._checked(r) for r in self._q(f"{self._OBJ} {sql}", args)]
-
-    @staticmethod
-    def _mismatch(obj: StoredObject, column: str, got: object, asked: object) -> IntegrityError:
-        return IntegrityError(
-            f"ledger index disagrees with the rows, got {column} {got!r} at seq {obj.seq}"
-            f" ({obj.digest}), expected {asked!r}; run `provledger verify`"
-        )
+            return self._conn.execute(query, args).rowcount
+        except sqlite3.Error as exc:
+            raise _storage_error(exc, self.path) from None
 
     def get(self, digest: str) -> StoredObject | None:
         key = digest_key(digest)
@@ -638,14 +418,6 @@ class SQLiteStore:
             if obj.digest == digest and found is None:
                 found = obj
         return found
-
-    def get_by_seq(self, seq: int) -> StoredObject | None:
-        if not 0 <= seq <= INT64_MAX:
-            return None
-        rows = self._objects("WHERE o.seq = ?", (seq,))
-        if rows and rows[0].seq != seq:
-            raise self._mismatch(rows[0], "seq", rows[0].seq, seq)
-        return rows[0] if rows else None
 
     def by_legacy(self, legacy: str) -> list[StoredObject]:
         key = digest_key(legacy)
@@ -703,29 +475,6 @@ class SQLiteStore:
         ]
         return found
 
-    def by_id(
-        self, object_id: str, version: int | None = None, kind: str | None = None
-    ) -> list[StoredObject]:
-        if version is not None and not 0 <= version <= INT64_MAX:
-            return []
-        sql = "WHERE o.object_id = ?"
-        args: list[Any] = [object_id]
-        if version is not None:
-            sql += " AND o.object_version = ?"
-            args.append(version)
-        if kind is not None:
-            sql += " AND o.kind = ?"
-            args.append(kind)
-        found = self._objects(sql + " ORDER BY o.seq", tuple(args))
-        for obj in found:
-            if obj.object_id != object_id:
-                raise self._mismatch(obj, "id", obj.object_id, object_id)
-            if version is not None and obj.object_version != version:
-                raise self._mismatch(obj, "version", obj.object_version, version)
-            if kind is not None and obj.kind != kind:
-                raise self._mismatch(obj, "kind", obj.kind, kind)
-        return found
-
     def by_kind(self, kind: str) -> Iterator[StoredObject]:
         try:
             cur = self._conn.execute(f"{self._OBJ} WHERE o.kind = ? ORDER BY o.seq", (kind,))
@@ -771,88 +520,19 @@ class SQLiteStore:
             rows = self._q(sql + " ORDER BY rel, rowid", (digest_key(digest), digest))
         else:
             rows = self._q(sql + " AND rel = ? ORDER BY rowid", (digest_key(digest), digest, rel))
-        out: list[tuple[str, str]] = []
-        for source, relation, target in rows:
-            obj = self.get(source) if isinstance(source, str) else None
-            implied = () if obj is None else derive(obj.kind, obj.data, obj.legacy_hints).refs
-            if target != digest or (relation, target) not in implied:
-                raise IntegrityError(
-                    f"ledger reference disagrees with the objects, got {relation} -> {target}"
-                    f" from {source}, expected a reference its bytes make;"
-                    " run `provledger verify`"
-                )
-            out.append((source, relation))
-        return out
+        return self._checked_refs(digest, rows)
 
-    def counts(self) -> dict[str, int]:
-        """Entries by kind, from the stored totals (one row per kind, no scan)."""
-        return {kind: entries for kind, (entries, _o, _b) in self.kind_totals().items() if entries}
-
-    def kind_totals_rows(self) -> list[tuple[object, object, object, object]]:
-        """(kind, entries, objects, bytes) rows as stored (any SQL type), by kind."""
+    def cosignatures(self, size: int) -> list[str]:
+        """Witness signature lines stored for the checkpoint at ``size``, in arrival order."""
+        if not 0 <= size <= INT64_MAX:
+            return []
         try:
-            return [
-                (k, e, o, b)
-                for k, e, o, b in self._conn.execute(
-                    "SELECT kind, entries, objects, bytes FROM kind_totals ORDER BY kind"
-                )
-            ]
-        except sqlite3.Error as exc:
-            raise _storage_error(exc, self.path) from None
-
-    def kind_totals(self) -> dict[str, tuple[int, int, int]]:
-        """Stored (entries, objects, bytes) by kind, O(kinds). Kept by the append path in
-        each batch's transaction; ``verify`` re-derives them from the rows."""
-        out: dict[str, tuple[int, int, int]] = {}
-        for row in self.kind_totals_rows():
-            match row:
-                case (str(kind), int(entries), int(objects), int(size)) if (
-                    min(entries, objects, size) >= 0
-                ):
-                    out[kind] = (entries, objects, size)
-                case _:
-                    raise IntegrityError(
-                        f"ledger totals row is not (kind, counts), got {row!r}, expected"
-                        " text and three counts; run `provledger verify`"
-                    )
-        return out
-
-    def node(self, level: int, index: int) -> bytes:
-        rows = self._q("SELECT hash FROM tree_nodes WHERE level = ? AND idx = ?", (level, index))
-        if not rows:
-            raise NotFound(
-                f"tree node missing, got no node at level {level} index {index},"
-                " expected a complete subtree hash"
-            )
-        return bytes(rows[0][0])
-
-    def stats(self) -> LedgerStats:
-        """Counts, sizes and the latest checkpoint, all from one read transaction."""
-        in_transaction = self._conn.in_transaction
-        if not in_transaction:
-            self._conn.execute("BEGIN")
-        try:
-            # The stored totals, not a scan: O(kinds). Their sum must be the log's size
-            # (a cheap guard); ``verify`` re-derives every figure from the rows.
-            totals = self.kind_totals()
-            size = self.size()
-            if sum(entries for entries, _o, _b in totals.values()) != size:
-                raise IntegrityError(
-                    f"ledger totals disagree with the log, got"
-                    f" {sum(e for e, _o, _b in totals.values())} entries by kind, expected"
-                    f" {size}; run `provledger verify`"
-                )
-            (latest,) = self._conn.execute("SELECT max(size) FROM checkpoints").fetchone()
-            return LedgerStats(
-                size=size,
-                counts={kind: e for kind, (e, _o, _b) in sorted(totals.items()) if e},
-                object_bytes=sum(b for _e, _o, b in totals.values()),
-                latest_checkpoint_size=latest,
-                origin=self.get_meta("origin"),
-            )
-        finally:
-            if not in_transaction:
-                self._conn.execute("COMMIT")
+            rows = self._q("SELECT line FROM cosignatures WHERE size = ? ORDER BY rowid", (size,))
+        except StorageError:
+            if not self._has_table("cosignatures"):
+                return []  # a ledger made before cosignatures existed
+            raise
+        return [str(line) for (line,) in rows]
 
     # -- streams for a full audit (``ledger.audit.full``) -------------------------------
     def log_rows(self, since: int = 0) -> Iterator[RawLogRow]:
@@ -869,7 +549,6 @@ class SQLiteStore:
     # -- the rest of ``AuditSource``: SQLite's own checks (``sqlite_audit``) -------------
     format_name = FORMAT
     meta_keys: tuple[str, ...] = META_KEYS
-
     @contextmanager
     def audit_session(self) -> Iterator[None]:
         """One read transaction for the whole audit, TEXT read tolerantly
@@ -1013,37 +692,6 @@ class SQLiteStore:
                 pass  # readers or another writer: the next checkpoint will do
             finally:
                 conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
-
-    def get_meta(self, key: str) -> str | None:
-        rows = self._q("SELECT value FROM meta WHERE key = ?", (key,))
-        return str(rows[0][0]) if rows else None
-
-    def checkpoints(self) -> list[CheckpointRow]:
-        return [
-            CheckpointRow(int(s), bytes(r), bytes(n), str(c))
-            for s, r, n, c in self._q(
-                "SELECT size, root, note, created_at FROM checkpoints ORDER BY size"
-            )
-        ]
-
-    def cosignatures(self, size: int) -> list[str]:
-        """Witness signature lines stored for the checkpoint at ``size``, in arrival order."""
-        try:
-            rows = self._q("SELECT line FROM cosignatures WHERE size = ? ORDER BY rowid", (size,))
-        except StorageError:
-            if not self._has_table("cosignatures"):
-                return []  # a ledger made before cosignatures existed
-            raise
-        return [str(line) for (line,) in rows]
-
-    def checkpoint_at(self, size: int) -> CheckpointRow | None:
-        rows = self._q(
-            "SELECT size, root, note, created_at FROM checkpoints WHERE size = ?", (size,)
-        )
-        if not rows:
-            return None
-        s, r, n, c = rows[0]
-        return CheckpointRow(int(s), bytes(r), bytes(n), str(c))
 
 
 def _connect(path: Path, max_page_count: int | None = None) -> sqlite3.Connection:
