@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from ledger.cli.common import (
+    DEFAULT_DB,
     DbOption,
     DryRunOption,
     JsonOption,
@@ -29,6 +30,7 @@ from ledger.errors import ProblemsReported, RejectionsReported
 if TYPE_CHECKING:
     from cohorts.findings import CohortFinding
     from cohorts.provenance import Check
+    from ledger.store.location import DbLocation
 
 cohort_app = new_app("Benchmark cohorts: definition digests, freeze, burn, bind, audit.")
 
@@ -48,7 +50,7 @@ def _parse(name: str) -> dict[str, Any]:
     return value
 
 
-def _signer(db: Path, given: Path | None) -> Any:
+def _signer(db: DbLocation, given: Path | None) -> Any:
     from ledger.cli.core import authority_key_path
     from ledger.trust.keys import Ed25519Signer
 
@@ -62,7 +64,7 @@ def _print_findings(findings: list[CohortFinding] | tuple[CohortFinding, ...]) -
 
 
 def _append_gated(
-    db: Path, action: Callable[[Any], Any], json_out: bool, dry_run: bool = False
+    db: DbLocation, action: Callable[[Any], Any], json_out: bool, dry_run: bool = False
 ) -> None:
     """Run one gated append on the open ledger and report it (a refusal exits 4)."""
     from cohorts.errors import GateError
@@ -125,7 +127,7 @@ def digest_cmd(
 def freeze_cmd(
     file: Annotated[str, typer.Argument(help="BenchmarkCohort JSON file; - reads stdin.")],
     authority_key: AuthorityKey = None,
-    db: DbOption = Path("ledger.db"),
+    db: DbOption = DEFAULT_DB,
     dry_run: DryRunOption = False,
     json_out: JsonOption = False,
 ) -> None:
@@ -169,7 +171,7 @@ def burn_cmd(
         typer.Option("--successor", help="Successor reference (digest/issue/URI)."),
     ] = None,
     authority_key: AuthorityKey = None,
-    db: DbOption = Path("ledger.db"),
+    db: DbOption = DEFAULT_DB,
     dry_run: DryRunOption = False,
     json_out: JsonOption = False,
 ) -> None:
@@ -224,7 +226,7 @@ def bind_cmd(
         ),
     ] = None,
     authority_key: AuthorityKey = None,
-    db: DbOption = Path("ledger.db"),
+    db: DbOption = DEFAULT_DB,
     dry_run: DryRunOption = False,
     json_out: JsonOption = False,
 ) -> None:
@@ -261,7 +263,7 @@ def audit_cmd(
     all_cohorts: Annotated[
         bool, typer.Option("--all", help="Summarise every stored cohort in one table.")
     ] = False,
-    db: DbOption = Path("ledger.db"),
+    db: DbOption = DEFAULT_DB,
     json_out: JsonOption = False,
 ) -> None:
     """Audit a stored cohort: burn facts, successors, evidence strength, then every defect.
@@ -297,7 +299,7 @@ def audit_cmd(
         raise ProblemsReported(f"cohort {cohort_id} audit failed")
 
 
-def _audit_all(db: Path, json_out: bool) -> None:
+def _audit_all(db: DbLocation, json_out: bool) -> None:
     from cohorts.service import audit, cohort_rows
     from ledger.store.backends import open_store
 
@@ -352,7 +354,7 @@ def _audit_all(db: Path, json_out: bool) -> None:
 
 
 @cohort_app.command("list")
-def list_cmd(db: DbOption = Path("ledger.db"), json_out: JsonOption = False) -> None:
+def list_cmd(db: DbOption = DEFAULT_DB, json_out: JsonOption = False) -> None:
     """List stored cohorts: id, stage, definition digest, tasks, attestation state."""
     from cohorts.service import cohort_rows
     from ledger.store.backends import open_store
@@ -398,7 +400,7 @@ def provenance_cmd(
             " id@version.",
         ),
     ],
-    db: DbOption = Path("ledger.db"),
+    db: DbOption = DEFAULT_DB,
     json_out: JsonOption = False,
 ) -> None:
     """Verify one VerificationResult's whole chain and say what its verdict can mean.
@@ -435,7 +437,7 @@ def import_idkmesh_cmd(
             metavar="FOLDER", help="IDKMesh repository root, or any cohort/record folder in one."
         ),
     ],
-    db: DbOption = Path("ledger.db"),
+    db: DbOption = DEFAULT_DB,
     authority_key: AuthorityKey = None,
     unsigned: Annotated[
         bool,

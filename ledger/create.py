@@ -19,7 +19,7 @@ from ledger.errors import KeyFileError, RuleViolation
 from ledger.files import require_regular, shown
 from ledger.log.note import verifier_key
 from ledger.store.base import Store
-from ledger.store.location import DatabaseURL
+from ledger.store.location import DbLocation, PostgresURL, SQLitePath, parse_location
 from ledger.store.sqlite import create_store
 from ledger.trust.keys import generate_key_file, key_id, public_key_path, public_key_raw
 
@@ -29,14 +29,18 @@ def default_origin() -> str:
     return f"provledger.local/log/{secrets.token_hex(8)}"
 
 
-def initialise(db: Path, origin: str | None, log_key: Path, authority_key: Path) -> dict[str, Any]:
-    """Create the ledger and both key pairs; refuse to touch an existing ledger."""
-    on_server = isinstance(db, DatabaseURL)
-    if not on_server:
+def initialise(
+    db: DbLocation | Path, origin: str | None, log_key: Path, authority_key: Path
+) -> dict[str, Any]:
+    """Create the ledger and both key pairs; refuse to touch an existing ledger (a
+    ``Path`` is an SQLite file)."""
+    location = parse_location(db)
+    if isinstance(location, SQLitePath):
+        file = location.path
         # Before anything is written: a FIFO, device or directory is no place for a ledger.
-        require_regular(db, "ledger")
-        if db.exists() and db.stat().st_size > 0:
-            raise RuleViolation(f"ledger already exists, got {db}, expected a new path")
+        require_regular(file, "ledger")
+        if file.exists() and file.stat().st_size > 0:
+            raise RuleViolation(f"ledger already exists, got {file}, expected a new path")
     origin = origin or default_origin()
     if not origin or any(c.isspace() for c in origin) or "+" in origin:
         raise RuleViolation(
@@ -57,12 +61,12 @@ def initialise(db: Path, origin: str | None, log_key: Path, authority_key: Path)
             )
     extra: dict[str, Any] = {}
     store: Store | None = None
-    if isinstance(db, DatabaseURL):
+    if isinstance(location, PostgresURL):
         from ledger.store import postgres
 
         # Tables first: a database that already holds a ledger is refused before any
         # key file is written.
-        store, pending = postgres.create_store(db)
+        store, pending = postgres.create_store(location)
         extra = {
             "pg_writer_role": store.get_meta("pg_writer_role"),
             "pg_auditor_role": store.get_meta("pg_auditor_role"),
@@ -71,8 +75,9 @@ def initialise(db: Path, origin: str | None, log_key: Path, authority_key: Path)
     log_private, log_id = generate_key_file(log_key)
     auth_private, auth_id = generate_key_file(authority_key)
     vkey = verifier_key(origin, log_private.public_key())
-    if store is None:
-        store = create_store(db)
+    if isinstance(location, SQLitePath):
+        store = create_store(location.path)
+    assert store is not None  # a location is a file or a database
     try:
         store.set_meta("origin", origin)
         store.set_meta("log_verifier_key", vkey)
@@ -85,7 +90,7 @@ def initialise(db: Path, origin: str | None, log_key: Path, authority_key: Path)
     finally:
         store.close()
     return {
-        "db": shown(db),
+        "db": location.shown,
         "origin": origin,
         "log_key_file": shown(log_key),
         "log_key_id": log_id,

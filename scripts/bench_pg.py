@@ -79,11 +79,11 @@ def _proof_latency(db: str, queries: int, seed: int) -> dict[str, float]:
 
     from ledger.log.checkpoints import prove_inclusion
     from ledger.store.backends import open_store
-    from ledger.store.location import db_location
+    from ledger.store.location import parse_location
 
     rng = random.Random(seed)
     times = []
-    with open_store(db_location(db), readonly=True) as store:
+    with open_store(parse_location(db), readonly=True) as store:
         size = store.size()
         for _ in range(queries):
             obj = store.get_by_seq(rng.randrange(size))

@@ -75,9 +75,9 @@ def corpus_jsonl(path: Path, n: int, seed: int = 7) -> list[str]:
 
 def stored_digests(location: str) -> list[str]:
     from ledger.store.backends import open_store
-    from ledger.store.location import db_location
+    from ledger.store.location import parse_location
 
-    with open_store(db_location(location), readonly=True) as store:
+    with open_store(parse_location(location), readonly=True) as store:
         return [e.digest for e in store.entries()]
 
 
@@ -143,9 +143,9 @@ def test_the_database_refuses_updates_and_deletes(db: str, statement: str) -> No
 
 def test_postgres_refuses_truncate(pg_url: str, tmp_path: Path) -> None:
     from ledger.create import initialise
-    from ledger.store.location import db_location
+    from ledger.store.location import parse_location
 
-    initialise(db_location(pg_url), None, tmp_path / "l.key", tmp_path / "a.key")
+    initialise(parse_location(pg_url), None, tmp_path / "l.key", tmp_path / "a.key")
     for table in ("entries", "objects", "refs", "tree_nodes", "checkpoints", "meta", "kind_totals"):
         with pytest.raises(Exception, match="append-only"):
             raw_sql(pg_url, f"TRUNCATE {table}")
@@ -169,9 +169,9 @@ def test_tampered_bytes_are_found(db: str) -> None:
 
 def test_postgres_verify_checks_grants(pg_url: str, tmp_path: Path) -> None:
     from ledger.create import initialise
-    from ledger.store.location import db_location
+    from ledger.store.location import parse_location
 
-    info = initialise(db_location(pg_url), None, tmp_path / "l.key", tmp_path / "a.key")
+    info = initialise(parse_location(pg_url), None, tmp_path / "l.key", tmp_path / "a.key")
     assert info["pg_grants"] == []  # the test user is a superuser: roles were created
     assert cli("verify", "--db", pg_url).exit_code == 0
     writer, auditor = info["pg_writer_role"], info["pg_auditor_role"]
@@ -195,9 +195,9 @@ def test_writer_and_auditor_roles_have_exactly_their_rights(
 ) -> None:
     """A login in the writer role can append through provledger; the auditor only read."""
     from ledger.create import initialise
-    from ledger.store.location import db_location
+    from ledger.store.location import parse_location
 
-    info = initialise(db_location(pg_url), None, tmp_path / "l.key", tmp_path / "a.key")
+    info = initialise(parse_location(pg_url), None, tmp_path / "l.key", tmp_path / "a.key")
     dbname = pg_url.split("/")[3].split("?")[0]
     for login, role in (
         ("w_" + dbname, info["pg_writer_role"]),
@@ -249,6 +249,8 @@ def scanned_totals(location: str) -> dict[str, tuple[int, int, int]]:
 
 
 def test_kind_totals_follow_the_log_and_stats_reads_them(db: str, tmp_path: Path) -> None:
+    from ledger.store.location import parse_location
+
     jsonl = tmp_path / "in.jsonl"
     corpus_jsonl(jsonl, 40)
     assert cli("import", "jsonl", str(jsonl), "--db", db, "--batch", "15").exit_code == 0
@@ -271,6 +273,8 @@ def test_kind_totals_follow_the_log_and_stats_reads_them(db: str, tmp_path: Path
     assert info["by_kind"] == {kind: e for kind, (e, _o, _b) in before.items()}
     assert info["object_bytes"] == sum(b for _e, _o, b in before.values())
     assert info["entries"] == sum(info["by_kind"].values())
+    # The ledger named as given (a URL without its password), its size on disk or server.
+    assert info["db"] == str(parse_location(db)) and info["file_bytes"] > 0
     assert cli("verify", "--db", db).exit_code == 0
 
 
@@ -440,9 +444,9 @@ def test_postgres_verify_finds_an_altered_schema(
     pg_url: str, tmp_path: Path, statement: str, message: str
 ) -> None:
     from ledger.create import initialise
-    from ledger.store.location import db_location
+    from ledger.store.location import parse_location
 
-    initialise(db_location(pg_url), None, tmp_path / "l.key", tmp_path / "a.key")
+    initialise(parse_location(pg_url), None, tmp_path / "l.key", tmp_path / "a.key")
     raw_sql(pg_url, statement)
     result = cli("verify", "--db", pg_url, "--json")
     assert result.exit_code == 1
@@ -453,12 +457,12 @@ def test_postgres_verify_finds_an_altered_schema(
 def test_cosignatures_are_stored_once_append_only_and_copied(db: str, tmp_path: Path) -> None:
     from ledger.errors import NotFound
     from ledger.store.backends import open_store
-    from ledger.store.location import db_location
+    from ledger.store.location import parse_location
 
     assert cli("append", str(EXAMPLES / "work-unit.json"), "--db", db).exit_code == 0
     assert cli("checkpoint", "--db", db, "--log-key", "log.key").exit_code == 0
     lines = ["— witness.example/w1 AAAA", "— witness.example/w2 BBBB"]
-    with open_store(db_location(db)) as store:
+    with open_store(parse_location(db)) as store:
         assert store.add_cosignatures(1, lines) == 2
         assert store.add_cosignatures(1, lines[::-1]) == 0
         assert store.cosignatures(1) == lines
@@ -471,7 +475,7 @@ def test_cosignatures_are_stored_once_append_only_and_copied(db: str, tmp_path: 
         result = cli("copy", db, other, "--json")
         assert result.exit_code == 0, result.output
         assert json.loads(result.stdout)["cosignatures"] == 2
-        with open_store(db_location(other)) as copied:
+        with open_store(parse_location(other)) as copied:
             assert copied.cosignatures(1) == lines
 
 
@@ -483,9 +487,9 @@ TOY = ROOT / "examples" / "cohorts" / "toy"
 def ledger_state(location: str) -> tuple[int, str]:
     from ledger_state import state
 
-    from ledger.store.location import db_location
+    from ledger.store.location import parse_location
 
-    return state(db_location(location))
+    return state(parse_location(location))
 
 
 def test_admission_refuses_inside_the_transaction(db: str) -> None:
@@ -528,15 +532,15 @@ def test_dry_run_runs_every_check_and_writes_nothing(db: str) -> None:
     assert cli("append", "--dry-run", "frozen.json", "--db", db).exit_code == 4
     assert ledger_state(db) == after
     from ledger.store.backends import open_store
-    from ledger.store.location import db_location
+    from ledger.store.location import parse_location
 
-    with open_store(db_location(db), readonly=True) as store:
+    with open_store(parse_location(db), readonly=True) as store:
         assert store.checkpoints() == []
 
 
 def test_checkpoints_are_logged_and_their_rows_checked(db: str) -> None:
     from ledger.store.backends import open_store
-    from ledger.store.location import db_location
+    from ledger.store.location import parse_location
 
     assert cli("append", str(EXAMPLES / "work-unit.json"), "--db", db).exit_code == 0
     assert cli("checkpoint", "--db", db, "--log-key", "log.key").exit_code == 0
@@ -544,7 +548,7 @@ def test_checkpoints_are_logged_and_their_rows_checked(db: str) -> None:
         cli("append", str(EXAMPLES / "plans" / "evaluator-plan-v0.4.json"), "--db", db).exit_code
         == 0
     )
-    with open_store(db_location(db), readonly=True) as store:
+    with open_store(parse_location(db), readonly=True) as store:
         kinds = [e.kind for e in store.entries()]
     assert kinds == ["work-unit", "checkpoint", "evaluator-plan"]
     assert cli("verify", "--db", db).exit_code == 0
@@ -603,10 +607,10 @@ def test_real_corpus_and_cohort_audit_agree_across_backends(
     assert summary(audits[0]) == summary(audits[1])
     assert {row["stage"] for row in audits[0]} >= {"burned", "frozen"}
     from ledger.store.backends import open_store
-    from ledger.store.location import db_location
+    from ledger.store.location import parse_location
 
     def unsigned(location: str) -> list[str]:
-        with open_store(db_location(location), readonly=True) as store:
+        with open_store(parse_location(location), readonly=True) as store:
             return [e.digest for e in store.entries() if e.kind != "attestation"]
 
     assert unsigned(lite) == unsigned(pg_url)
@@ -619,9 +623,9 @@ def test_an_unexpected_server_error_is_one_line_exit_3(
 
     from ledger.create import initialise
     from ledger.store import postgres
-    from ledger.store.location import db_location
+    from ledger.store.location import parse_location
 
-    initialise(db_location(pg_url), None, tmp_path / "l.key", tmp_path / "a.key")
+    initialise(parse_location(pg_url), None, tmp_path / "l.key", tmp_path / "a.key")
 
     def broken(self: Any) -> Any:
         raise psycopg.errors.InternalError("could not read block 7")
@@ -658,10 +662,10 @@ def test_copy_continues_a_prefix_with_every_checkpoint(
     assert stored_digests(other) == stored_digests(db)
     source_roots = {}
     from ledger.store.backends import open_store
-    from ledger.store.location import db_location
+    from ledger.store.location import parse_location
 
     for location in (db, other):
-        with open_store(db_location(location), readonly=True) as store:
+        with open_store(parse_location(location), readonly=True) as store:
             source_roots[location] = [(c.size, c.root, c.note) for c in store.checkpoints()]
     assert source_roots[db] == source_roots[other] and len(source_roots[db]) == len(files) - 1
     verified = cli("verify", "--db", other, "--json")
@@ -722,9 +726,9 @@ def test_the_demo_chain_verifies_and_bundles_on_both_backends(db: str) -> None:
     assert provenance.exit_code == 0, provenance.output
     assert cli("bundle", "export", result, "--db", db, "-o", "r.bundle.json").exit_code == 0
     from ledger.store.backends import open_store
-    from ledger.store.location import db_location
+    from ledger.store.location import parse_location
 
-    with open_store(db_location(db), readonly=True) as store:
+    with open_store(parse_location(db), readonly=True) as store:
         vkey = store.get_meta("log_verifier_key")
     assert vkey is not None
     checked = cli("bundle", "verify", "r.bundle.json", "--log-key", vkey)
@@ -739,13 +743,13 @@ def test_postgres_scans_can_start_part_way(pg_url: str, tmp_path: Path) -> None:
     from ledger.store import postgres
     from ledger.store.base import unchecked_object
     from ledger.store.derived import derive
-    from ledger.store.location import db_location
+    from ledger.store.location import parse_location
 
-    initialise(db_location(pg_url), None, tmp_path / "l.key", tmp_path / "a.key")
+    initialise(parse_location(pg_url), None, tmp_path / "l.key", tmp_path / "a.key")
     jsonl = tmp_path / "in.jsonl"
     corpus_jsonl(jsonl, 60)
     assert cli("import", "jsonl", str(jsonl), "--db", pg_url, "--batch", "20").exit_code == 0
-    with postgres.open_store(db_location(pg_url), readonly=True) as store:
+    with postgres.open_store(parse_location(pg_url), readonly=True) as store:
         rows = list(store.log_rows(since=25))
         assert [r.seq for r in rows] == list(range(25, 60))
         objects = [unchecked_object(r.object) for r in rows if r.object is not None]
@@ -765,12 +769,12 @@ def test_verify_since_a_checkpoint_on_both_backends(db: str) -> None:
     """An audit resumed at a verified checkpoint: clean on a clean ledger, and a rewrite
     of the tree below that checkpoint is caught (``history-rewritten``)."""
     from ledger.store.backends import open_store
-    from ledger.store.location import db_location
+    from ledger.store.location import parse_location
 
     files = [str(p) for p in sorted((TOY / "work-units").glob("*.json"))]
     assert cli("append", *files[:2], "--db", db).exit_code == 0
     assert cli("checkpoint", "--db", db, "--log-key", "log.key").exit_code == 0
-    with open_store(db_location(db), readonly=True) as store:
+    with open_store(parse_location(db), readonly=True) as store:
         Path("saved.note").write_bytes(store.checkpoints()[-1].note)
     assert cli("append", *files[2:], "--db", db).exit_code == 0
     result = cli("verify", "--db", db, "--since-checkpoint", "saved.note", "--json")

@@ -37,7 +37,7 @@ def _protocol_members(proto: type) -> set[str]:
 @pytest.mark.parametrize("proto", [base.Store, base.AuditSource])
 def test_sqlite_store_implements_the_protocols(proto: type) -> None:
     missing = sorted(n for n in _protocol_members(proto) if not hasattr(SQLiteStore, n))
-    assert set(missing) <= {"path", "dry_run"}  # both are set per instance
+    assert set(missing) <= {"location", "dry_run"}  # both are set per instance
 
 
 def test_both_backends_share_one_base_and_override_only_its_hooks() -> None:

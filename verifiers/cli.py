@@ -18,12 +18,21 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from ledger.cli.common import DbOption, DryRunOption, JsonOption, dry_run_note, emit_json, new_app
+from ledger.cli.common import (
+    DEFAULT_DB,
+    DbOption,
+    DryRunOption,
+    JsonOption,
+    dry_run_note,
+    emit_json,
+    new_app,
+)
 from ledger.errors import ProblemsReported
 
 if TYPE_CHECKING:
     from ledger.encoding.canonical import Encoded
     from ledger.store.base import AppendResult, Store
+    from ledger.store.location import DbLocation
     from ledger.trust.judgement import AttestationVerdict
     from ledger.trust.keys import Ed25519Signer, Signer
     from verifiers.calibration import CalibrationTable, Fixture
@@ -152,7 +161,7 @@ def run_verifier(
         Path | None,
         typer.Option("--output", help="Also write the result's exact bytes to FILE."),
     ] = None,
-    db: DbOption = Path("ledger.db"),
+    db: DbOption = DEFAULT_DB,
     dry_run: DryRunOption = False,
     json_out: JsonOption = False,
 ) -> None:
@@ -316,7 +325,7 @@ def calibrate(
         Path | None, typer.Option("--key", help="Verifier private key (required with --record).")
     ] = None,
     passphrase_env: PassphraseEnv = None,
-    db: DbOption = Path("ledger.db"),
+    db: DbOption = DEFAULT_DB,
     dry_run: DryRunOption = False,
     json_out: JsonOption = False,
 ) -> None:
@@ -404,7 +413,11 @@ def _require_identity(store: Store, table: CalibrationTable, signer: Ed25519Sign
 
 
 def _record_calibration(
-    db: Path, fx: Fixture, table: CalibrationTable, signer: Ed25519Signer, dry_run: bool = False
+    db: DbLocation,
+    fx: Fixture,
+    table: CalibrationTable,
+    signer: Ed25519Signer,
+    dry_run: bool = False,
 ) -> dict[str, Any]:
     import json
 
@@ -481,7 +494,7 @@ def behavioral_run(
             help="Run probes WITHOUT the bubblewrap sandbox (recorded as unconfined).",
         ),
     ] = False,
-    db: DbOption = Path("ledger.db"),
+    db: DbOption = DEFAULT_DB,
     dry_run: DryRunOption = False,
     json_out: JsonOption = False,
 ) -> None:

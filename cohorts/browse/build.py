@@ -34,6 +34,7 @@ from cohorts.browse.project import Projection, Projector, Row, Update
 from cohorts.browse.tables import TABLES, VIEWS
 from ledger.errors import InputError
 from ledger.store.base import LedgerReader
+from ledger.store.location import DbLocation
 
 FORMAT = "provledger-browse/1"
 BATCH = 2000
@@ -62,9 +63,10 @@ class IndexReport:
         }
 
 
-def default_out(db: Path) -> Path:
-    """``ledger.db`` -> ``ledger.browse.db``."""
-    return db.with_name(db.stem + ".browse.db")
+def default_out(db: DbLocation) -> Path:
+    """``ledger.db`` -> ``ledger.browse.db`` beside it (a database ``evidence`` ->
+    ``./evidence.browse.db``)."""
+    return db.sibling(Path(db.name).stem + ".browse.db")
 
 
 def _t(db: sqlite_utils.Database, name: str) -> sqlite_utils.db.Table:

@@ -11,7 +11,7 @@ from typing import Annotated, Any
 
 import typer
 
-from ledger.cli.common import DbOption, JsonOption, emit_json
+from ledger.cli.common import DEFAULT_DB, DbOption, JsonOption, emit_json
 
 BrowseOut = Annotated[
     Path | None,
@@ -20,7 +20,7 @@ BrowseOut = Annotated[
 
 
 def index_cmd(
-    db: DbOption = Path("ledger.db"),
+    db: DbOption = DEFAULT_DB,
     out: BrowseOut = None,
     full: Annotated[
         bool, typer.Option("--full", help="Rebuild from the first entry instead of updating.")
@@ -49,7 +49,7 @@ def index_cmd(
 
 
 def serve_cmd(
-    db: DbOption = Path("ledger.db"),
+    db: DbOption = DEFAULT_DB,
     browse: Annotated[
         Path | None,
         typer.Option("--browse", help="Browse database (default: <db stem>.browse.db)."),
@@ -64,7 +64,7 @@ def serve_cmd(
     from cohorts.browse.build import default_out
     from cohorts.browse.web import ServeOptions, serve
     from ledger.errors import NotFound
-    from ledger.store.location import DatabaseURL
+    from ledger.store.location import SQLitePath
 
     target = browse if browse is not None else default_out(db)
     if not target.is_file():
@@ -72,8 +72,9 @@ def serve_cmd(
             f"browse database not found, got {target}, expected one made by `provledger index`"
         )
     typer.echo(f"serving {target} read-only at http://{host}:{port}/ (Ctrl-C stops)", err=True)
-    # A database on a server is always given to the result pages; a file when it exists.
-    ledger = db if isinstance(db, DatabaseURL) or db.is_file() else None
+    # A server's ledger is always given; a file only when there is one (without it,
+    # result pages say how to run the checks).
+    ledger = None if isinstance(db, SQLitePath) and not db.path.is_file() else db
     serve(ServeOptions(target, host, port, ledger=ledger))
 
 

@@ -32,6 +32,7 @@ from ledger.errors import LedgerError
 from ledger.log import merkle
 from ledger.log.leaf import entry_record
 from ledger.log.note import open_checkpoint
+from ledger.store.location import DbLocation
 
 
 @dataclass(frozen=True)
@@ -126,7 +127,9 @@ class LiveProvenance:
     report: dict[str, Any] | None = None
 
 
-def live_provenance(ledger: Path | None, origin: str | None, digest: str) -> LiveProvenance:
+def live_provenance(
+    ledger: DbLocation | Path | None, origin: str | None, digest: str
+) -> LiveProvenance:
     """Run the provenance checks of ``digest`` on ``ledger`` (read-only)."""
     from cohorts.provenance import Check, provenance
     from ledger.store.backends import open_store

@@ -23,6 +23,7 @@ from cohorts.browse.names import DATABASE
 from cohorts.browse.queries import CANNED_QUERIES
 from cohorts.browse.tables import TABLES, VIEWS
 from ledger.errors import LedgerError
+from ledger.store.location import DbLocation
 
 TEMPLATES = Path(__file__).parent / "templates"
 STATIC = Path(__file__).parent / "static"
@@ -77,7 +78,9 @@ def _require_datasette() -> Any:
     return uvicorn
 
 
-def make_app(browse: Path, title: str | None = None, ledger: Path | None = None) -> Any:
+def make_app(
+    browse: Path, title: str | None = None, ledger: DbLocation | Path | None = None
+) -> Any:
     """A Datasette instance on ``browse`` opened immutable, with our plugin registered.
 
     ``ledger`` (opened read-only per request) lets result pages run provenance checks."""
@@ -110,7 +113,7 @@ class ServeOptions:
     browse: Path
     host: str
     port: int
-    ledger: Path | None = None
+    ledger: DbLocation | Path | None = None
     title: str | None = None
 
 

@@ -22,6 +22,7 @@ import typer
 from ledger.cli import richhelp
 from ledger.cli.common import set_db_env, setup_before_commands
 from ledger.cli.lazy import Lazy, LazyCommandGroup, LazySubgroup
+from ledger.store.location import DbLocation, parse_location
 
 richhelp.install()  # help pages load typer's renderer without markdown and tracebacks
 
@@ -190,12 +191,6 @@ app = typer.Typer(
 )
 
 
-def _db_location(value: str) -> Path:
-    from ledger.store.location import db_location
-
-    return db_location(value)
-
-
 def _print_version(value: bool) -> None:
     if value:
         from importlib.metadata import PackageNotFoundError, version
@@ -218,10 +213,10 @@ def _root(
         ),
     ] = False,
     db: Annotated[
-        Path | None,
+        DbLocation | None,
         typer.Option(
             "--db",
-            parser=_db_location,
+            parser=parse_location,
             help="Ledger file or postgresql:// URL for the command (default ./ledger.db,"
             " or $PROVLEDGER_DB);"
             " also accepted after the subcommand.",

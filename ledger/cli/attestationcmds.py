@@ -8,12 +8,12 @@ nothing is written.
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from ledger.cli.common import (
+    DEFAULT_DB,
     DbOption,
     DryRunOption,
     JsonOption,
@@ -70,7 +70,7 @@ def append_attestations(store: Store, prepared: list[Any]) -> list[dict[str, Any
 def sign(
     subject: Annotated[str, typer.Argument(help="Digest (or id) of the object to attest.")],
     key: KeyOption,
-    db: DbOption = Path("ledger.db"),
+    db: DbOption = DEFAULT_DB,
     passphrase_env: PassphraseEnv = None,
     dry_run: DryRunOption = False,
     json_out: JsonOption = False,
@@ -137,7 +137,7 @@ def _finish_check(subject: str, verdicts: list[AttestationVerdict], json_out: bo
 @attestation_app.command("check")
 def attestation_check(
     subject: Annotated[str, typer.Argument(help="Digest (or id) of the attested object.")],
-    db: DbOption = Path("ledger.db"),
+    db: DbOption = DEFAULT_DB,
     json_out: JsonOption = False,
 ) -> None:
     """Check every attestation of a subject. Exit 0 iff >= 1 attestation and all are valid."""
@@ -159,7 +159,7 @@ def attestation_check(
 @attestation_app.command("export")
 def attestation_export(
     attestation: Annotated[str, typer.Argument(help="Digest of the attestation object.")],
-    db: DbOption = Path("ledger.db"),
+    db: DbOption = DEFAULT_DB,
     output: OutOption = None,
 ) -> None:
     """Print the full standard DSSE envelope (payload = the subject's stored bytes)."""
@@ -183,7 +183,7 @@ def _read_envelope(name: str) -> Any:
 @attestation_app.command("verify-envelope")
 def attestation_verify_envelope(
     file: Annotated[str, typer.Argument(help="A full DSSE envelope (JSON file; - is stdin).")],
-    db: DbOption = Path("ledger.db"),
+    db: DbOption = DEFAULT_DB,
     json_out: JsonOption = False,
 ) -> None:
     """Check an envelope from outside against the ledger, as if appended now (same rule)."""
@@ -200,7 +200,7 @@ def attestation_verify_envelope(
 @attestation_app.command("import")
 def attestation_import(
     file: Annotated[str, typer.Argument(help="A full DSSE envelope (JSON file; - is stdin).")],
-    db: DbOption = Path("ledger.db"),
+    db: DbOption = DEFAULT_DB,
     dry_run: DryRunOption = False,
     json_out: JsonOption = False,
 ) -> None:

@@ -9,6 +9,7 @@ from typing import Annotated
 import typer
 
 from ledger.cli.common import (
+    DEFAULT_DB,
     DbOption,
     JsonOption,
     console,
@@ -26,7 +27,7 @@ def export(
     output: Annotated[
         str, typer.Option("-o", "--output", help="Bundle file to write; - is stdout.")
     ],
-    db: DbOption = Path("ledger.db"),
+    db: DbOption = DEFAULT_DB,
     json_out: JsonOption = False,
 ) -> None:
     """Write one object, its attestations and their proofs against the newest checkpoint."""

@@ -5,8 +5,8 @@ when the parameter is first processed, so any command line with a ``--db`` (even
 ``provledger show --help``: the root's ``--db`` is processed first) imports pydantic
 and builds adapters, which costs about as much CPU as importing typer and rich. For the
 plain types the CLI uses (``str``, ``list[str]``, ``bool``, ``int`` with bounds, ``Path``)
-``fast_coercion`` pre-seeds typer's lazy per-parameter coercion with ``Plain``, which
-computes the value directly.
+and options with their own ``parser`` (``--db``), ``fast_coercion`` pre-seeds typer's lazy
+per-parameter coercion with ``Plain``, which computes the value directly.
 
 Invariant: ``Plain`` returns a value only where it is the value typer's coercion would
 return; for anything else (an integer that is not plain decimal or is out of bounds, an
@@ -85,16 +85,16 @@ def _path(parameter_info: Any) -> Callable[[Any, Any, Any], Any]:
     return convert
 
 
-def _parsed(parser: Callable[[str], Any]) -> Callable[[Any, Any, Any], Any]:
-    """A ``Path`` option with its own ``parser`` (``--db``: a file or a postgresql://
-    URL): typer hands a given string to the parser and keeps what it returns."""
+def _parsed(parser: Callable[[Any], Any]) -> Callable[[Any, Any, Any], Any]:
+    """An option with its own ``parser`` (``--db``: a file or a postgresql:// URL): as
+    typer, every value (a given string, or the default) goes through the parser and what
+    it returns is the value; a parser that raises leaves the refusal to typer."""
 
     def convert(value: Any, param: Any, ctx: Any) -> Any:
-        if type(value) is str:
+        try:
             return parser(value)
-        if isinstance(value, Path):
-            return value
-        raise _Defer
+        except Exception as exc:
+            raise _Defer from exc
 
     return convert
 
@@ -105,9 +105,7 @@ def _converter(descriptor: Any) -> Callable[[Any, Any, Any], Any] | None:
     if descriptor.file_annotation is not None:
         return None
     if info.parser is not None:
-        if descriptor.annotation in (Path, Path | None):
-            return _parsed(info.parser)
-        return None
+        return _parsed(info.parser)
     annotation = descriptor.annotation
     if annotation is str:
         return _str

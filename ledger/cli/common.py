@@ -23,9 +23,8 @@ from typer.core import TyperGroup
 
 from ledger.cli.coercion import fast_coercion
 from ledger.errors import LedgerError, Reported
-from ledger.store.location import DatabaseURL, db_location
+from ledger.store.location import DbLocation, SQLitePath, parse_location
 
-DEFAULT_DB = "ledger.db"
 INTERNAL_ERROR = 70  # EX_SOFTWARE (sysexits.h)
 
 
@@ -185,14 +184,14 @@ DB_ENV = "PROVLEDGER_DB"
 _SAVED_ENV = "provledger.saved_db_env"
 
 
-def set_db_env(ctx: Any, db: Path) -> None:
+def set_db_env(ctx: Any, db: DbLocation) -> None:
     """The global ``--db`` (before the subcommand): every command's ``--db`` default.
 
     Set through ``PROVLEDGER_DB`` for this invocation only; ``--db`` after the
     subcommand still wins. Restored when the invocation ends (``restore_db_env``).
     """
     ctx.meta[_SAVED_ENV] = (os.environ.get(DB_ENV),)
-    os.environ[DB_ENV] = db.url if isinstance(db, DatabaseURL) else str(db)
+    os.environ[DB_ENV] = db.arg
 
 
 def restore_db_env(ctx: Any) -> None:
@@ -274,15 +273,17 @@ def new_app(help_text: str) -> typer.Typer:
 
 
 DbOption = Annotated[
-    Path,
+    DbLocation,
     typer.Option(
         "--db",
         envvar="PROVLEDGER_DB",
-        parser=db_location,
+        parser=parse_location,
         help="Ledger file, or a postgresql:// URL (default ./ledger.db, or $PROVLEDGER_DB).",
         show_default=False,
     ),
 ]
+#: Every command's ``--db`` default: ``./ledger.db`` (``PROVLEDGER_DB`` wins over it).
+DEFAULT_DB: DbLocation = SQLitePath(Path("ledger.db"))
 JsonOption = Annotated[bool, typer.Option("--json", help="Machine-readable JSON on stdout.")]
 DryRunOption = Annotated[
     bool,

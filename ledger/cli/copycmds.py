@@ -3,21 +3,20 @@
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from ledger.cli.common import JsonOption, console, emit_json, progress
-from ledger.store.location import DatabaseURL, db_location
+from ledger.store.location import DbLocation, PostgresURL, SQLitePath, parse_location
 
 if TYPE_CHECKING:
     from ledger.store.postgres import PostgresStore
     from ledger.store.sqlite import SQLiteStore
 
 LedgerArg = Annotated[
-    Path,
-    typer.Argument(parser=db_location, help="Ledger file or postgresql:// URL."),
+    DbLocation,
+    typer.Argument(parser=parse_location, help="Ledger file or postgresql:// URL."),
 ]
 
 
@@ -33,7 +32,7 @@ def copy(src: LedgerArg, dst: LedgerArg, json_out: JsonOption = False) -> None:
     from ledger.store.backends import open_store
     from ledger.store.copy import copy_ledger
 
-    if str(src) == str(dst):
+    if src == dst:
         raise RuleViolation(f"copy, got the same ledger twice ({src}), expected two ledgers")
     with (
         open_store(src, readonly=True) as source,
@@ -54,10 +53,10 @@ def copy(src: LedgerArg, dst: LedgerArg, json_out: JsonOption = False) -> None:
         sys.stdout.write(f"checkpoint {size} root {root} (same in both)\n")
 
 
-def _open_or_create(dst: Path) -> SQLiteStore | PostgresStore:
+def _open_or_create(dst: DbLocation) -> SQLiteStore | PostgresStore:
     from ledger.store.backends import open_store
 
-    if isinstance(dst, DatabaseURL):
+    if isinstance(dst, PostgresURL):
         from ledger.store import postgres
 
         if not postgres.has_ledger_tables(dst):
@@ -69,8 +68,8 @@ def _open_or_create(dst: Path) -> SQLiteStore | PostgresStore:
                 )
             return store
         return open_store(dst)
-    if not dst.exists():
+    if isinstance(dst, SQLitePath) and not dst.path.exists():
         from ledger.store.sqlite import create_store
 
-        return create_store(dst)
+        return create_store(dst.path)
     return open_store(dst)

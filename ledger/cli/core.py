@@ -9,6 +9,7 @@ from typing import Annotated, Any
 import typer
 
 from ledger.cli.common import (
+    DEFAULT_DB,
     SHOW_NOTES,
     DbOption,
     DryRunOption,
@@ -20,20 +21,21 @@ from ledger.cli.common import (
     read_input,
     table,
 )
+from ledger.store.location import DbLocation, SQLitePath
 
 
-def log_key_path(db: Path, given: Path | None = None) -> Path:
+def log_key_path(db: DbLocation, given: Path | None = None) -> Path:
     """The log's private key file: --log-key, else next to the database."""
-    return given if given is not None else db.with_name(db.name + ".log.key")
+    return given if given is not None else db.sibling(db.name + ".log.key")
 
 
-def authority_key_path(db: Path, given: Path | None = None) -> Path:
+def authority_key_path(db: DbLocation, given: Path | None = None) -> Path:
     """The authority's private key file: --authority-key, else next to the database."""
-    return given if given is not None else db.with_name(db.name + ".authority.key")
+    return given if given is not None else db.sibling(db.name + ".authority.key")
 
 
 def init(
-    db: DbOption = Path("ledger.db"),
+    db: DbOption = DEFAULT_DB,
     origin: Annotated[
         str | None, typer.Option(help="Log origin line for checkpoints (default: derived).")
     ] = None,
@@ -73,7 +75,7 @@ def init(
 
 def append(
     files: Annotated[list[str], typer.Argument(help="JSON files to append; - reads stdin.")],
-    db: DbOption = Path("ledger.db"),
+    db: DbOption = DEFAULT_DB,
     kind: Annotated[
         str | None,
         typer.Option(help="Kind of every input (else inferred); 'blob' stores raw bytes."),
@@ -126,7 +128,7 @@ def append(
 
 def show(
     ref: Annotated[str, typer.Argument(help="Digest, legacy digest, ID or ID@VERSION.")],
-    db: DbOption = Path("ledger.db"),
+    db: DbOption = DEFAULT_DB,
     raw: Annotated[bool, typer.Option("--raw", help="Write the exact stored bytes.")] = False,
     json_out: JsonOption = False,
 ) -> None:
@@ -182,7 +184,7 @@ def show(
 
 
 def log(
-    db: DbOption = Path("ledger.db"),
+    db: DbOption = DEFAULT_DB,
     kind: Annotated[
         str | None, typer.Option(help="Only entries of this kind (a registered kind or blob).")
     ] = None,
@@ -233,21 +235,21 @@ def log(
     )
 
 
-def stats(db: DbOption = Path("ledger.db"), json_out: JsonOption = False) -> None:
+def stats(db: DbOption = DEFAULT_DB, json_out: JsonOption = False) -> None:
     """Entry counts by kind, sizes and the latest checkpoint."""
-    from ledger.files import shown
     from ledger.store.backends import open_store
 
     with open_store(db, readonly=True) as store:
         snapshot = store.stats()  # every figure from the same snapshot of the log
     counts = snapshot.counts
     info = {
-        "db": shown(db),
+        "db": db.shown,
         "entries": snapshot.size,
         "by_kind": counts,
         "object_bytes": snapshot.object_bytes,
+        # A file's size, or what the database takes on its server.
         "file_bytes": (
-            snapshot.storage_bytes if snapshot.storage_bytes is not None else db.stat().st_size
+            db.path.stat().st_size if isinstance(db, SQLitePath) else snapshot.storage_bytes
         ),
         "origin": snapshot.origin,
         "latest_checkpoint_size": snapshot.latest_checkpoint_size,
@@ -266,18 +268,17 @@ def stats(db: DbOption = Path("ledger.db"), json_out: JsonOption = False) -> Non
     out.print(f"checkpoint      {info['latest_checkpoint_size']}")
 
 
-def migrate(db: DbOption = Path("ledger.db"), json_out: JsonOption = False) -> None:
+def migrate(db: DbOption = DEFAULT_DB, json_out: JsonOption = False) -> None:
     """Bring a ledger made by an earlier release to the current file layout, in place."""
     from ledger.errors import InputError
-    from ledger.store.backends import is_database_url
     from ledger.store.sqlite import FORMAT, migrate_store
 
-    if is_database_url(db):
+    if not isinstance(db, SQLitePath):
         raise InputError(
             f"migrate, got the PostgreSQL ledger {db}, expected an SQLite file"
             " (a PostgreSQL ledger has one layout; nothing to migrate)"
         )
-    before = migrate_store(db)
+    before = migrate_store(db.path)
     info = {"db": str(db), "from": before, "to": FORMAT, "migrated": before is not None}
     if json_out:
         emit_json(info)

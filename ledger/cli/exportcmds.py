@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from ledger.cli.common import DbOption, new_app
+from ledger.cli.common import DEFAULT_DB, DbOption, new_app
 from ledger.cli.keycmds import KeyOption, PassphraseEnv, signer_from_file
 
 if TYPE_CHECKING:
@@ -39,7 +39,7 @@ def write_out(data: bytes, output: Path | None) -> None:
 def export_intoto(
     subject: Annotated[str, typer.Argument(help="Digest (or id) of the object.")],
     key: KeyOption,
-    db: DbOption = Path("ledger.db"),
+    db: DbOption = DEFAULT_DB,
     passphrase_env: PassphraseEnv = None,
     output: OutOption = None,
 ) -> None:

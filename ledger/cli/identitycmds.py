@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from ledger.cli.common import (
+    DEFAULT_DB,
     DbOption,
     DryRunOption,
     JsonOption,
@@ -46,7 +47,7 @@ def identity_register(
         ),
     ],
     public_key: Annotated[Path, typer.Option("--public-key", help="The verifier's PATH.pub.")],
-    db: DbOption = Path("ledger.db"),
+    db: DbOption = DEFAULT_DB,
     authority_key: AuthorityKeyOption = None,
     passphrase_env: PassphraseEnv = None,
     dry_run: DryRunOption = False,
@@ -94,7 +95,7 @@ def identity_register(
 
 @identity_app.command("list")
 def identity_list(
-    db: DbOption = Path("ledger.db"),
+    db: DbOption = DEFAULT_DB,
     verifier_id: Annotated[
         str | None, typer.Option("--verifier-id", help="Only this verifier id.")
     ] = None,
@@ -132,7 +133,7 @@ def identity_list(
 @identity_app.command("show")
 def identity_show(
     ref: Annotated[str, typer.Argument(help="Key id, verifier id or identity digest.")],
-    db: DbOption = Path("ledger.db"),
+    db: DbOption = DEFAULT_DB,
     json_out: JsonOption = False,
 ) -> None:
     """Show the identities a key id, verifier id or digest names, and their revocations."""
@@ -176,7 +177,7 @@ def identity_revoke(
     key_id: Annotated[str, typer.Argument(help="Key id of the verifier key to revoke.")],
     reason: Annotated[RevokeReason, typer.Option("--reason", help="retired or compromised.")],
     note: Annotated[str | None, typer.Option("--note", help="Free-text explanation.")] = None,
-    db: DbOption = Path("ledger.db"),
+    db: DbOption = DEFAULT_DB,
     authority_key: AuthorityKeyOption = None,
     passphrase_env: PassphraseEnv = None,
     dry_run: DryRunOption = False,

@@ -9,6 +9,7 @@ from typing import Annotated
 import typer
 
 from ledger.cli.common import (
+    DEFAULT_DB,
     DbOption,
     DryRunOption,
     JsonOption,
@@ -26,7 +27,7 @@ def jsonl(
     file: Annotated[
         str, typer.Argument(help="JSON Lines file, one document per line; - reads stdin.")
     ],
-    db: DbOption = Path("ledger.db"),
+    db: DbOption = DEFAULT_DB,
     kind: Annotated[
         str | None, typer.Option(help="Kind of every line (else inferred per line).")
     ] = None,

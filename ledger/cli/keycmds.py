@@ -17,6 +17,7 @@ import typer
 from ledger.cli.common import JsonOption, emit_json, new_app
 
 if TYPE_CHECKING:
+    from ledger.store.location import DbLocation
     from ledger.trust.keys import Ed25519Signer
 
 key_app = new_app("Ed25519 key files (PKCS#8 PEM, mode 0600, optional passphrase).")
@@ -60,7 +61,9 @@ def signer_from_file(path: Path, passphrase_env: str | None) -> Ed25519Signer:
     return Ed25519Signer.from_file(path, passphrase_from_env(passphrase_env))
 
 
-def authority_signer(db: Path, given: Path | None, passphrase_env: str | None) -> Ed25519Signer:
+def authority_signer(
+    db: DbLocation, given: Path | None, passphrase_env: str | None
+) -> Ed25519Signer:
     from ledger.cli.core import authority_key_path
 
     return signer_from_file(authority_key_path(db, given), passphrase_env)

@@ -10,6 +10,7 @@ import typer
 
 from ledger.cli.common import (
     BROWSE_CHECK,
+    DEFAULT_DB,
     BrowseCheck,
     DbOption,
     DryRunOption,
@@ -31,7 +32,7 @@ def set_browse_check(check: BrowseCheck) -> None:
 
 
 def checkpoint(
-    db: DbOption = Path("ledger.db"),
+    db: DbOption = DEFAULT_DB,
     log_key: Annotated[
         Path | None, typer.Option("--log-key", help="Log private key (default: next to the db).")
     ] = None,
@@ -98,7 +99,7 @@ def checkpoint(
 @proof_app.command("inclusion")
 def inclusion(
     digest: Annotated[str, typer.Argument(help="Object digest (or legacy digest / id).")],
-    db: DbOption = Path("ledger.db"),
+    db: DbOption = DEFAULT_DB,
     size: Annotated[
         int | None, typer.Option("--size", min=1, help="Tree size (default: newest checkpoint).")
     ] = None,
@@ -132,7 +133,7 @@ def consistency(
     new_size: Annotated[
         int | None, typer.Argument(help="Newer tree size (default: newest checkpoint).")
     ] = None,
-    db: DbOption = Path("ledger.db"),
+    db: DbOption = DEFAULT_DB,
     json_out: JsonOption = False,
 ) -> None:
     """Prove that the log at OLD_SIZE is a prefix of the log at NEW_SIZE."""
@@ -153,7 +154,7 @@ def consistency(
 
 
 def verify(
-    db: DbOption = Path("ledger.db"),
+    db: DbOption = DEFAULT_DB,
     log_key: Annotated[
         str | None,
         typer.Option(

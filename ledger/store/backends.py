@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ledger.store.location import DatabaseURL
+from ledger.store.location import DbLocation, PostgresURL, SQLitePath, parse_location
 
 if TYPE_CHECKING:
     from ledger.store.postgres import PostgresStore
@@ -18,14 +18,15 @@ if TYPE_CHECKING:
 
 
 def open_store(
-    db: Path,
+    db: DbLocation | Path,
     *,
     readonly: bool = False,
     max_page_count: int | None = None,
     policy: AdmissionPolicy | None = None,
     dry_run: bool = False,
 ) -> SQLiteStore | PostgresStore:
-    """The ledger at ``db``: ``PostgresStore`` for a ``DatabaseURL``, else ``SQLiteStore``.
+    """The ledger at ``db``: ``PostgresStore`` for a ``PostgresURL``, else ``SQLiteStore``
+    (a ``Path`` is an SQLite file).
 
     ``policy`` is the admission policy the store applies to every append and hands to
     every judgement of its records; None means the package's default
@@ -33,10 +34,13 @@ def open_store(
     generic core alone. ``max_page_count`` caps an SQLite file's size (tests of a full
     disk); a server has its own limits.
     """
-    if isinstance(db, DatabaseURL):
+    location = parse_location(db)
+    if isinstance(location, PostgresURL):
         from ledger.store import postgres
 
-        return postgres.open_store(db, readonly=readonly, policy=policy, dry_run=dry_run)
+        return postgres.open_store(location, readonly=readonly, policy=policy, dry_run=dry_run)
+    if not isinstance(location, SQLitePath):
+        raise TypeError(f"ledger location, got {location!r}, expected a file or a database")
     from ledger.store import sqlite
 
     # Only what was given: a caller that wraps ``sqlite.open_store`` (a test capping the
@@ -44,9 +48,4 @@ def open_store(
     options: dict[str, Any] = {"readonly": readonly, "policy": policy, "dry_run": dry_run}
     if max_page_count is not None:
         options["max_page_count"] = max_page_count
-    return sqlite.open_store(db, **options)
-
-
-def is_database_url(db: Path) -> bool:
-    """True when ``db`` names a PostgreSQL database rather than a file."""
-    return isinstance(db, DatabaseURL)
+    return sqlite.open_store(location.path, **options)

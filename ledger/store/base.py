@@ -16,12 +16,12 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, fields
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     # Only named in annotations: importing it would load the schema checks and the
     # canonical encoder into commands that only read.
+    from ledger.store.location import DbLocation
     from ledger.store.prepared import Prepared
     from ledger.trust.admission import AdmissionPolicy
 
@@ -314,7 +314,7 @@ class SignatureVerdicts(Protocol):
 class Store(LedgerReader, Protocol):
     """Read and append. Implementations must keep the module invariants."""
 
-    path: Path
+    location: DbLocation
 
     dry_run: bool
 

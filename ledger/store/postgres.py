@@ -27,7 +27,6 @@ import functools
 import hashlib
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ledger.errors import AppendOnlyError, NotFound, RuleViolation, StorageError
@@ -44,7 +43,7 @@ from ledger.store.base import (
     StoredObject,
 )
 from ledger.store.batch import BatchRows
-from ledger.store.location import DatabaseURL, redact
+from ledger.store.location import PostgresURL, redact
 from ledger.store.postgres_schema import (
     ALL_TABLES,
     FORMAT,
@@ -117,12 +116,11 @@ class PostgresStore(SQLStore):
 
     def __init__(
         self,
-        location: DatabaseURL,
+        location: PostgresURL,
         conn: Any,
         policy: AdmissionPolicy | None = None,
         dry_run: bool = False,
     ) -> None:
-        self.path: Path = location
         self.location = location
         self._conn = conn
         self._where = redact(location.url)
@@ -499,7 +497,7 @@ def _copy(cur: Any, table: str, columns: Sequence[str], rows: list[tuple[Any, ..
             copy.write_row(row)
 
 
-def _connect(location: DatabaseURL, readonly: bool) -> Any:
+def _connect(location: PostgresURL, readonly: bool) -> Any:
     """A connection in autocommit mode: every write opens its own transaction."""
     _require_driver()
     where = redact(location.url)
@@ -520,7 +518,7 @@ def _connect(location: DatabaseURL, readonly: bool) -> Any:
     return conn
 
 
-def create_store(location: DatabaseURL) -> tuple[PostgresStore, list[str]]:
+def create_store(location: PostgresURL) -> tuple[PostgresStore, list[str]]:
     """Create the tables, triggers and roles in an empty database.
 
     Returns the store and the grant statements still to run by someone allowed to
@@ -568,7 +566,7 @@ def create_store(location: DatabaseURL) -> tuple[PostgresStore, list[str]]:
     return store, pending
 
 
-def has_ledger_tables(location: DatabaseURL) -> bool:
+def has_ledger_tables(location: PostgresURL) -> bool:
     """True when the database already holds a ledger's ``meta`` table."""
     conn = _connect(location, readonly=True)
     try:
@@ -580,7 +578,7 @@ def has_ledger_tables(location: DatabaseURL) -> bool:
 
 
 def open_store(
-    location: DatabaseURL,
+    location: PostgresURL,
     *,
     readonly: bool = False,
     policy: AdmissionPolicy | None = None,

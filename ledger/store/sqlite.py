@@ -32,6 +32,7 @@ from ledger.store.base import (
     StoredObject,
 )
 from ledger.store.batch import BatchRows
+from ledger.store.location import SQLitePath
 from ledger.store.sqlite_audit import SQLiteSnapshotReader
 from ledger.store.sqlite_scan import SQLiteNodeScan, SQLiteRefScan
 from ledger.store.sqlstore import ADD_TOTALS, INT64_MAX, SQLStore
@@ -262,6 +263,7 @@ class SQLiteStore(SQLStore):
         dry_run: bool = False,
     ) -> None:
         self.path = path
+        self.location = SQLitePath(path)
         self._conn = conn
         self._second: SQLiteSnapshotReader | None = None  # set inside ``audit_session``
         self._policy = policy

@@ -20,7 +20,6 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self
 
 from ledger.errors import AppendOnlyError, IntegrityError, NotFound, RuleViolation
@@ -47,6 +46,7 @@ from ledger.store.batch import (
     refuse_checkpoint_records,
 )
 from ledger.store.derived import derive, row_problem
+from ledger.store.location import DbLocation
 from ledger.store.rules import copied_checkpoint_is_new, head_checkpoint
 
 if TYPE_CHECKING:
@@ -73,7 +73,7 @@ ADD_TOTALS = (
 class SQLStore(ABC):
     """A ledger in an SQL database: the ``Store`` steps both backends share."""
 
-    path: Path
+    location: DbLocation
     dry_run: bool
     _policy: AdmissionPolicy | None
 
