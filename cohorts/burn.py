@@ -35,8 +35,6 @@ SCHEMA_VERSION = "0.1"
 
 ReferenceRel = Literal["successor", "notice", "observation"]
 ReferenceType = Literal["issue", "pull_request", "commit", "cohort", "document", "uri"]
-REFERENCE_RELS: tuple[str, ...] = ("successor", "notice", "observation")
-REFERENCE_TYPES: tuple[str, ...] = ("issue", "pull_request", "commit", "cohort", "document", "uri")
 
 _RFC3339 = re.compile(
     r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]+)?(Z|[+-][0-9]{2}:[0-9]{2})\Z"

@@ -10,7 +10,6 @@ Parsed values are cached per digest (objects never change).
 from __future__ import annotations
 
 import contextlib
-import copy
 import json
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -78,6 +77,3 @@ class StoreLookup:
         """The newest stored BenchmarkCohort with ``id`` (any stage)."""
         return self.find("benchmark-cohort", cohort_id)
 
-    def values_of_kind(self, kind: str) -> list[dict[str, Any]]:
-        """Deep copies of every stored value of ``kind`` (callers may mutate)."""
-        return [copy.deepcopy(dict(d.value)) for d in self.of_kind(kind)]

@@ -66,7 +66,6 @@ from verifiers.sandbox import PATH as SANDBOX_PATH
 
 KIND = "behavioral-evidence"
 SCHEMA_VERSION = "0.1"
-PLACEHOLDERS = ("{python}", "{tree}", "{outside}", "{home}")
 Expect = Literal["accept", "reject"]
 _CHUNK = 1 << 16
 

@@ -38,7 +38,3 @@ def require_str_list(obj: object, code: str, *path: str, non_empty: bool = False
             "a non-empty list of strings" if non_empty else "a list of strings",
         )
     return value
-
-
-def path_label(*path: str) -> str:
-    return "$." + ".".join(path)

@@ -110,9 +110,6 @@ class RunRecord:
             raise KeyError(f"{len(found)} items with role {role!r}, expected exactly 1")
         return found[0]
 
-    def with_role(self, role: str) -> tuple[RecordItem, ...]:
-        return tuple(item for item in self.items if item.role == role)
-
     @staticmethod
     def merge(records: Iterable[RunRecord]) -> RunRecord:
         """Concatenate records, dropping later duplicates of a digest."""

@@ -533,5 +533,3 @@ VIEWS: tuple[View, ...] = (
         _CHAIN_SQL,
     ),
 )
-
-TABLE_BY_NAME = {t.name: t for t in TABLES}

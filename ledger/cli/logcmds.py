@@ -11,7 +11,6 @@ import typer
 from ledger.cli.common import (
     BROWSE_CHECK,
     DEFAULT_DB,
-    BrowseCheck,
     DbOption,
     DryRunOption,
     JsonOption,
@@ -24,11 +23,6 @@ from ledger.cli.common import (
 from ledger.errors import CheckFailed, ProblemsReported, reported_like
 
 proof_app = new_app("Inclusion and consistency proofs (RFC 9162).")
-
-
-def set_browse_check(check: BrowseCheck) -> None:
-    """Install the check behind ``verify --browse`` (``ledger.cli.common.BROWSE_CHECK``)."""
-    BROWSE_CHECK[:] = [check]
 
 
 def checkpoint(

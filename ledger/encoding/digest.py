@@ -20,7 +20,6 @@ from typing import Any
 
 from ledger.encoding.canonical import canonicalize
 from ledger.encoding.strict import legacy_bytes
-from ledger.errors import InputError
 
 DIGEST_RE = re.compile(r"sha256:[0-9a-f]{64}\Z")
 
@@ -56,11 +55,3 @@ def apply_float_hints(value: Any, hints: list[list[Any]]) -> Any:
 def is_digest(text: str) -> bool:
     """True for a well-formed ``sha256:<64 lowercase hex>`` string."""
     return DIGEST_RE.match(text) is not None
-
-
-def check_digest(text: str, what: str = "digest") -> str:
-    """Return ``text`` when well formed, else raise ``InputError``."""
-    if not is_digest(text):
-        shown = text if len(text) <= 80 else text[:77] + "..."
-        raise InputError(f"malformed {what}, got {shown!r}, expected sha256:<64 lowercase hex>")
-    return text

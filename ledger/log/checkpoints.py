@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from ledger.errors import InputError, IntegrityError, NotFound, RuleViolation
 from ledger.log import merkle
 from ledger.log.leaf import entry_record, utc_now
-from ledger.log.note import Checkpoint, open_checkpoint, parse_verifier_key, sign_note
+from ledger.log.note import Checkpoint, parse_verifier_key, sign_note
 from ledger.store.base import CheckpointRow, Entry, LedgerReader, Store
 
 if TYPE_CHECKING:
@@ -185,8 +185,3 @@ def _same_root(checkpoint: CheckpointRow | None, root: bytes) -> None:
             f"stored tree disagrees with the checkpoint at size {checkpoint.size}, got root"
             f" {root.hex()}, expected {checkpoint.root.hex()}; run `provledger verify`"
         )
-
-
-def verified_checkpoint(note: bytes, vkey: str, origin: str | None = None) -> Checkpoint:
-    """Verify a signed checkpoint note with a verifier key and parse it."""
-    return open_checkpoint(note, vkey, origin)

@@ -143,7 +143,6 @@ def load_registry() -> dict[str, KindSpec]:
 
 KINDS: Mapping[str, KindSpec] = load_registry()
 
-UPSTREAM_KINDS = tuple(name for name, spec in KINDS.items() if not spec.native)
 # (detect_keys as a set, spec) of each non-native kind, in registry order: a subset test
 # against the document's keys view costs ~0.9 us per document against ~3 us for
 # ``all(key in obj ...)`` over every kind (detection runs once per imported or audited
