@@ -1067,7 +1067,7 @@ def _task_audit(
 
 
 def _behavioral_findings(tasks: Sequence[TaskAudit], lookup: CohortLookup) -> list[CohortFinding]:
-    """A warning per behavioural evidence, attached to a listed VerificationResult, whose
+    """A warning per behavioral evidence, attached to a listed VerificationResult, whose
     probes ran unconfined (``--unsandboxed`` or recorded before sandboxing)."""
     attempts: dict[str, tuple[str, str]] = {}
     for task in tasks:
@@ -1085,7 +1085,7 @@ def _behavioral_findings(tasks: Sequence[TaskAudit], lookup: CohortLookup) -> li
             found.append(
                 warning(
                     "attempt.behavioral.unconfined",
-                    f"behavioural evidence {doc.jcs_digest} unconfined, got {why},"
+                    f"behavioral evidence {doc.jcs_digest} unconfined, got {why},"
                     " expected probes run in the sandbox",
                     *where,
                 )

@@ -41,7 +41,7 @@ def _reference(ref: Mapping[str, object]) -> str:
 def audit_lines(
     report: CohortAuditReport,
     attested: Mapping[str, str],
-    behavioural: Mapping[str, Sequence[str]] | None = None,
+    behavioral: Mapping[str, Sequence[str]] | None = None,
 ) -> list[str]:
     lines: list[str] = []
     counts = report.counts()
@@ -104,15 +104,15 @@ def audit_lines(
             )
         lines.append(
             "  (patch-verifier verdicts are text-matching proxies, never proof of runtime"
-            " correctness; behavioural evidence is a separate channel)"
+            " correctness; behavioral evidence is a separate channel)"
         )
-        linked = behavioural or {}
+        linked = behavioral or {}
         for task in report.tasks:
             for attempt in task.attempts:
                 doc = attempt.verification_result.doc
                 for evidence in linked.get(doc.jcs_digest, []) if doc is not None else []:
                     lines.append(
-                        f"  behavioural evidence for {task.task} / {attempt.attempt}: {evidence}"
+                        f"  behavioral evidence for {task.task} / {attempt.attempt}: {evidence}"
                     )
     lines += findings_lines(report.findings)
     lines.append("")

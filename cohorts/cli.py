@@ -274,7 +274,7 @@ def audit_cmd(
     """
     from cohorts.audit_view import audit_lines
     from cohorts.errors import CohortUsageError
-    from cohorts.service import audit, audit_attestations, audit_behavioural
+    from cohorts.service import audit_attestations, audit_behavioral, audit_stored_cohort
     from ledger.store.backends import open_store
 
     if all_cohorts == (cohort_id is not None):
@@ -288,25 +288,25 @@ def audit_cmd(
         return
     assert cohort_id is not None
     with open_store(db, readonly=True) as store:
-        report = audit(store, cohort_id)
+        report = audit_stored_cohort(store, cohort_id)
         attested = audit_attestations(store, report)
-        behavioural = audit_behavioural(store, report)
+        behavioral = audit_behavioral(store, report)
     if json_out:
-        emit_json({**report.to_json(), "attestations": attested, "behavioural": behavioural})
+        emit_json({**report.to_json(), "attestations": attested, "behavioral": behavioral})
     else:
-        plain_lines(audit_lines(report, attested, behavioural))
+        plain_lines(audit_lines(report, attested, behavioral))
     if not report.ok:
         raise ProblemsReported(f"cohort {cohort_id} audit failed")
 
 
 def _audit_all(db: DbLocation, json_out: bool) -> None:
-    from cohorts.service import audit, cohort_rows
+    from cohorts.service import audit_stored_cohort, cohort_rows
     from ledger.store.backends import open_store
 
     rows = []
     with open_store(db, readonly=True) as store:
         for row in cohort_rows(store):
-            report = audit(store, row.cohort_id)
+            report = audit_stored_cohort(store, row.cohort_id)
             counts = report.counts()
             rows.append(
                 {
@@ -484,11 +484,11 @@ def import_idkmesh_cmd(
 
 
 def verification_notes(reader: Any, obj: Any) -> list[str]:
-    """``show`` notes for a VerificationResult: what its verdict can mean, behavioural links."""
+    """``show`` notes for a VerificationResult: what its verdict can mean, behavioral links."""
     if obj.kind != "verification-result":
         return []
     from cohorts.store_lookup import StoreLookup
-    from cohorts.strength import BEHAVIOURAL, strength_of, verdict_line
+    from cohorts.strength import BEHAVIORAL, strength_of, verdict_line
     from verifiers.model import EvaluatorPlan, VerificationResult
 
     lookup = StoreLookup(reader)
@@ -503,5 +503,5 @@ def verification_notes(reader: Any, obj: Any) -> list[str]:
     for source, _rel in reader.refs_to(obj.digest, "verification-result"):
         linked = reader.get(source)
         if linked is not None and linked.kind == "behavioral-evidence":
-            lines.append(f"{BEHAVIOURAL}: {source}")
+            lines.append(f"{BEHAVIORAL}: {source}")
     return lines

@@ -37,7 +37,7 @@ BEHAVIORAL_EVIDENCE = "behavioral-evidence"
 
 
 def behavioral_confinement(evidence: Mapping[str, object]) -> str | None:
-    """None when behavioural evidence says its probes ran in a sandbox, else why not.
+    """None when behavioral evidence says its probes ran in a sandbox, else why not.
 
     Evidence recorded with ``--unsandboxed``, or before sandboxing existed (no
     ``environment.sandbox``), is unconfined: candidate code ran with the ledger's rights.

@@ -9,7 +9,7 @@ other bytes is "present but different", both digests shown), the artifacts and e
 blobs (present, SHA-256 of the stored bytes), the attestations
 (``ledger.trust.judgement``), cohort membership (which cohort lists the attempt, under
 which digest, and what that means) and burn status, the evidence strength of the
-verdict (``cohorts.strength``) with any behavioural evidence linked, and inclusion of
+verdict (``cohorts.strength``) with any behavioral evidence linked, and inclusion of
 every chain object under the newest signed checkpoint (note verified with the ledger's
 log key, proof verified against its root). Total: a broken link is a failed check,
 never an exception. JSON shape::
@@ -246,10 +246,10 @@ def _attestations(chain: _Chain, digest: str, result: Mapping[str, object]) -> C
 
 
 def _behavioral(chain: _Chain, digest: str) -> Check | None:
-    """Behavioural evidence attached to the result, each shown confined or UNCONFINED.
+    """Behavioral evidence attached to the result, each shown confined or UNCONFINED.
 
     It never changes the metadata verdict, so unconfined evidence is a visible note,
-    not a failed link; None when the result has no behavioural evidence."""
+    not a failed link; None when the result has no behavioral evidence."""
     children = []
     for source, _rel in chain.reader.refs_to(digest, "verification-result"):
         doc = chain.lookup.by_digest(source)
@@ -269,7 +269,7 @@ def _behavioral(chain: _Chain, digest: str) -> Check | None:
         if not unconfined
         else f"UNCONFINED: {unconfined} of {len(children)} ran without a sandbox"
     )
-    return Check("behavioural evidence", "passed", reason, digest, tuple(children))
+    return Check("behavioral evidence", "passed", reason, digest, tuple(children))
 
 
 def _cohorts(chain: _Chain, result: StoredDoc) -> tuple[Check, str]:
@@ -347,8 +347,8 @@ def _cohorts(chain: _Chain, result: StoredDoc) -> tuple[Check, str]:
 
 
 def _strength(chain: _Chain, result: StoredDoc, plan: StoredDoc | None) -> Check:
-    """What the verdict can mean (from the plan version) and any behavioural evidence."""
-    from cohorts.strength import BEHAVIOURAL, strength_of, verdict_line
+    """What the verdict can mean (from the plan version) and any behavioral evidence."""
+    from cohorts.strength import BEHAVIORAL, strength_of, verdict_line
 
     verdict = result.model(VerificationResult)
     strength = strength_of(None if plan is None else plan.model(EvaluatorPlan), verdict)
@@ -361,16 +361,16 @@ def _strength(chain: _Chain, result: StoredDoc, plan: StoredDoc | None) -> Check
         summary = as_map(doc.value.get("summary")) if doc is not None else {}
         children.append(
             Check(
-                f"behavioural evidence {source}",
+                f"behavioral evidence {source}",
                 "passed",
-                f"{BEHAVIOURAL}: {shown(dict(summary), 200)}",
+                f"{BEHAVIORAL}: {shown(dict(summary), 200)}",
                 source,
             )
         )
     linked = (
-        f"; {len(children)} behavioural record(s) linked"
+        f"; {len(children)} behavioral record(s) linked"
         if children
-        else ("; no behavioural evidence recorded for this result")
+        else ("; no behavioral evidence recorded for this result")
     )
     return Check(
         "evidence strength",

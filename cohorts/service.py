@@ -601,7 +601,7 @@ def quarantined_cohort(reader: LedgerReader, cohort_id: str) -> dict[str, Any] |
     return None
 
 
-def audit(reader: LedgerReader, cohort_id: str) -> CohortAuditReport:
+def audit_stored_cohort(reader: LedgerReader, cohort_id: str) -> CohortAuditReport:
     """Audit the newest stored document of ``cohort_id`` with standing against the ledger.
 
     Governed records without the authority's attestation (unattested history) are never
@@ -680,8 +680,8 @@ def audit_attestations(reader: LedgerReader, report: CohortAuditReport) -> dict[
     return {d: attestation_state(reader, d) for d in sorted(set(digests))}
 
 
-def audit_behavioural(reader: LedgerReader, report: CohortAuditReport) -> dict[str, list[str]]:
-    """Behavioural evidence recorded for each stored VerificationResult the report lists
+def audit_behavioral(reader: LedgerReader, report: CohortAuditReport) -> dict[str, list[str]]:
+    """Behavioral evidence recorded for each stored VerificationResult the report lists
     (by the result's ledger digest): the separate, stronger channel, linked not merged."""
     out: dict[str, list[str]] = {}
     for task in report.tasks:

@@ -3,7 +3,7 @@
 Upstream is explicit (VERIFIER_FACTS, ADR-0009): a plan is always judged by the rule of
 its own schema version, and every patch-verifier rule is line-local text matching over
 the candidate patch; candidate code is never executed. So a pass is a proxy of the
-stated strength, never proof of runtime correctness. Behavioural evidence (running
+stated strength, never proof of runtime correctness. Behavioral evidence (running
 probes against the patched tree) is a separate, stronger channel and is linked when
 the ledger records it for the same result.
 
@@ -21,7 +21,7 @@ from verifiers.model.json import as_str
 PLAN_STRENGTH: dict[str, tuple[str, str]] = {
     "0.1": (
         "v0.1 metadata check",
-        "JSON candidate checked for allowed files, size and required members; not behaviour",
+        "JSON candidate checked for allowed files, size and required members; not behavior",
     ),
     "0.2": (
         "v0.2 lexical proxy",
@@ -42,7 +42,7 @@ PLAN_STRENGTH: dict[str, tuple[str, str]] = {
 #: Patch-verifier adapter_version -> the plan version whose rule it implements.
 ADAPTER_TO_PLAN = {"0.1": "0.1", "0.1.1": "0.2", "0.2.0": "0.3", "0.3.0": "0.4"}
 UNKNOWN = "unknown strength"
-BEHAVIOURAL = "behavioural evidence (separate, stronger channel)"
+BEHAVIORAL = "behavioral evidence (separate, stronger channel)"
 
 
 @dataclass(frozen=True)

@@ -210,7 +210,7 @@ def test_evidence_for_another_candidate_is_refused(
     result = behavioral(
         runner, ledger_path, "decoy", "--verification-result", repair_result, code=4
     )
-    assert result.stderr.startswith("error: behavioural evidence for patch sha256:")
+    assert result.stderr.startswith("error: behavioral evidence for patch sha256:")
     assert result.stderr.count("\n") == 1
     assert snapshot(ledger_path) == before
 

@@ -334,7 +334,7 @@ def test_audit_never_crashes_on_broken_cohorts(rnd: random.Random, junk: list[An
     json.dumps(report.to_json())
 
 
-def test_unconfined_behavioural_evidence_is_a_warning() -> None:
+def test_unconfined_behavioral_evidence_is_a_warning() -> None:
     lookup, cohorts = corpus()
     cohort = cohorts["phase-b2-successor-five"]
     task = cohort["tasks"][0]  # its VerificationResult is stored

@@ -18,7 +18,7 @@ from ledger.log.note import (
     NoteFailure,
     NoteSignature,
     VerifierKeyError,
-    key_id,
+    note_key_id,
     open_checkpoint,
     parse_checkpoint,
     parse_note,
@@ -64,7 +64,7 @@ def test_known_answer() -> None:
 def test_known_answer_parts() -> None:
     # Key ID by hand: SHA-256(name || 0x0A || 0x01 || pubkey)[:4].
     kid = hashlib.sha256(NAME.encode() + b"\x0a" + b"\x01" + PUB_RAW).digest()[:4]
-    assert key_id(NAME, KEY.public_key()) == kid
+    assert note_key_id(NAME, KEY.public_key()) == kid
     material = base64.b64encode(b"\x01" + PUB_RAW).decode()
     assert f"{NAME}+{kid.hex()}+{material}" == KAT_VKEY
     assert b"provledger.test/log\n8\n" + base64.b64encode(ROOT8) + b"\n" == BODY
@@ -87,13 +87,13 @@ def test_sign_verify_round_trip_and_parse() -> None:
     parsed = parse_note(note)
     assert parsed.body == body
     assert parsed.signatures == (
-        NoteSignature(NAME, key_id(NAME, KEY.public_key()), KEY.sign(body)),
+        NoteSignature(NAME, note_key_id(NAME, KEY.public_key()), KEY.sign(body)),
     )
 
 
 def test_verifier_key_round_trip() -> None:
     name, kid, public_key = parse_verifier_key(VKEY)
-    assert (name, kid) == (NAME, key_id(NAME, KEY.public_key()))
+    assert (name, kid) == (NAME, note_key_id(NAME, KEY.public_key()))
     assert public_key.public_bytes_raw() == PUB_RAW
 
 
@@ -162,7 +162,7 @@ def test_unknown_signatures_are_ignored_but_one_known_is_required() -> None:
 
 
 def test_same_name_or_same_key_id_alone_is_an_unknown_key() -> None:
-    kid = key_id(NAME, KEY.public_key())
+    kid = note_key_id(NAME, KEY.public_key())
     signature = KEY.sign(BODY)
     wrong_kid = bytes([kid[0] ^ 1]) + kid[1:]
     for line in (_line(NAME, wrong_kid + signature), _line("someone.else", kid + signature)):
@@ -172,7 +172,7 @@ def test_same_name_or_same_key_id_alone_is_an_unknown_key() -> None:
 
 
 def test_a_bad_signature_from_the_known_key_rejects_the_note() -> None:
-    kid = key_id(NAME, KEY.public_key())
+    kid = note_key_id(NAME, KEY.public_key())
     good = _line(NAME, kid + KEY.sign(BODY))
     bad = _line(NAME, kid + OTHER.sign(BODY))
     short = _line(NAME, kid + KEY.sign(BODY)[:63])

@@ -20,7 +20,7 @@ from ledger.log.note import (
     CheckpointError,
     NoteError,
     NoteFailure,
-    key_id,
+    note_key_id,
     open_checkpoint,
     parse_checkpoint,
     parse_note,
@@ -88,7 +88,7 @@ def test_key_pairs_give_upstream_verifier_keys(pair: dict[str, str]) -> None:
     assert verifier_key(pair["name"], public_key) == pair["verifier_key"]
     name, kid, parsed = parse_verifier_key(pair["verifier_key"])
     assert name == pair["name"]
-    assert kid == key_id(name, public_key) == bytes.fromhex(pair["verifier_key"].split("+")[1])
+    assert kid == note_key_id(name, public_key) == bytes.fromhex(pair["verifier_key"].split("+")[1])
     assert parsed.public_bytes_raw() == public_key.public_bytes_raw()
     # Our signature under an upstream key string verifies; the others' keys ignore it.
     note = sign_note(NOTE[: NOTE.index(b"\n\n") + 1], pair["name"], private_key)

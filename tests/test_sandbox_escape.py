@@ -1,4 +1,4 @@
-"""Hostile behavioural probes: every escape is tried inside the bubblewrap sandbox.
+"""Hostile behavioral probes: every escape is tried inside the bubblewrap sandbox.
 
 Each hostile probe exits 0 only when its escape WORKED and 3 when it was contained, so a
 probe that merely crashes is caught by the unconfined control run: the same probes run
@@ -302,7 +302,7 @@ def test_missing_sandbox_refuses_exit_4_and_writes_nothing(
     result = runner.invoke(app, args)
     assert result.exit_code == 4, result.output
     assert result.stderr.count("\n") == 1
-    assert result.stderr.startswith("error: no sandbox for behavioural probes")
+    assert result.stderr.startswith("error: no sandbox for behavioral probes")
     assert "apt-get install bubblewrap" in result.stderr and "--unsandboxed" in result.stderr
     assert ledger_path.read_bytes() == before
     # The explicit way past: recorded, and shown, as unconfined.
@@ -343,10 +343,10 @@ def _run_verifier(runner: CliRunner, db: Path, key: Path) -> str:
     return digest
 
 
-def _provenance_behavioural(runner: CliRunner, db: Path, result: str) -> dict[str, Any]:
+def _provenance_behavioral(runner: CliRunner, db: Path, result: str) -> dict[str, Any]:
     out = runner.invoke(app, ["provenance", result, "--db", str(db), "--json"])
     checks = {c["name"]: c for c in json.loads(out.stdout)["checks"]}
-    check: dict[str, Any] = checks["behavioural evidence"]
+    check: dict[str, Any] = checks["behavioral evidence"]
     return check
 
 
@@ -357,7 +357,7 @@ def test_provenance_shows_confined_and_unconfined_evidence(
     result = _run_verifier(runner, ledger_path, tmp_path / "v.key")
     out = runner.invoke(app, ["provenance", result, "--db", str(ledger_path), "--json"])
     names = [c["name"] for c in json.loads(out.stdout)["checks"]]
-    assert "behavioural evidence" not in names
+    assert "behavioral evidence" not in names
     base = [
         "behavioral",
         "run",
@@ -375,7 +375,7 @@ def test_provenance_shows_confined_and_unconfined_evidence(
     sandboxed = runner.invoke(app, base)
     assert sandboxed.exit_code == 0, sandboxed.output
     assert "sandbox         bubblewrap " in sandboxed.stdout
-    check = _provenance_behavioural(runner, ledger_path, result)
+    check = _provenance_behavioral(runner, ledger_path, result)
     assert check["reason"] == "1 confined"
     (child,) = check["children"]
     assert child["name"] == "confined" and child["reason"].startswith("bubblewrap ")
@@ -383,7 +383,7 @@ def test_provenance_shows_confined_and_unconfined_evidence(
     unconfined = runner.invoke(app, [*base, "--unsandboxed"])
     assert unconfined.exit_code == 0, unconfined.output
     assert "sandbox         NONE: probes ran unconfined (--unsandboxed)" in unconfined.stdout
-    check = _provenance_behavioural(runner, ledger_path, result)
+    check = _provenance_behavioral(runner, ledger_path, result)
     assert check["reason"] == "UNCONFINED: 1 of 2 ran without a sandbox"
     assert sorted(c["name"] for c in check["children"]) == ["UNCONFINED", "confined"]
     (bad,) = [c for c in check["children"] if c["name"] == "UNCONFINED"]

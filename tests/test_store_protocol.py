@@ -73,7 +73,7 @@ def _positional_rows(path: Path) -> list[str]:
 
 
 def _backend_checks(path: Path) -> list[str]:
-    """``isinstance(x, SQLiteStore)``: a caller choosing behaviour by backend."""
+    """``isinstance(x, SQLiteStore)``: a caller choosing behavior by backend."""
     found = []
     for node in ast.walk(ast.parse(path.read_text("utf-8"))):
         if (

@@ -1,4 +1,4 @@
-"""The behavioural channel: probes on a patched throw-away copy, scrubbed environment."""
+"""The behavioral channel: probes on a patched throw-away copy, scrubbed environment."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The pure-Python patch applier used by the behavioural channel."""
+"""The pure-Python patch applier used by the behavioral channel."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Behavioural channel: evaluator-owned probes run against a patched copy of a tree.
+"""Behavioral channel: evaluator-owned probes run against a patched copy of a tree.
 
 This channel is separate from the metadata verifiers: it never reads, builds or
 changes a VerificationResult, and its evidence is its own ledger-native object
@@ -462,5 +462,5 @@ def run_probes(
 
 
 def evidence_bytes(evidence: Mapping[str, object]) -> bytes:
-    """The canonical (RFC 8785) bytes of a behavioural-evidence object."""
+    """The canonical (RFC 8785) bytes of a behavioral-evidence object."""
     return canonicalize(evidence)

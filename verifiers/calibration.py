@@ -2,7 +2,7 @@
 
 A fixture directory (default ``verifiers/fixtures/calibration``, see its ``calibration.json``)
 names a WorkUnit, EvaluatorPlans, candidates with their ground truth (``good`` or
-``bad``) and, optionally, behavioural probes. ``calibration_table`` evaluates every
+``bad``) and, optionally, behavioral probes. ``calibration_table`` evaluates every
 candidate under every plan with the ordinary runner and classifies each verdict:
 a good candidate rejected is a false negative, a bad one accepted a false positive.
 The project's Task 001 fixture reproduces the known story: v0.2 (exact line) rejects
@@ -207,7 +207,7 @@ def calibration_table(
 def behavioral_table(
     fixture_dir: Path = FIXTURE_DIR, *, python: str | None = None
 ) -> dict[str, dict[str, Any]]:
-    """Behavioural evidence per candidate: the fixture's probes on its source tree."""
+    """Behavioral evidence per candidate: the fixture's probes on its source tree."""
     fixture = Fixture.load(fixture_dir)
     plan = load_probe_plan(_load(fixture.path("probes")))
     source = fixture.path("source_tree")

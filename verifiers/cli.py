@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     from verifiers.record import RunRecord
     from verifiers.runner import VerificationOutcome
 
-behavioral_app = new_app("Behavioural channel: evaluator-owned probes on a patched copy of a tree.")
+behavioral_app = new_app("Behavioral channel: evaluator-owned probes on a patched copy of a tree.")
 
 PassphraseEnv = Annotated[
     str | None,
@@ -500,7 +500,7 @@ def behavioral_run(
 ) -> None:
     """Apply the patch to a temporary copy of the tree, run the probes, record the evidence.
 
-    Probes run inside a bubblewrap sandbox (docs/VERIFIERS.md, "Behavioural sandbox");
+    Probes run inside a bubblewrap sandbox (docs/VERIFIERS.md, "Behavioral sandbox");
     without a working one the command refuses (exit 4) unless --unsandboxed is given,
     which the evidence records. Appends the patch blob, the probe plan (canonical bytes,
     as a blob) and the behavioral-evidence object in one transaction; never touches a
@@ -576,7 +576,7 @@ def behavioral_run(
         _out(f"evidence        {info['evidence_digest']} seq={seq}")
     dry_run_note(dry_run)
     if not summary["all_expectations_met"]:
-        raise ProblemsReported("behavioural expectations not met")
+        raise ProblemsReported("behavioral expectations not met")
 
 
 def _linked_result(store: Store, ref: str, patch: bytes) -> str:
@@ -600,7 +600,7 @@ def _linked_result(store: Store, ref: str, patch: bytes) -> str:
     )
     if patch_digest not in observed:
         raise EvidenceMismatch(
-            f"behavioural evidence for patch {patch_digest} attached to VerificationResult"
+            f"behavioral evidence for patch {patch_digest} attached to VerificationResult"
             f" {obj.digest}, got a result that observed {observed or 'no candidate bytes'},"
             " expected the same candidate"
         )

@@ -62,7 +62,7 @@ class SovereigntyError(VerifierError, RuleViolation):
 class EvidenceMismatch(VerifierError, RuleViolation):
     """Evidence would be recorded against an object it is not about (exit 4).
 
-    E.g. behavioural evidence for one patch attached to a VerificationResult that
+    E.g. behavioral evidence for one patch attached to a VerificationResult that
     observed a different candidate.
     """
 
@@ -70,13 +70,13 @@ class EvidenceMismatch(VerifierError, RuleViolation):
 
 
 class ProbeError(VerifierError, InputError):
-    """A behavioural probe specification is unusable (exit 3)."""
+    """A behavioral probe specification is unusable (exit 3)."""
 
     exit_code = 3
 
 
 class SandboxUnavailable(VerifierError, RuleViolation):
-    """Behavioural probes would run without confinement; refused (exit 4).
+    """Behavioral probes would run without confinement; refused (exit 4).
 
     The message names the install command; ``--unsandboxed`` is the explicit way past.
     """

@@ -7,7 +7,7 @@ Invariants:
 - writes stay inside ``root``: no path through a symlink, nothing outside the real root;
 - a section with ``/dev/null`` as new path deletes the file (its result must be empty);
   a rename writes the new path and removes the old one; mode lines are ignored.
-Used only by the behavioural channel, on a throw-away copy of an evaluator-owned tree.
+Used only by the behavioral channel, on a throw-away copy of an evaluator-owned tree.
 """
 
 from __future__ import annotations

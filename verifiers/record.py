@@ -316,18 +316,18 @@ def calibration_record(
     return RunRecord.merge(records)
 
 
-# --- behavioural channel -------------------------------------------------------------
+# --- behavioral channel -------------------------------------------------------------
 
 
 def behavioral_record(
     evidence: Mapping[str, object], patch: bytes, probe_plan: ProbePlan, probe_plan_value: Any
 ) -> RunRecord:
     """The patch blob, the probe plan (its canonical bytes as a blob, so the blob digest
-    is the evidence's ``probe_plan_digest``) and the behavioural-evidence object."""
+    is the evidence's ``probe_plan_digest``) and the behavioral-evidence object."""
     blob = prepare_blob(patch)
     if evidence.get("candidate_digest") != blob.digest:
         raise VerifierError(
-            f"behavioural evidence candidate_digest, got {evidence.get('candidate_digest')},"
+            f"behavioral evidence candidate_digest, got {evidence.get('candidate_digest')},"
             f" expected the patch digest {blob.digest}"
         )
     plan_blob = prepare_blob(canonicalize(probe_plan_value))

@@ -1,4 +1,4 @@
-"""Confinement for behavioural probes: bubblewrap (``bwrap``), configured here, in one place.
+"""Confinement for behavioral probes: bubblewrap (``bwrap``), configured here, in one place.
 
 Every probe of ``behavioral run`` runs inside a fresh bubblewrap sandbox:
 
@@ -345,7 +345,7 @@ def find_sandbox() -> Sandbox:
     bwrap = _bwrap_path()
     if not (os.path.isfile(bwrap) and os.access(bwrap, os.X_OK)):
         raise SandboxUnavailable(
-            f"no sandbox for behavioural probes, got no bubblewrap at {bwrap},"
+            f"no sandbox for behavioral probes, got no bubblewrap at {bwrap},"
             f" expected a working bwrap ({INSTALL_HINT}), or pass --unsandboxed"
         )
     if not os.access(PRLIMIT, os.X_OK):
@@ -359,7 +359,7 @@ def find_sandbox() -> Sandbox:
         ).stdout.decode("utf-8", "replace")
     except OSError as exc:
         raise SandboxUnavailable(
-            f"no sandbox for behavioural probes, got {exc.strerror} running {bwrap},"
+            f"no sandbox for behavioral probes, got {exc.strerror} running {bwrap},"
             f" expected a working bwrap ({INSTALL_HINT}), or pass --unsandboxed"
         ) from None
     version = out.strip().removeprefix("bubblewrap").strip() or "unknown"

@@ -127,7 +127,7 @@ COMMANDS: Mapping[str, Lazy | LazySubgroup] = {
     ),
     "behavioral": Lazy(
         "verifiers.cli:behavioral_app",
-        "Behavioural channel: evaluator-owned probes on a patched copy of a tree.",
+        "Behavioral channel: evaluator-owned probes on a patched copy of a tree.",
     ),
 }
 

@@ -184,6 +184,6 @@ def fast_coercion(params: Iterable[Any]) -> None:
                 )
         except (AttributeError, TypeError):
             # A typer whose private seam changed shape: leave every parameter to
-            # typer's own coercion (slower start, same behaviour) rather than fail.
+            # typer's own coercion (slower start, same behavior) rather than fail.
             _PLAIN[0] = None
             return

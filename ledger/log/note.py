@@ -128,7 +128,7 @@ def _require_key_name(name: str) -> None:
 # --------------------------------------------------------------------------- keys
 
 
-def key_id(name: str, public_key: Ed25519PublicKey) -> bytes:
+def note_key_id(name: str, public_key: Ed25519PublicKey) -> bytes:
     """Return the 4-byte C2SP key ID of an Ed25519 key under ``name``."""
     material = bytes([SIGNATURE_TYPE_ED25519]) + public_key.public_bytes_raw()
     return hashlib.sha256(name.encode("utf-8") + b"\n" + material).digest()[:KEY_ID_SIZE]
@@ -139,7 +139,7 @@ def verifier_key(name: str, public_key: Ed25519PublicKey) -> str:
     _require_key_name(name)
     material = bytes([SIGNATURE_TYPE_ED25519]) + public_key.public_bytes_raw()
     encoded = base64.b64encode(material).decode("ascii")
-    return f"{name}+{key_id(name, public_key).hex()}+{encoded}"
+    return f"{name}+{note_key_id(name, public_key).hex()}+{encoded}"
 
 
 def parse_verifier_key(text: str) -> tuple[str, bytes, Ed25519PublicKey]:
@@ -167,7 +167,7 @@ def parse_verifier_key(text: str) -> tuple[str, bytes, Ed25519PublicKey]:
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
     public_key = Ed25519PublicKey.from_public_bytes(material[1:])
-    computed = key_id(name, public_key)
+    computed = note_key_id(name, public_key)
     if computed.hex() != kid_hex:
         raise VerifierKeyError(f"verifier key id, got {kid_hex}, expected {computed.hex()}")
     return name, computed, public_key
@@ -211,7 +211,7 @@ def sign_note(body: bytes, name: str, private_key: Ed25519PrivateKey) -> bytes:
     if not text.endswith("\n"):
         raise _malformed("note body, got no final newline, expected text ending in newline")
     signature = private_key.sign(body)
-    blob = key_id(name, private_key.public_key()) + signature
+    blob = note_key_id(name, private_key.public_key()) + signature
     line = f"{_SIG_PREFIX}{name} {base64.b64encode(blob).decode('ascii')}\n"
     return body + b"\n" + line.encode("utf-8")
 

@@ -59,7 +59,7 @@ EMPTY_ROOT: Final = hashlib.sha256(b"").digest()
 SIZE_CONTENT_TYPE: Final = "text/x.tlog.size"
 _DECIMAL = re.compile(r"(?:0|[1-9][0-9]{0,19})", re.ASCII)
 
-# HTTP status -> CLI exit code: refusals that prove log misbehaviour are check failures (1),
+# HTTP status -> CLI exit code: refusals that prove log misbehavior are check failures (1),
 # a stale old size is a rule refusal (4), malformed input or an unknown log is bad input (3).
 _EXIT_CODES: Final = {400: 3, 403: 1, 404: 3, 409: 4, 422: 1}
 
@@ -256,7 +256,7 @@ def add_checkpoint(
     rollback = size < known
     why = f" (a rollback: size {size} < the size {known} it last cosigned)" if rollback else ""
     if old > size:
-        # A rollback is log misbehaviour (exit 1); any other bad old size is bad input.
+        # A rollback is log misbehavior (exit 1); any other bad old size is bad input.
         raise WitnessError(
             400, f"old size {old} > checkpoint size {size}{why}", known, 1 if rollback else None
         )
