@@ -9,11 +9,14 @@
   ``ledger.encoding``.
 - No module uses ``__import__`` or ``importlib`` to hide an import edge from this test,
   except the lazy command table (``ledger/cli/lazy.py``) and the plug-in loader.
+- ``docs/DESIGN.md`` names only what exists: its dotted names, paths, layout tree,
+  ``store.`` methods and the functions and classes it writes in backticks.
 """
 
 from __future__ import annotations
 
 import ast
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -374,3 +377,186 @@ def test_the_policy_state_check_catches_the_known_cases() -> None:
     assert _policy_state("import functools\n@functools.cache\ndef load(): ...\n", frozen)
     assert not _policy_state("A = Frozen()\nB = (1, 'x')\nC = frozenset({1})\n", frozen)
     assert not _policy_state("def f(self):\n    self.x = 1\n", frozen)
+
+# --- docs/DESIGN.md names only what exists ---------------------------------------------
+
+DESIGN = ROOT / "docs" / "DESIGN.md"
+# Names DESIGN.md may write in backticks that are not the project's (typing, builtins).
+NOT_OURS = {"Any"}
+TOP_DIRS = ("ledger", "verifiers", "cohorts", "schemas", "docs", "tests", "scripts")
+# DESIGN.md's flows name the core's subpackages without ``ledger.``.
+CORE_PACKAGES = ("store", "encoding", "schema", "log", "audit", "cli", "trust")
+# ``store.x`` in DESIGN.md's snippets is a method of an open store, not ``ledger.store.x``.
+STORE_CLASSES = (
+    ("ledger/store/base.py", ("Store", "LedgerReader", "AuditSource")),
+    ("ledger/store/sqlstore.py", ("SQLStore",)),
+    ("ledger/store/sqlite.py", ("SQLiteStore",)),
+)
+
+
+def _bound_names(body: list[ast.stmt]) -> set[str]:
+    """Names a module or class body binds: defs, classes, assignments, imports."""
+    names: set[str] = set()
+    for node in body:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            names.add(node.name)
+        elif isinstance(node, ast.Assign):
+            names.update(t.id for t in node.targets if isinstance(t, ast.Name))
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            names.add(node.target.id)
+        elif isinstance(node, ast.ImportFrom | ast.Import):
+            names.update((a.asname or a.name).split(".")[0] for a in node.names)
+        elif isinstance(node, ast.If | ast.Try):
+            names |= _bound_names(node.body)
+    return names
+
+
+def _module_file(dotted: str) -> Path | None:
+    path = ROOT / dotted.replace(".", "/")
+    for candidate in (path.with_suffix(".py"), path / "__init__.py"):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def _resolves(dotted: str) -> bool:
+    """``pkg.module.name`` or ``pkg.module.Class.member``: the module exists and binds
+    the name (read from the source, nothing imported)."""
+    parts = dotted.split(".")
+    for cut in range(len(parts), 0, -1):
+        file = _module_file(".".join(parts[:cut]))
+        if file is not None:
+            break
+    else:
+        return False
+    rest = parts[cut:]
+    body = ast.parse(file.read_text("utf-8")).body
+    for name in rest:
+        if name not in _bound_names(body):
+            return False
+        owner = next((n for n in body if isinstance(n, ast.ClassDef) and n.name == name), None)
+        body = owner.body if owner is not None else []
+    return True
+
+
+def _store_members() -> set[str]:
+    members: set[str] = set()
+    for file, classes in STORE_CLASSES:
+        for node in ast.parse((ROOT / file).read_text("utf-8")).body:
+            if isinstance(node, ast.ClassDef) and node.name in classes:
+                members |= _bound_names(node.body)
+    return members
+
+
+def _defined_anywhere() -> set[str]:
+    names: set[str] = set()
+    for path in MODULES.values():
+        for node in ast.walk(ast.parse(path.read_text("utf-8"))):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                names.add(node.name)
+            elif isinstance(node, ast.Assign):
+                names.update(t.id for t in node.targets if isinstance(t, ast.Name))
+            elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+                names.add(node.target.id)
+    return names
+
+
+def _design_missing(text: str) -> list[str]:
+    """What DESIGN.md names that does not exist: dotted names, paths, the files of its
+    tree, ``store.`` methods, and names it writes as a call or a class."""
+    missing: list[str] = []
+    blocks = re.findall(r"```[a-z]*\n(.*?)```", text, re.S)
+    spans = re.findall(r"`([^`\n]+)`", re.sub(r"```.*?```", "", text, flags=re.S))
+    store_members = _store_members()
+    defined = _defined_anywhere() | NOT_OURS
+    for span in [*spans, *blocks]:
+        for dotted in re.findall(r"\b((?:ledger|verifiers|cohorts)(?:\.\w+)+)", span):
+            if not _resolves(dotted):
+                missing.append(dotted)
+        for path in re.findall(rf"\b((?:{'|'.join(TOP_DIRS)})/[\w./*-]*)", span):
+            if not list(ROOT.glob(path.rstrip("."))):
+                missing.append(path)
+    from ledger.store import postgres_schema
+
+    source = "\n".join(path.read_text("utf-8") for path in MODULES.values())
+    # Trigger names the schema builds from parts (never written whole in the source).
+    source += "\n".join(name for _t, name, _op in postgres_schema.trigger_names())
+    for span in spans:
+        name = re.match(r"([A-Za-z_]\w*)(\(|$)", span.strip())
+        if name and (name[1][0].isupper() or name[2]) and name[1] not in defined:
+            missing.append(name[1])
+        # A bare snake_case name (a function, a trigger, a view) is at least in the source.
+        elif re.fullmatch(r"[a-z]\w*_\w*", span) and not re.search(rf"\b{span}\b", source):
+            missing.append(span)
+    tree, *flows = blocks
+    for flow in flows:
+        # The flows write the core's modules relative to ``ledger``, and open stores as ``store``.
+        for name in re.findall(rf"(?<![\w.])(?:{'|'.join(CORE_PACKAGES)})(?:\.\w+)+", flow):
+            first, second = name.split(".")[:2]
+            if first == "store" and _module_file(f"ledger.store.{second}") is None:
+                if second not in store_members:
+                    missing.append(name)
+            elif not _resolves(f"ledger.{name}"):
+                missing.append(name)
+    missing += _tree_missing(tree)
+    return missing
+
+
+def _tree_missing(tree: str) -> list[str]:
+    """Files the layout tree lists (``dir/`` lines nest by indentation; every ``*.py`` on
+    a line lives in the directory of the entry above it)."""
+    missing = []
+    dirs: list[tuple[int, Path]] = [(-1, ROOT)]
+    for line in tree.splitlines():
+        if not line.strip():
+            continue
+        indent = len(line) - len(line.lstrip())
+        first = line.split()[0]
+        while dirs[-1][0] >= indent:
+            dirs.pop()
+        if first.endswith("/"):
+            dirs.append((indent, dirs[-1][1] / first))
+            if not dirs[-1][1].is_dir():
+                missing.append(str(dirs[-1][1].relative_to(ROOT)))
+            continue
+        for name in re.findall(r"\b\w+\.py\b", line):
+            if not (dirs[-1][1] / name).is_file():
+                missing.append(str((dirs[-1][1] / name).relative_to(ROOT)))
+    return missing
+
+
+def test_design_names_only_what_exists() -> None:
+    assert _design_missing(DESIGN.read_text("utf-8")) == []
+
+
+def test_the_design_check_finds_what_is_gone() -> None:
+    text = DESIGN.read_text("utf-8")
+    assert _design_missing(text.replace("`plan_rows`", "`plan_rows_gone`")) == ["plan_rows_gone"]
+    gone = [
+        "```\nledger/\n  gone.py   x\n```",
+        "`ledger.cli.logcmds.set_browse_check` `ledger/store/gone.py` `StoreGone`",
+        "```\n  -> store.prepared.prepare_gone(raw)\n  -> store.append_gone([])\n```",
+    ]
+    found = _design_missing("\n".join(gone))
+    assert found == [
+        "ledger.cli.logcmds.set_browse_check",
+        "ledger/store/gone.py",
+        "StoreGone",
+        "store.prepared.prepare_gone",
+        "store.append_gone",
+        "ledger/gone.py",
+    ], found
+
+
+def test_one_spelling_of_behavioral() -> None:
+    """The CLI command, the stored kind ``behavioral-evidence`` and its keys spell it so;
+    code, messages and docs follow (stored example data is left as recorded)."""
+    british = "behavio" + "ur"  # written in two parts so this file does not match itself
+    places = [*MODULES.values(), *ROOT.glob("docs/*.md"), ROOT / "README.md"]
+    places += [*ROOT.glob("schemas/*.json"), *ROOT.glob("scripts/*"), *ROOT.glob("tests/*.py")]
+    found = [
+        str(path.relative_to(ROOT))
+        for path in places
+        if path.is_file() and british in path.read_text("utf-8", "replace").lower()
+    ]
+    assert found == []
