@@ -6,7 +6,10 @@ when the parameter is first processed, so any command line with a ``--db`` (even
 and builds adapters, which costs about as much CPU as importing typer and rich. For the
 plain types the CLI uses (``str``, ``list[str]``, ``bool``, ``int`` with bounds, ``Path``)
 and options with their own ``parser`` (``--db``), ``fast_coercion`` pre-seeds typer's lazy
-per-parameter coercion with ``Plain``, which computes the value directly.
+per-parameter coercion (the parameter's ``_runtime_param``, which typer's
+``get_runtime_param`` otherwise builds on first use) with ``Plain``, which computes the
+value directly. No private module of typer is imported: the seam is that one attribute
+and the ``coerce`` method typer calls on it.
 
 Invariant: ``Plain`` returns a value only where it is the value typer's coercion would
 return; for anything else (an integer that is not plain decimal or is out of bounds, an
@@ -17,7 +20,9 @@ this seam (older releases, which build no adapters) nothing is changed.
 
 from __future__ import annotations
 
+import os
 import re
+import stat
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
@@ -65,9 +70,7 @@ def _int(lo: float | None, hi: float | None) -> Callable[[Any, Any, Any], Any]:
     return convert
 
 
-def _path(parameter_info: Any) -> Callable[[Any, Any, Any], Any]:
-    from typer._param_types import coerce_cli_path
-
+def _path(info: Any) -> Callable[[Any, Any, Any], Any]:
     def convert(value: Any, param: Any, ctx: Any) -> Any:
         if type(value) is str and value and "\x00" not in value:
             path = Path(value)
@@ -75,14 +78,29 @@ def _path(parameter_info: Any) -> Callable[[Any, Any, Any], Any]:
             path = value  # as typer: a Path value is taken as it is
         else:
             raise _Defer
-        # typer's own checks (exists, file/dir, readable, resolve...) on the same Path
-        # pydantic would have made; a refusal is re-raised by typer with its wording.
-        try:
-            return coerce_cli_path(path, parameter_info, path_type=Path, param=param, ctx=ctx)
-        except Exception as exc:
-            raise _Defer from exc
+        # typer's own checks (exists, file/dir, readable, writable) pass as they are; a
+        # path any of them would refuse, or one typer would resolve or read as "-", is
+        # left to typer, which words the refusal.
+        if info.resolve_path or info.allow_dash or _refused(path, info):
+            raise _Defer
+        return path
 
     return convert
+
+
+def _refused(path: Path, info: Any) -> bool:
+    """Would typer's path checks refuse ``path`` (``exists``, ``file_okay``, ``dir_okay``,
+    ``readable``, ``writable``, as typer applies them)?"""
+    try:
+        st = os.stat(path)
+    except (OSError, ValueError):
+        return bool(info.exists)
+    return bool(
+        (not info.file_okay and stat.S_ISREG(st.st_mode))
+        or (not info.dir_okay and stat.S_ISDIR(st.st_mode))
+        or (info.readable and not os.access(path, os.R_OK))
+        or (info.writable and not os.access(path, os.W_OK))
+    )
 
 
 def _parsed(parser: Callable[[Any], Any]) -> Callable[[Any, Any, Any], Any]:
@@ -120,70 +138,54 @@ def _converter(descriptor: Any) -> Callable[[Any, Any, Any], Any] | None:
     return None
 
 
-def _runtime_param_class() -> type[Any] | None:
-    try:
-        from typer._coercion import RuntimeParam, build_runtime_param
-    except ImportError:  # a typer without per-parameter runtime coercion
-        return None
+class Plain:
+    """What typer asks of a parameter's coercion (``coerce``), computed directly.
 
-    class Plain(RuntimeParam):
-        """typer's ``RuntimeParam`` (None and multi-value rules kept) with a direct path.
+    typer's own rules for None and multi-value parameters are kept; a value ``convert``
+    does not decide goes to the coercion typer builds for the parameter
+    (``get_runtime_param``), as if this were never installed. Written out rather than
+    made a dataclass, whose generated methods cost every process that builds a command
+    (each help page) ~0.5 ms.
+    """
 
-        Frozen like its base; written out rather than made a dataclass, whose generated
-        methods cost every process that builds a command (each help page) ~0.5 ms.
-        """
+    __slots__ = ("convert",)
 
-        descriptor: Any
-        convert: Callable[[Any, Any, Any], Any]
+    def __init__(self, convert: Callable[[Any, Any, Any], Any]) -> None:
+        self.convert = convert
 
-        def __init__(
-            self,
-            *,
-            parameter_info: Any,
-            annotation: Any,
-            descriptor: Any,
-            convert: Callable[[Any, Any, Any], Any],
-        ) -> None:
-            object.__setattr__(self, "parameter_info", parameter_info)
-            object.__setattr__(self, "annotation", annotation)
-            object.__setattr__(self, "descriptor", descriptor)
-            object.__setattr__(self, "convert", convert)
-
-        def _coerce_value(self, value: Any, param: Any, ctx: Any) -> Any:
+    def coerce(self, value: Any, param: Any, ctx: Any) -> Any:
+        multi_value = param.multiple or param.nargs == -1
+        if value is None:
+            return () if multi_value else None
+        if not (multi_value and isinstance(value, str)):  # typer refuses that one
             try:
                 return self.convert(value, param, ctx)
             except _Defer:
-                typer_own = build_runtime_param(self.descriptor)
-                return typer_own._coerce_value(value, param=param, ctx=ctx)
-
-    return Plain
-
-
-_PLAIN: list[type[Any] | None] = []
+                pass
+        param._runtime_param = None
+        try:
+            typer_own = param.get_runtime_param()
+        finally:
+            param._runtime_param = self
+        return typer_own.coerce(value, param=param, ctx=ctx)
 
 
 def fast_coercion(params: Iterable[Any]) -> None:
-    """Pre-seed typer's coercion of each plain-typed parameter with ``Plain``."""
-    if not _PLAIN:
-        _PLAIN.append(_runtime_param_class())
-    plain = _PLAIN[0]
-    if plain is None:
-        return
+    """Pre-seed typer's coercion of each plain-typed parameter with ``Plain`` (a typer
+    whose parameters have no lazy per-parameter coercion is left as it is)."""
     for param in params:
         descriptor = getattr(param, "type_descriptor", None)
-        if descriptor is None or getattr(param, "_runtime_param", False) is not None:
+        if (
+            descriptor is None
+            or not hasattr(param, "get_runtime_param")
+            or getattr(param, "_runtime_param", False) is not None
+        ):
             continue
         try:
             convert = _converter(descriptor)
-            if convert is not None:
-                param._runtime_param = plain(
-                    parameter_info=descriptor.parameter_info,
-                    annotation=descriptor.annotation,
-                    descriptor=descriptor,
-                    convert=convert,
-                )
-        except (AttributeError, TypeError):
-            # A typer whose private seam changed shape: leave every parameter to
-            # typer's own coercion (slower start, same behavior) rather than fail.
-            _PLAIN[0] = None
+        except AttributeError:
+            # A typer whose descriptors changed shape: leave every parameter to typer's
+            # own coercion (slower start, same behavior) rather than fail.
             return
+        if convert is not None:
+            param._runtime_param = Plain(convert)

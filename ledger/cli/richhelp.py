@@ -14,8 +14,9 @@ command with and without this; ``tests/test_help_pages.py`` compares every page 
 the pages recorded before).
 
 Two more modules the help path loads but does not use are deferred the same way:
-``fractions`` (with ``decimal``), which ``rich._ratio`` imports for ``ratio_resolve``
-(rich's ``Layout``, never a table or panel), and ``rich._emoji_codes``, the 3,600-entry
+``fractions`` (with ``decimal``), which ``rich.table`` loads through rich's ratio helper
+for ``ratio_resolve`` (rich's ``Layout``, never a table or panel): ``rich.table`` is
+imported first with its own stand-in; and ``rich._emoji_codes``, the 3,600-entry
 emoji table that rich's markup and ``Console`` load on their first ``:name:``
 replacement even when the text has no ``:name:`` in it: ``_emoji_replace`` is wrapped
 so that a text rich's own emoji pattern does not match is returned as it is (what the
@@ -66,9 +67,10 @@ DEFERRED: dict[str, dict[str, Callable[[], Any]]] = {
     "rich.traceback": {"Traceback": _traceback},
 }
 
-#: The same for ``rich._ratio`` (imported by ``rich.table``), executed first with its own
-#: stand-in, in place only while that one module executes.
-DEFERRED_BY_RATIO: dict[str, dict[str, Callable[[], Any]]] = {"fractions": {"Fraction": _fraction}}
+#: The same for ``rich.table`` (whose ratio helper imports ``fractions``), imported first
+#: with its own stand-in, in place only while it and the modules it loads first execute
+#: (``rich.box``, ``rich.padding`` and the ratio helper; only the last uses ``Fraction``).
+DEFERRED_BY_TABLE: dict[str, dict[str, Callable[[], Any]]] = {"fractions": {"Fraction": _fraction}}
 
 
 class Deferred(type):
@@ -126,9 +128,9 @@ class _LightLoader:
         return self.loader.create_module(spec)
 
     def exec_module(self, module: types.ModuleType) -> None:
-        if "rich._ratio" not in sys.modules:
-            with _StandIns(DEFERRED_BY_RATIO):
-                import rich._ratio  # noqa: F401
+        if "rich.table" not in sys.modules:
+            with _StandIns(DEFERRED_BY_TABLE):
+                import rich.table  # noqa: F401
         with _StandIns(DEFERRED):
             self.loader.exec_module(module)
         skip_plain_emoji()
