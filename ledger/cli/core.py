@@ -21,17 +21,22 @@ from ledger.cli.common import (
     read_input,
     table,
 )
-from ledger.store.location import DbLocation, SQLitePath
+from ledger.store.location import DbLocation, SQLitePath, parse_location
 
 
-def log_key_path(db: DbLocation, given: Path | None = None) -> Path:
-    """The log's private key file: --log-key, else next to the database."""
-    return given if given is not None else db.sibling(db.name + ".log.key")
+def log_key_path(db: DbLocation | Path, given: Path | None = None) -> Path:
+    """The log's private key file: --log-key, else next to the database (a ``Path`` is
+    an SQLite file)."""
+    return given if given is not None else _beside(parse_location(db), ".log.key")
 
 
-def authority_key_path(db: DbLocation, given: Path | None = None) -> Path:
+def authority_key_path(db: DbLocation | Path, given: Path | None = None) -> Path:
     """The authority's private key file: --authority-key, else next to the database."""
-    return given if given is not None else db.sibling(db.name + ".authority.key")
+    return given if given is not None else _beside(parse_location(db), ".authority.key")
+
+
+def _beside(db: DbLocation, suffix: str) -> Path:
+    return db.sibling(db.name + suffix)
 
 
 def init(
