@@ -18,15 +18,12 @@ path.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from cohorts.errors import CohortError
 from cohorts.lifecycle import check_update
 from cohorts.lookup import BENCHMARK_COHORT, BURN_NOTICE, COHORT_BINDING
-from cohorts.store_lookup import stored_value
 from ledger.store.base import LedgerReader, StoredObject
 from ledger.trust.admission import Governed, PolicyParts, Refusal
 
@@ -36,14 +33,6 @@ BURN = "provledger cohort burn ID --reason TEXT"
 BIND = (
     "provledger cohort bind FILE --predecessor ID --plan TASK=PLAN_ID@VERSION --calibration DIGEST"
 )
-
-
-def _value(obj: StoredObject) -> dict[str, Any] | None:
-    try:
-        value = json.loads(obj.data)
-    except (ValueError, UnicodeDecodeError):
-        return None
-    return value if isinstance(value, dict) else None
 
 
 def governed_what(kind: str, value: Mapping[str, object] | None) -> Governed | None:
@@ -70,7 +59,8 @@ class CohortGovernance:
     def governed(self, obj: StoredObject, reader: LedgerReader) -> Governed | None:
         if obj.kind not in (BENCHMARK_COHORT, BURN_NOTICE, COHORT_BINDING):
             return None
-        return governed_what(obj.kind, _value(obj))
+        value = obj.json()
+        return governed_what(obj.kind, value if isinstance(value, dict) else None)
 
 
 @dataclass(frozen=True)
@@ -85,7 +75,7 @@ class CohortLifecycle:
         ]
         if not previous:
             return None
-        before, after = stored_value(previous[-1]), stored_value(obj)
+        before, after = previous[-1].json(), obj.json()
         try:
             check_update(before, after)
         except CohortError as exc:

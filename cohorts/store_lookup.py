@@ -1,39 +1,19 @@
 """``CohortLookup`` over a ledger (``LedgerReader``): the cohort checks' view of a store.
 
-Values are rebuilt from the stored canonical bytes plus the stored float hints, so a
-value's integral doubles (``0.0``) come back as parsed at append time and upstream's
-legacy digest of a rebuilt value equals the stored ``legacy_digest``. Both digest
+Values are ``StoredObject.json()``, the stored canonical bytes' own value (float hints
+are never applied to what a check reads; an integral double reads as its integer).
+Each document's upstream digest is the row's ``legacy_digest``, which the store
+re-derives from the bytes and hints on every read. Both digest
 schemes resolve: the ledger digest via ``get``, the legacy one via ``by_legacy``.
 Parsed values are cached per digest (objects never change).
 """
 
 from __future__ import annotations
 
-import contextlib
-import json
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 from cohorts.lookup import StoredDoc
-from ledger.encoding.digest import apply_float_hints
 from ledger.store.base import LedgerReader, StoredObject
-
-BLOB = "blob"
-
-
-def stored_value(obj: StoredObject) -> Any:
-    """The JSON value of a stored object with its float hints applied (None for blobs)."""
-    if obj.kind == BLOB:
-        return None
-    try:
-        value = json.loads(obj.data)
-    except (ValueError, TypeError):
-        return None  # damaged bytes: callers report the object as unreadable
-    if obj.legacy_hints:
-        # A bad hint only affects the legacy digest, which is read from the row.
-        with contextlib.suppress(ValueError, KeyError, IndexError, TypeError):
-            value = apply_float_hints(value, json.loads(obj.legacy_hints))
-    return value
 
 
 class StoreLookup:
@@ -47,7 +27,7 @@ class StoreLookup:
         """The ``StoredDoc`` of a stored JSON object (None for blobs / non-objects)."""
         if obj.digest in self._cache:
             return self._cache[obj.digest]
-        value = stored_value(obj)
+        value = obj.json()
         doc = (
             StoredDoc(obj.kind, value, obj.digest, obj.legacy_digest or obj.digest, obj.data)
             if isinstance(value, Mapping)

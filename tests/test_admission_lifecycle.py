@@ -26,7 +26,6 @@ from cohorts.definition import definition_digests
 from cohorts.errors import CohortError
 from cohorts.lifecycle import STAGES, check_update
 from cohorts.service import freeze_cohort
-from cohorts.store_lookup import stored_value
 from ledger.create import initialise
 from ledger.errors import LedgerError
 from ledger.store.bulk import import_jsonl
@@ -70,7 +69,7 @@ def _legal_after(stored: list[dict[str, Any]], doc: dict[str, Any]) -> bool:
 
 
 def _stored(store: SQLiteStore) -> list[dict[str, Any]]:
-    return [stored_value(o) for o in store.by_id(BASE["id"], kind="benchmark-cohort")]
+    return [o.json() for o in store.by_id(BASE["id"], kind="benchmark-cohort")]
 
 
 def _write(store: SQLiteStore, path: str, doc: dict[str, Any], authority: Ed25519Signer) -> None:

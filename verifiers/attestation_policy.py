@@ -16,7 +16,6 @@ which ``ledger.trust.admission.default_policy`` loads.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
@@ -31,13 +30,6 @@ VERIFIER_SUBJECT_KINDS: Final = ("verification-result", "evaluator-plan")
 RESULT_MANIFEST: Final = "result-manifest"
 
 
-def _json_value(obj: StoredObject) -> Any:
-    try:
-        return json.loads(obj.data)
-    except (ValueError, UnicodeDecodeError):
-        return None
-
-
 @dataclass(frozen=True)
 class IDKMeshAttestationPolicy:
     """``AttestationPolicy`` for IDKMesh verifier statements (see the module docstring)."""
@@ -46,7 +38,7 @@ class IDKMeshAttestationPolicy:
         return kind in VERIFIER_SUBJECT_KINDS
 
     def signer_claim(self, subject: StoredObject) -> SignerClaim:
-        value = _json_value(subject)
+        value = subject.json()
         verifier = value.get("verifier") if isinstance(value, dict) else None
         if not isinstance(verifier, dict):
             return SignerClaim()
@@ -57,7 +49,7 @@ class IDKMeshAttestationPolicy:
     def excluded_signers(self, reader: LedgerReader, subject: StoredObject) -> dict[str, str]:
         if subject.kind != "verification-result":
             return {}
-        value = _json_value(subject)
+        value = subject.json()
         return _worker_ids(reader, value) if isinstance(value, dict) else {}
 
 
@@ -84,7 +76,7 @@ def _worker_ids(reader: LedgerReader, result: dict[str, Any]) -> dict[str, str]:
     if not manifests and isinstance(manifest_id, str):
         manifests = reader.by_id(manifest_id, kind=RESULT_MANIFEST)
     for manifest in manifests:
-        value = _json_value(manifest)
+        value = manifest.json()
         worker = value.get("worker") if isinstance(value, dict) else None
         if isinstance(worker, dict) and isinstance(worker.get("id"), str):
             found.setdefault(worker["id"], f"ResultManifest {manifest.digest} worker.id")

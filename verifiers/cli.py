@@ -581,7 +581,6 @@ def behavioral_run(
 
 def _linked_result(store: Store, ref: str, patch: bytes) -> str:
     """The stored VerificationResult ``ref`` names, which must have observed ``patch``."""
-    import json
 
     from ledger.encoding.digest import sha256_digest
     from ledger.errors import InputError
@@ -594,7 +593,8 @@ def _linked_result(store: Store, ref: str, patch: bytes) -> str:
             f"--verification-result {ref}, got kind {obj.kind}, expected verification-result"
         )
     patch_digest = sha256_digest(patch)
-    evidence = json.loads(obj.data).get("evidence") or []
+    value = obj.json()
+    evidence = (value.get("evidence") if isinstance(value, dict) else None) or []
     observed = sorted(
         {e.get("digest") for e in evidence if e.get("type") == "artifact_hash"} - {None}
     )

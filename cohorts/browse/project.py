@@ -20,7 +20,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cohorts.definition import definition_digests
-from cohorts.store_lookup import stored_value
 from ledger.errors import LedgerError
 from ledger.store.base import LedgerReader, StoredObject
 from ledger.trust.dsse import pae, payload_type_for
@@ -477,11 +476,8 @@ class Projector:
 
 
 def _load(obj: StoredObject) -> Mapping[str, object] | None:
-    """The object's JSON value with float hints applied (digests recompute exactly)."""
-    try:
-        value = stored_value(obj)
-    except RecursionError:
-        return None
+    """The object's JSON value (``StoredObject.json()``), or None when not an object."""
+    value = obj.json()
     return value if isinstance(value, Mapping) else None
 
 

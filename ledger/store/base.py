@@ -50,6 +50,28 @@ class StoredObject:
     legacy_hints: str | None
     data: bytes
 
+    def json(self) -> Any:
+        """The JSON value the stored bytes hold; None for a blob or bytes that are not
+        JSON. A fresh value on every call.
+
+        The one reading of a stored object's JSON: every rule, check and view that looks
+        inside an object reads this. The rule for float hints: they are never applied.
+        The bytes are the record (their digest is in the log); the hints beside them are
+        not, and cannot be re-derived from them, so nothing judged may depend on them.
+        RFC 8785 spells an integral double as an integer, and so does this value (``1.0``
+        reads as ``1``, the same JSON number). The hints serve one purpose: upstream's
+        legacy digest of the value as first parsed, which ``ledger.store.derived``
+        recomputes into ``legacy_digest`` (checked on every store read).
+        """
+        if self.kind == "blob":  # ``ledger.schema.kinds.BLOB``: raw bytes, no JSON
+            return None
+        import json
+
+        try:
+            return json.loads(self.data)
+        except (ValueError, TypeError, RecursionError):
+            return None
+
 
 OBJECT_COLUMNS: tuple[str, ...] = tuple(f.name for f in fields(StoredObject))
 

@@ -34,7 +34,6 @@ IDKMesh's rules). ``CORE_ONLY`` is the generic core alone, for a caller who says
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -100,13 +99,6 @@ class PolicyParts:
     attestation: AttestationPolicy | None = None
 
 
-def _value(obj: StoredObject) -> object:
-    try:
-        return json.loads(obj.data)
-    except (ValueError, UnicodeDecodeError):
-        return None
-
-
 # ledger.trust.identity's IDENTITY_KIND and REVOCATION_KIND (not imported here: this
 # module is loaded by every CLI start, identity.py pulls in the crypto stack).
 _IDENTITY_KIND = "verifier-identity"
@@ -120,7 +112,7 @@ class CoreGovernance:
     def governed(self, obj: StoredObject, reader: LedgerReader) -> Governed | None:
         if obj.kind not in (_IDENTITY_KIND, _REVOCATION_KIND):
             return None  # the common case, decided without parsing
-        value = _value(obj)
+        value = obj.json()
         if obj.kind == _IDENTITY_KIND:
             who = value.get("verifier_id") if isinstance(value, dict) else None
             return Governed(

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal, get_args
@@ -242,7 +241,7 @@ def _identity_record(
     reader: LedgerReader, obj: StoredObject, authority: Ed25519PublicKey | None
 ) -> IdentityRecord | None:
     try:
-        value = json.loads(obj.data)
+        value = obj.json()
         public_key = value["public_key"]
         raw = base64.b64decode(public_key["raw"], validate=True)
         computed = key_id(raw)
@@ -268,7 +267,7 @@ def _revocation_record(
     reader: LedgerReader, obj: StoredObject, authority: Ed25519PublicKey | None
 ) -> RevocationRecord | None:
     try:
-        value = json.loads(obj.data)
+        value = obj.json()
         key, reason, note = value["key_id"], value["reason"], value.get("note")
     except (ValueError, KeyError, TypeError):
         return None

@@ -34,7 +34,6 @@ on ties) is reported. An attestation is valid iff it has no failure.
 from __future__ import annotations
 
 import hashlib
-import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -131,13 +130,6 @@ class AttestationVerdict:
 
 
 # --- subject facts -------------------------------------------------------------------
-
-
-def _json_value(obj: StoredObject) -> Any:
-    try:
-        return json.loads(obj.data)
-    except (ValueError, UnicodeDecodeError):
-        return None
 
 
 def _binding_failures(
@@ -439,7 +431,7 @@ def check_attestation(
 def _malformed(attestation: StoredObject, message: str) -> AttestationVerdict:
     subject = ""
     keyid = ""
-    value = _json_value(attestation)
+    value = attestation.json()
     if isinstance(value, dict):
         raw_subject = value.get("subject")
         if isinstance(raw_subject, dict) and isinstance(raw_subject.get("digest"), str):
