@@ -383,19 +383,25 @@ STORE_CLASSES = (
 )
 
 
+def _binds(node: ast.AST) -> set[str]:
+    """Names one statement binds: a def, a class, an assignment, an import."""
+    if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+        return {node.name}
+    if isinstance(node, ast.Assign):
+        return {t.id for t in node.targets if isinstance(t, ast.Name)}
+    if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+        return {node.target.id}
+    if isinstance(node, ast.ImportFrom | ast.Import):
+        return {(a.asname or a.name).split(".")[0] for a in node.names}
+    return set()
+
+
 def _bound_names(body: list[ast.stmt]) -> set[str]:
-    """Names a module or class body binds: defs, classes, assignments, imports."""
+    """Names a module or class body binds (inside ``if``/``try`` blocks too)."""
     names: set[str] = set()
     for node in body:
-        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-            names.add(node.name)
-        elif isinstance(node, ast.Assign):
-            names.update(t.id for t in node.targets if isinstance(t, ast.Name))
-        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
-            names.add(node.target.id)
-        elif isinstance(node, ast.ImportFrom | ast.Import):
-            names.update((a.asname or a.name).split(".")[0] for a in node.names)
-        elif isinstance(node, ast.If | ast.Try):
+        names |= _binds(node)
+        if isinstance(node, ast.If | ast.Try):
             names |= _bound_names(node.body)
     return names
 
@@ -438,15 +444,12 @@ def _store_members() -> set[str]:
 
 
 def _defined_anywhere() -> set[str]:
+    """Every name a module of the three packages defines, at any depth."""
     names: set[str] = set()
     for path in MODULES.values():
         for node in ast.walk(ast.parse(path.read_text("utf-8"))):
-            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-                names.add(node.name)
-            elif isinstance(node, ast.Assign):
-                names.update(t.id for t in node.targets if isinstance(t, ast.Name))
-            elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
-                names.add(node.target.id)
+            if not isinstance(node, ast.ImportFrom | ast.Import):
+                names |= _binds(node)
     return names
 
 

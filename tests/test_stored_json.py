@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from hypothesis import given, settings
-from hypothesis import strategies as st
+from json_values import OBJECTS
 
 from cohorts.store_lookup import StoreLookup
 from ledger.encoding.canonical import canonicalize, encode, float_hints
@@ -31,23 +31,6 @@ MANIFEST = (
     ROOT / "verifiers" / "fixtures" / "calibration" / "manifests" / "decoy.result-manifest.json"
 )
 
-INTEGRAL_FLOATS = st.integers(-(2**40), 2**40).map(float) | st.just(-0.0)
-SCALARS = (
-    st.none()
-    | st.booleans()
-    | st.integers(-(2**40), 2**40)
-    | INTEGRAL_FLOATS
-    | st.floats(allow_nan=False, allow_infinity=False, min_value=-1e6, max_value=1e6)
-    | st.text(max_size=8)
-)
-VALUES = st.recursive(
-    SCALARS,
-    lambda inner: (
-        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=6), inner, max_size=4)
-    ),
-    max_leaves=20,
-)
-OBJECTS = st.dictionaries(st.text(max_size=6), VALUES, min_size=1, max_size=5)
 
 
 def _row(value: dict[str, Any]) -> StoredObject:
