@@ -39,13 +39,13 @@ JUDGED_TABLES = ("cohort_audits", "audit_findings", "successor_links")
 
 def audit_json(store: LedgerReader, cohort_id: str) -> tuple[CohortAuditReport, dict[str, Any]]:
     """The audit of ``cohort_id`` and its JSON exactly as ``cohort audit ID --json``."""
-    from cohorts.service import audit, audit_attestations, audit_behavioural
+    from cohorts.service import audit_attestations, audit_behavioral, audit_stored_cohort
 
-    report = audit(store, cohort_id)
+    report = audit_stored_cohort(store, cohort_id)
     shown = {
         **report.to_json(),
         "attestations": audit_attestations(store, report),
-        "behavioural": audit_behavioural(store, report),
+        "behavioral": audit_behavioral(store, report),
     }
     return report, shown
 
