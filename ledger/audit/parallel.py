@@ -16,7 +16,6 @@ anything not computed ahead (or computed for other bytes) it verifies itself.
 from __future__ import annotations
 
 import multiprocessing
-import signal
 from collections import deque
 from collections.abc import Iterable, Iterator
 from typing import Any
@@ -42,10 +41,7 @@ _KEYS: dict[str, bytes] = {}  # in a worker: the raw signing key of each key id
 
 
 def _init_worker(keys: dict[str, bytes]) -> None:
-    # Ctrl-C reaches the whole process group: the auditing process handles it (leaving
-    # the pool's context ends the workers); a worker interrupted mid-task would leave
-    # the pool waiting for its result.
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # SIGINT is ignored already (ledger.workers.Pool): the parent handles Ctrl-C.
     _KEYS.clear()
     _KEYS.update(keys)
 

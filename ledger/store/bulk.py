@@ -30,7 +30,6 @@ import multiprocessing
 import multiprocessing.pool
 import operator
 import os
-import signal
 import stat
 import zlib
 from collections import deque
@@ -226,9 +225,7 @@ _PRESIGNER: list[_Presigner] = []  # set in each worker by _init_worker
 
 
 def _init_worker(keys: dict[str, bytes]) -> None:
-    # Ctrl-C reaches the whole process group: the importer handles it (its pool then
-    # ends the workers); a worker interrupted mid-task would leave the pool waiting.
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # SIGINT is ignored already (ledger.workers.Pool): the parent handles Ctrl-C.
     _PRESIGNER.clear()
     if keys:
         _PRESIGNER.append(_Presigner(keys, RecentSubjects(RECENT_SUBJECTS)))
