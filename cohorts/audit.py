@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cohorts.burn import (
     TaskReason,
@@ -70,7 +70,10 @@ from verifiers.model import (
     VerificationResult,
     WorkUnit,
 )
-from verifiers.model.json import as_map, as_str, at, json_key, maps, member, shown
+from verifiers.model.json import as_list, as_map, as_str, at, json_key, maps, member, shown
+
+if TYPE_CHECKING:
+    from cohorts.timeline import Preregistration, Recorded
 
 REPORT_VERSION = "0.1"
 #: Negative-case categories that must appear as a VerificationResult finding category.
@@ -197,6 +200,57 @@ class SuccessorLink:
         }
 
 
+@dataclass(frozen=True)
+class BoundView:
+    """A cohort-binding naming the audited cohort as successor: what it bound."""
+
+    digest: str
+    predecessor_id: str | None
+    plans: tuple[Mapping[str, object], ...]  # task, plan_id, plan_version, plan_digest
+    calibrations: tuple[tuple[str, Mapping[str, object] | None], ...]  # digest, record
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "digest": self.digest,
+            "predecessor_id": self.predecessor_id,
+            "evaluator_plans": [dict(p) for p in self.plans],
+            "calibrations": [
+                {
+                    "digest": digest,
+                    "stored": record is not None,
+                    **{
+                        k: (record or {}).get(k)
+                        for k in (
+                            "plan_schema_version",
+                            "candidate",
+                            "recommendation",
+                            "adapter",
+                            "adapter_version",
+                        )
+                    },
+                }
+                for digest, record in self.calibrations
+            ],
+        }
+
+    def lines(self) -> list[str]:
+        out = [f"  plans bound ({len(self.plans)}):"]
+        for p in self.plans:
+            plan = f"{p.get('plan_id')}@{p.get('plan_version')}"
+            out.append(f"    {p.get('task')}: {plan} {p.get('plan_digest')}")
+        out.append(f"  calibration records ({len(self.calibrations)}):")
+        for digest, record in self.calibrations:
+            if record is None:
+                out.append(f"    {digest}: not in the ledger")
+                continue
+            out.append(
+                f"    {digest}: v{record.get('plan_schema_version')} {record.get('candidate')}"
+                f" -> {record.get('recommendation')} ({record.get('adapter')}"
+                f" {record.get('adapter_version')})"
+            )
+        return out
+
+
 def category(finding: CohortFinding) -> str:
     """``missing`` (evidence not in the ledger), ``defect`` (evidence wrong), ``warning``."""
     if finding.severity != "error":
@@ -218,6 +272,12 @@ class CohortAuditReport:
     findings: tuple[CohortFinding, ...]
     burn: BurnView | None = None
     successor_links: tuple[SuccessorLink, ...] = ()
+    bound: tuple[BoundView, ...] = ()
+    #: Set by ``cohorts.service.audit``, which reads log positions (the pure audit
+    #: sees documents only): one judgement per listed outcome, and when the ledger
+    #: learnt the burn notice.
+    preregistration: tuple[Preregistration, ...] = ()
+    burn_recorded: Recorded | None = None
 
     @property
     def ok(self) -> bool:
@@ -272,6 +332,23 @@ class CohortAuditReport:
             "burn": None if self.burn is None else self.burn.to_json(),
             "successors": [s.to_json() for s in self.successor_links],
             "evidence_strength": self.strength_counts(),
+            "bound": [b.to_json() for b in self.bound],
+            "preregistration": [p.to_json() for p in self.preregistration],
+            "preregistration_counts": self.preregistration_counts(),
+            "burn_recorded": None if self.burn_recorded is None else self.burn_recorded.to_json(),
+        }
+
+    def preregistration_counts(self) -> dict[str, int]:
+        """Listed outcomes by pre-registration status (every status present)."""
+        tally = Counter(p.status for p in self.preregistration)
+        return {
+            status: tally[status]
+            for status in (
+                "pre_registered",
+                "not_pre_registered",
+                "order_not_attested",
+                "not_judged",
+            )
         }
 
     def raise_for_errors(self) -> None:
@@ -937,6 +1014,31 @@ def _burn_view(lineage: _Lineage) -> BurnView | None:
     )
 
 
+def _bound(lineage: _Lineage, lookup: CohortLookup) -> tuple[BoundView, ...]:
+    """Bindings naming this cohort (one of its definitions) as successor: the plan
+    versions and calibration records each bound."""
+    out = []
+    for b in lineage.bindings:
+        if b.value.get("successor_id") != lineage.cohort.id:
+            continue
+        stated = [at(b.value, "successor_definition_digest", s) for s in ("legacy", "jcs")]
+        if not any(member(s, lineage.names) for s in stated):
+            continue
+        calibrations = []
+        for digest in as_list(b.value.get("calibrations")):
+            record = lookup.by_digest(digest) if isinstance(digest, str) else None
+            calibrations.append((str(digest), None if record is None else record.value))
+        out.append(
+            BoundView(
+                b.jcs_digest,
+                as_str(b.value.get("predecessor_id")),
+                tuple(maps(b.value.get("evaluator_plans"))),
+                tuple(calibrations),
+            )
+        )
+    return tuple(out)
+
+
 def _successor_links(lineage: _Lineage) -> tuple[SuccessorLink, ...]:
     """Cohorts that claim (in extensions) or are bound to succeed this one."""
     own_id, names = lineage.cohort.id, lineage.names
@@ -1006,6 +1108,7 @@ def _audit_cohort(
     return CohortAuditReport(
         burn=_burn_view(lineage),
         successor_links=_successor_links(lineage),
+        bound=_bound(lineage, lookup),
         cohort_id=as_str(cohort.id),
         stage=stage,
         recorded_definition_digest=recorded_definition_digest(cohort.value),

@@ -72,6 +72,10 @@ def audit_lines(
                 f"  burn notice {burn.notice_digest}:"
                 f" {attested.get(burn.notice_digest, 'not attested')}"
             )
+            if report.burn_recorded is not None:
+                head, *rest = report.burn_recorded.lines()
+                lines.append(f"  ledger learnt it: {head}")
+                lines += [f"    {line}" for line in rest]
         for ref in burn.references:
             lines.append(f"  {_reference(ref)}")
         lines.append(f"excluded outcomes ({len(report.excluded_outcomes)}):")
@@ -84,6 +88,12 @@ def audit_lines(
         lines.append("")
     for pred_digest, pred_id in report.relations.predecessors:
         lines.append(f"predecessor {pred_id or 'not in the ledger'} (definition {pred_digest})")
+    for bound in report.bound:
+        lines.append(
+            f"bound to {bound.predecessor_id} by binding {bound.digest}:"
+            f" {attested.get(bound.digest, 'not attested')}"
+        )
+        lines += bound.lines()
     if report.successor_links:
         lines.append(f"successors ({len(report.successor_links)}):")
         for link in report.successor_links:
@@ -114,6 +124,7 @@ def audit_lines(
                     lines.append(
                         f"  behavioral evidence for {task.task} / {attempt.attempt}: {evidence}"
                     )
+    lines += preregistration_lines(report)
     lines += findings_lines(report.findings)
     lines.append("")
     lines.append(
@@ -134,4 +145,21 @@ def findings_lines(findings: Sequence[CohortFinding]) -> list[str]:
         lines.append("")
         lines.append(f"{title}: {len(group)} ({summary})")
         lines += [_finding_line(f) for f in group]
+    return lines
+
+
+def preregistration_lines(report: CohortAuditReport) -> list[str]:
+    """Each listed outcome judged from log positions (``cohorts.timeline``)."""
+    if not report.preregistration:
+        return []
+    counts = report.preregistration_counts()
+    lines = [
+        "",
+        "pre-registration (from log positions: a log proves order, not wall-clock time):",
+        f"  {counts['pre_registered']} pre-registered, {counts['not_pre_registered']} not"
+        f" pre-registered (not counted), {counts['order_not_attested']} order not attested,"
+        f" {counts['not_judged']} not judged",
+    ]
+    for judged in report.preregistration:
+        lines += [f"  {line}" for line in judged.lines()]
     return lines

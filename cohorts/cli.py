@@ -255,6 +255,56 @@ def bind_cmd(
     )
 
 
+@cohort_app.command("record-outcome")
+def record_outcome_cmd(
+    cohort_id: Annotated[str, typer.Argument(metavar="ID", help="Frozen cohort id in the ledger.")],
+    task: Annotated[str, typer.Option("--task", help="The task the outcome belongs to.")],
+    result: Annotated[
+        str,
+        typer.Option(
+            "--result", metavar="REF", help="The stored VerificationResult (digest, prefix or id)."
+        ),
+    ],
+    attempt: Annotated[
+        str | None,
+        typer.Option("--attempt", help="Attempt id (default attempt-NNN, the next number)."),
+    ] = None,
+    signature: Annotated[
+        str | None,
+        typer.Option(
+            "--signature",
+            help="Structural signature of the attempt (default: the task's only declared one).",
+        ),
+    ] = None,
+    authority_key: AuthorityKey = None,
+    db: DbOption = Path("ledger.db"),
+    dry_run: DryRunOption = False,
+    json_out: JsonOption = False,
+) -> None:
+    """List a stored VerificationResult as an outcome of a frozen cohort's task: the
+    cohort is appended again with the attempt (same definition), attested by the
+    authority key. An outcome recorded before the cohort froze, before its plan or (for
+    a successor) before its binding is not pre-registered: refused (exit 4).
+    """
+    from cohorts.service import record_outcome
+
+    signer = _signer(db, authority_key)
+    _append_gated(
+        db,
+        lambda store: record_outcome(
+            store,
+            cohort_id,
+            task=task,
+            result=result,
+            signer=signer,
+            attempt_id=attempt,
+            signature=signature,
+        ),
+        json_out,
+        dry_run,
+    )
+
+
 @cohort_app.command("audit")
 def audit_cmd(
     cohort_id: Annotated[

@@ -45,8 +45,9 @@ from ledger.bounded import DOCUMENT_LIMIT, check_size, read_bounded
 from ledger.encoding.canonical import parse_strict
 from ledger.encoding.digest import canonical_digest, legacy_digest, sha256_digest
 from ledger.errors import InputError, KindError, LedgerError, NotFound
+from ledger.log.history import with_markers
 from ledger.schema.kinds import detect_kind, get_kind, schema_version_of
-from ledger.store.base import Store
+from ledger.store.base import AppendResult, Store
 from ledger.store.prepared import Prepared, prepare_blob, prepare_json, prepare_value
 from ledger.trust.attestation import attest_prepared
 from ledger.trust.keys import Signer
@@ -379,10 +380,11 @@ def import_idkmesh(store: Store, root: Path, authority: Signer | None = None) ->
             f"nothing to import, got no files under {root}, expected IDKMesh records"
             " (cohort.json, work-units/, evaluators/, evidence/)"
         )
-    items += _append(store, pending, authority)
+    batch = _Batch(store, authority, prefix)
+    items += _append(batch, pending)
     cohort_ids: dict[str, tuple[str | None, str | None]] = {}
     for rel, path in cohorts:
-        found, cohort_id, stage = _import_cohort(store, rel, path, authority)
+        found, cohort_id, stage = _import_cohort(batch, rel, path)
         items += found
         cohort_ids[group_of(rel)] = (cohort_id, stage)
     return ImportReport(
@@ -417,14 +419,30 @@ def _attestations(
     return [attest_prepared(p, authority) for p in governed]
 
 
-def _append(store: Store, pending: Pending, authority: Signer | None) -> list[ImportItem]:
+@dataclass(frozen=True)
+class _Batch:
+    """How every batch of one import is appended: signed or unsigned, and marked."""
+
+    store: Store
+    authority: Signer | None
+    root: str
+
+    def append(self, objects: list[Prepared]) -> list[AppendResult]:
+        """Append ``objects`` plus the authority's attestations, led by the
+        ``history-import`` marker naming what is new (``ledger.log.history``); the
+        results line up with ``objects`` (the marker's is dropped)."""
+        items = objects + _attestations(self.store, objects, self.authority)
+        marked = with_markers(self.store, items, "idkmesh", self.root)
+        results = self.store.append_many(marked, history=self.authority is None)
+        return results[len(marked) - len(items) :]
+
+
+def _append(batch: _Batch, pending: Pending) -> list[ImportItem]:
     flat = [p for _, _, _, objects in pending for p in objects]
     if not flat:
         return []
     # The attestations go last, so results line up with ``flat`` first.
-    results = iter(
-        store.append_many(flat + _attestations(store, flat, authority), history=authority is None)
-    )
+    results = iter(batch.append(flat))
     out: list[ImportItem] = []
     for rel, status, reason, objects in pending:
         news = [next(results).new for _ in objects]
@@ -440,7 +458,7 @@ def _item(rel: str, status: Status, reason: str, prep: Prepared, new: bool) -> I
 
 
 def _import_cohort(
-    store: Store, rel: str, path: Path, authority: Signer | None
+    batch: _Batch, rel: str, path: Path
 ) -> tuple[list[ImportItem], str | None, str | None]:
     raw = read_bounded(path, DOCUMENT_LIMIT, "import file")
     objects, status, reason, _shown = classify(rel, raw, BENCHMARK_COHORT)
@@ -450,27 +468,19 @@ def _import_cohort(
         value = None
     cohort = value if isinstance(value, dict) else {}
     try:
-        results = store.append_many(
-            objects + _attestations(store, objects, authority), history=authority is None
-        )
+        results = batch.append(objects)
     except LedgerError as exc:
         return [ImportItem(rel, "invalid", str(exc), BENCHMARK_COHORT, new=False)], None, None
     out = [_item(rel, status, reason, objects[-1], results[-1].new)]
     stage = as_str(cohort.get("stage"))
     if stage == "burned" and status == "imported":
-        notice = _burn_notice(store, rel, path, cohort, authority)
+        notice = _burn_notice(batch, rel, path, cohort)
         if notice is not None:
             out.append(notice)
     return out, as_str(cohort.get("id")), stage
 
 
-def _burn_notice(
-    store: Store,
-    rel: str,
-    path: Path,
-    cohort: dict[str, Any],
-    authority: Signer | None,
-) -> ImportItem | None:
+def _burn_notice(batch: _Batch, rel: str, path: Path, cohort: dict[str, Any]) -> ImportItem | None:
     where = f"{rel}#burn"
     try:
         facts = burn_facts_from_extensions(cohort)
@@ -495,12 +505,9 @@ def _burn_notice(
         prepared = prepare_value(
             facts.to_notice(issued_at=upstream_burn_date(facts), references=refs), BURN_NOTICE
         )
-        batch = [prepared]
-        if authority is not None:
-            batch.append(attest_prepared(prepared, authority))
-        result = store.append_many(batch, history=authority is None)[0]
+        result = batch.append([prepared])[0]
     except LedgerError as exc:
         return ImportItem(where, "invalid", str(exc), BURN_NOTICE, new=False)
-    state = "attested" if authority is not None else "unattested"
+    state = "attested" if batch.authority is not None else "unattested"
     status: Status = "imported" if result.new else "present"
     return ImportItem(where, status, state, BURN_NOTICE, prepared.digest, result.new)

@@ -17,7 +17,9 @@ never an exception. JSON shape::
     {"digest": str, "ok": bool,
      "outcome": "counted"|"excluded"|"mismatched"|"unlisted"|null,
      "checks": [{"name": str, "status": "passed"|"failed", "reason": str,
-                 "subject": str|null, "children": [...same shape...]}]}
+                 "subject": str|null, "children": [...same shape...]}],
+     "preregistration": [one judgement per cohort listing this result
+                         (``cohorts.timeline.Preregistration.to_json``)]}
 """
 
 from __future__ import annotations
@@ -26,9 +28,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
-from cohorts.lookup import BEHAVIORAL_EVIDENCE, StoredDoc, behavioral_confinement
+from cohorts.lookup import BEHAVIORAL_EVIDENCE, StoredDoc, behavioral_confinement, resolve
 from cohorts.standing import StandingLookup
 from cohorts.store_lookup import StoreLookup
+from cohorts.timeline import STATUS_TEXT, Preregistration, Timeline
 from cohorts.validation import schema_validator
 from ledger.encoding.digest import sha256_digest
 from ledger.errors import LedgerError
@@ -68,6 +71,7 @@ class ProvenanceReport:
     digest: str
     checks: tuple[Check, ...]
     outcome: str | None
+    preregistration: tuple[Preregistration, ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -79,6 +83,7 @@ class ProvenanceReport:
             "ok": self.ok,
             "outcome": self.outcome,
             "checks": [c.to_json() for c in self.checks],
+            "preregistration": [p.to_json() for p in self.preregistration],
         }
 
 
@@ -97,6 +102,8 @@ class _Chain:
         self.reader = reader
         self.lookup = StoreLookup(reader)
         self.members: list[str] = []  # ledger digests of chain objects, for inclusion
+        self.timeline = Timeline(reader)
+        self.preregistration: list[Preregistration] = []
 
     def object_checks(
         self, what: str, kind: str, digest: object, object_id: object = None, version: object = None
@@ -301,6 +308,13 @@ def _cohorts(chain: _Chain, result: StoredDoc) -> tuple[Check, str]:
                     f" (indexed outcome {attempt.outcome}) under {recorded}"
                 )
                 if _names(result, recorded):
+                    judged = chain.timeline.judge(
+                        doc.value,
+                        task.label,
+                        attempt.label,
+                        resolve(chain.lookup, "verification-result", ref.id, recorded),
+                    )
+                    chain.preregistration.append(judged)
                     burned = doc.value.get("stage") == "burned" or cid in burned_ids
                     excluded = burned or task.at("evidence", "status") == "excluded"
                     outcome = "excluded" if excluded else "counted"
@@ -318,6 +332,7 @@ def _cohorts(chain: _Chain, result: StoredDoc) -> tuple[Check, str]:
                             "passed",
                             f"{where}, which is this result ({scheme} digest): {meaning}",
                             cid,
+                            (_preregistration_check(judged),),
                         )
                     )
                 elif ref.id == result.object_id and result.object_id is not None:
@@ -344,6 +359,29 @@ def _cohorts(chain: _Chain, result: StoredDoc) -> tuple[Check, str]:
             outcome,
         )
     return _group("cohorts", hits), outcome
+
+
+def _preregistration_check(judged: Preregistration) -> Check:
+    """The pre-registration judgement as a check: only "not pre-registered" fails (order
+    not attested is a statement, not a failure)."""
+    status: Status = "failed" if judged.status == "not_pre_registered" else "passed"
+    children = []
+    for position in (judged.result, *judged.records):
+        if position is None:
+            continue
+        ok = position.seq is not None and position.in_time
+        children.append(
+            Check(position.role, "passed" if ok else "failed", position.phrase(), position.digest)
+        )
+    if judged.checkpoint is not None:
+        children.append(Check("checkpoint", "passed", judged.checkpoint.line()))
+    return Check(
+        "pre-registration",
+        status,
+        f"{STATUS_TEXT[judged.status]}: {judged.reason}",
+        None,
+        tuple(children),
+    )
 
 
 def _strength(chain: _Chain, result: StoredDoc, plan: StoredDoc | None) -> Check:
@@ -493,7 +531,7 @@ def provenance(store: LedgerReader, digest: str) -> ProvenanceReport:
     checks.append(cohort_check)
     checks.append(_strength(chain, stored, plan))
     checks.append(_inclusion(chain))
-    return ProvenanceReport(digest, tuple(checks), outcome)
+    return ProvenanceReport(digest, tuple(checks), outcome, tuple(chain.preregistration))
 
 
 def _manifest_link(

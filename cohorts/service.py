@@ -576,6 +576,128 @@ def bind_cohort(
     return _written(items, results)
 
 
+# --- outcomes ----------------------------------------------------------------------------
+
+
+def _outcome_plan(
+    reader: LedgerReader,
+    cohort_id: str,
+    task_id: str,
+    result_ref: str,
+    attempt_id: str | None,
+    signature: str | None,
+) -> dict[str, Any]:
+    """The cohort document that lists one more attempt; raises on any refusal.
+
+    The outcome is judged from log positions first (``cohorts.timeline``): one recorded
+    before the cohort froze, before its plan or (for a successor) before its binding is
+    not pre-registered and is refused; the audit would not count it."""
+    from cohorts.lookup import VERIFICATION_RESULT
+    from cohorts.timeline import Timeline
+    from cohorts.upstream import RECOMMENDATION_TO_OUTCOME
+    from ledger.store.resolve import resolve as resolve_ref
+    from verifiers.model import VerificationResult
+
+    doc = require_cohort(reader, cohort_id)
+    cohort: dict[str, Any] = copy.deepcopy(dict(doc.value))
+    if cohort.get("stage") != "frozen":
+        raise LifecycleError(
+            f"outcomes are recorded for a frozen cohort, got stage"
+            f" {shown(cohort.get('stage'))} for {cohort_id}, expected frozen"
+            " (provledger cohort freeze FILE first)"
+        )
+    obj = resolve_ref(reader, result_ref)
+    if obj.kind != VERIFICATION_RESULT:
+        raise CohortInputError(
+            f"--result {result_ref}, got a {obj.kind} ({obj.digest}), expected a"
+            " verification-result"
+        )
+    stored = StoreLookup(reader).doc(obj)
+    assert stored is not None  # a verification-result is a JSON object
+    verdict = stored.model(VerificationResult)
+    tasks = [t for t in cohort.get("tasks") or [] if isinstance(t, dict)]
+    task = next((t for t in tasks if t.get("id") == task_id), None)
+    if task is None:
+        raise CohortInputError(
+            f"--task, got {task_id}, expected one of {sorted(str(t.get('id')) for t in tasks)}"
+        )
+    evidence = task.setdefault("evidence", {"status": "pending", "attempts": []})
+    attempts = evidence.setdefault("attempts", [])
+    listed = {as_str(as_map(a.get("verification_result")).get("digest")) for a in maps(attempts)}
+    if listed & {obj.digest, obj.legacy_digest}:
+        raise RuleViolation(
+            f"outcome already listed, got {obj.digest} for task {task_id}, expected a new result"
+        )
+    declared = [str(s) for s in task.get("declared_structural_signatures") or []]
+    chosen = signature or (declared[0] if len(declared) == 1 else None)
+    if chosen not in declared:
+        raise CohortInputError(
+            f"--signature, got {shown(chosen)}, expected one of the task's declared"
+            f" structural signatures {declared}"
+        )
+    recommendation = as_str(verdict.recommendation)
+    attempt = {
+        "attempt_id": attempt_id or f"attempt-{len(attempts) + 1:03d}",
+        "structural_signature": chosen,
+        "result_manifest": {
+            "id": verdict.result_manifest_id,
+            "digest": verdict.result_manifest_digest,
+            "path": f"ledger/{verdict.result_manifest_digest}",
+        },
+        "verification_result": {
+            "id": verdict.id,
+            "digest": obj.digest,
+            "path": f"ledger/{obj.digest}",
+        },
+        "outcome": RECOMMENDATION_TO_OUTCOME.get(str(recommendation), "insufficient_evidence"),
+    }
+    attempts.append(attempt)
+    evidence["status"] = "verified"
+    judged = Timeline(reader).judge(
+        cohort,
+        task_id,
+        str(attempt["attempt_id"]),
+        resolve(StoreLookup(reader), VERIFICATION_RESULT, verdict.id, obj.digest),
+    )
+    if judged.status == "not_pre_registered":
+        raise RuleViolation(
+            f"outcome not pre-registered, got {obj.digest} {judged.reason}, expected a result"
+            " recorded after the cohort froze, after its plan and (for a successor) after its"
+            " binding"
+        )
+    freeze_document(cohort, reader)  # the freeze gate on the new document
+    return cohort
+
+
+def record_outcome(
+    store: Store,
+    cohort_id: str,
+    *,
+    task: str,
+    result: str,
+    signer: Signer,
+    attempt_id: str | None = None,
+    signature: str | None = None,
+) -> Written:
+    """Append the frozen cohort again, now listing the VerificationResult ``result`` as
+    an attempt of ``task``, attested by the authority (the definition is unchanged:
+    evidence lies outside it). Refused when the outcome is not pre-registered."""
+    check_authority(store, signer)
+    doc = _outcome_plan(store, cohort_id, task, result, attempt_id, signature)
+    prepared = prepare_value(doc, BENCHMARK_COHORT)
+    items = [prepared, attest_prepared(prepared, signer)]
+
+    def precheck(reader: LedgerReader) -> None:
+        if _outcome_plan(reader, cohort_id, task, result, attempt_id, signature) != doc:
+            raise RuleViolation(
+                "ledger changed during record-outcome, got another cohort document,"
+                " expected the same"
+            )
+
+    results = store.append_many(items, precheck=precheck)
+    return _written(items, results)
+
+
 # --- audit -------------------------------------------------------------------------------
 
 
@@ -623,7 +745,7 @@ def audit_stored_cohort(reader: LedgerReader, cohort_id: str) -> CohortAuditRepo
         if doc is None:
             bad = quarantined_cohort(reader, cohort_id)
             if bad is not None:
-                return audit_cohort(bad, standing, schema_validator)
+                return in_time(reader, audit_cohort(bad, standing, schema_validator), bad)
             require_cohort(reader, cohort_id)  # raises NotFound with the hint
             raise AssertionError("unreachable")
         extra.append(
@@ -647,10 +769,50 @@ def audit_stored_cohort(reader: LedgerReader, cohort_id: str) -> CohortAuditRepo
                     )
                 )
     report = audit_cohort(doc.model(Cohort), standing, schema_validator)
-    if not extra:
-        return report
+    if extra:
+        report = dataclasses.replace(
+            report, findings=tuple(sorted((*report.findings, *extra), key=sort_key))
+        )
+    return in_time(reader, report, doc.value)
+
+
+def in_time(
+    reader: LedgerReader, report: CohortAuditReport, cohort: Mapping[str, object]
+) -> CohortAuditReport:
+    """``report`` with what log positions prove (``cohorts.timeline``): each listed
+    outcome judged pre-registered or not (an error finding when not: it does not
+    count), and when the ledger learnt the burn notice."""
+    import dataclasses
+
+    from cohorts.timeline import Timeline
+
+    timeline = Timeline(reader)
+    judged = []
+    found: list[CohortFinding] = []
+    for task in report.tasks:
+        for attempt in task.attempts:
+            verdict = timeline.judge(
+                cohort, task.task, attempt.attempt, attempt.verification_result
+            )
+            judged.append(verdict)
+            if verdict.status == "not_pre_registered":
+                found.append(
+                    error(
+                        "attempt.preregistration",
+                        f"outcome not pre-registered, got its VerificationResult"
+                        f" {verdict.result.digest if verdict.result else '?'} {verdict.reason},"
+                        " expected the cohort's frozen record, its plan and (for a successor)"
+                        " its binding and calibration records in the log before it",
+                        task.task,
+                        attempt.attempt,
+                    )
+                )
+    notice = report.burn.notice_digest if report.burn is not None else None
     return dataclasses.replace(
-        report, findings=tuple(sorted((*report.findings, *extra), key=sort_key))
+        report,
+        preregistration=tuple(judged),
+        burn_recorded=None if notice is None else timeline.recorded(notice),
+        findings=tuple(sorted((*report.findings, *found), key=sort_key)),
     )
 
 

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from cohorts.admission import governed_what
 from cohorts.lookup import BENCHMARK_COHORT, StoredDoc
 from cohorts.store_lookup import StoreLookup
-from ledger.store.base import LedgerReader
+from ledger.store.base import LedgerReader, StoredObject
 from ledger.trust.identity import authority_attested_at, authority_key
 
 
@@ -42,6 +42,17 @@ class StandingLookup:
             )
         self._standing[doc.jcs_digest] = ok
         return ok
+
+    def standing_since(self, obj: StoredObject) -> int | None:
+        """The first log position from which ``obj`` has standing: its own entry for an
+        ungoverned record, the authority's first valid attestation (never before the
+        record) for a governed one; None when it has none. What a judgement about entry
+        N may count is what has standing before N."""
+        doc = self.raw.doc(obj)
+        if doc is None or governed_what(doc.kind, doc.value) is None:
+            return obj.seq
+        at = authority_attested_at(self.reader, obj, self._authority)
+        return None if at is None else max(at, obj.seq)
 
     def by_digest(self, digest: str) -> StoredDoc | None:
         doc = self.raw.by_digest(digest)

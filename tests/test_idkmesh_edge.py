@@ -26,7 +26,7 @@ from verifiers.attestation_policy import IDKMeshAttestationPolicy
 
 ROOT = Path(__file__).resolve().parents[1]
 # "checkpoint" records are written by the store itself (ledger.log.checkpoint_record).
-CORE_KINDS = {"attestation", "verifier-identity", "revocation", "checkpoint"}
+CORE_KINDS = {"attestation", "verifier-identity", "revocation", "checkpoint", "history-import"}
 IDKMESH_KINDS = set(kinds.KINDS) - CORE_KINDS
 SMOKE_VR = "examples/results/phase0-smoke.verification-result.json"
 

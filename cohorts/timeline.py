@@ -1,0 +1,398 @@
+"""Evidence in time: was an outcome pre-registered, and when did the ledger learn a record.
+
+An outcome a cohort lists is **pre-registered** when everything that fixes how it is
+judged was in the log, with standing, before the outcome's own entry (the stored
+VerificationResult):
+
+- the cohort's frozen record: the first record of the cohort's id, at stage frozen or
+  burned, with the audited definition, that has standing (``cohorts.standing``);
+- the EvaluatorPlan the result names (``provenance.verifier_config_digest``);
+- for a successor (a cohort that claims a predecessor, or that a binding names as
+  successor): the cohort-binding with standing that names this definition, and every
+  calibration record that binding cites.
+
+Each record counts from the position where it has standing (a governed record from its
+authority attestation). The judgement about an outcome at entry ``R`` reads only entries
+before ``R``: the verdict never depends on what came later. A record missing before
+``R`` makes the outcome **not pre-registered**: it does not count (the audit reports an
+error). A result that an earlier ``history-import`` record names (``ledger.log.history``)
+is imported upstream history: its **order is not attested**, a statement, not a
+failure, and never a claim of pre-registration. A listed result the ledger holds only
+under other bytes (or not at all) is **not judged**.
+
+The first signed checkpoint covering the freeze before ``R`` (``ledger.log.timeline``)
+is the log's signed word that the freeze was recorded while the outcome was not; its
+witness cosignatures, if any, bound how late that was in wall-clock time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from cohorts.definition import definition_digests, recorded_definition_digest
+from cohorts.lookup import BENCHMARK_COHORT, COHORT_BINDING, Resolution
+from cohorts.standing import StandingLookup
+from cohorts.upstream import predecessor_claims
+from ledger.log.history import HistoryMark, ImportedHistory
+from ledger.log.timeline import Checkpoints, CoveringCheckpoint
+from ledger.store.base import LedgerReader, StoredObject
+from verifiers.model import VerificationResult
+from verifiers.model.json import as_str
+
+Status = Literal["pre_registered", "not_pre_registered", "order_not_attested", "not_judged"]
+FIXED = ("frozen", "burned")
+#: Text for each status, as the reports print it.
+STATUS_TEXT: Mapping[Status, str] = {
+    "pre_registered": "pre-registered",
+    "not_pre_registered": "NOT pre-registered",
+    "order_not_attested": "order not attested",
+    "not_judged": "not judged",
+}
+
+
+@dataclass(frozen=True)
+class Position:
+    """A record the judgement needs, and where the log has it.
+
+    ``seq`` is the record's entry (None: not in the ledger); ``since`` is where it has
+    standing (its authority attestation for a governed record; None: no standing);
+    ``in_time`` whether it had standing before the outcome's entry."""
+
+    role: str  # "result", "cohort frozen", "plan", "binding", "calibration record"
+    digest: str | None
+    seq: int | None
+    since: int | None
+    in_time: bool = True
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "role": self.role,
+            "digest": self.digest,
+            "seq": self.seq,
+            "since": self.since,
+            "before_result": self.in_time,
+        }
+
+    def phrase(self) -> str:
+        """Where the record is, without its role."""
+        if self.seq is None:
+            return f"none before the result ({self.digest or 'none named'})"
+        at = f"seq {self.seq}"
+        if self.since is None:
+            at += " (no standing: no authority attestation)"
+        elif self.since != self.seq:
+            at += f" (standing from seq {self.since}, its authority attestation)"
+        if not self.in_time:
+            at += ", NOT before the result"
+        return f"{at} {self.digest}"
+
+    def line(self) -> str:
+        return f"{self.role:18} {self.phrase()}"
+
+
+@dataclass(frozen=True)
+class Preregistration:
+    """The judgement about one listed outcome."""
+
+    task: str
+    attempt: str
+    status: Status
+    reason: str
+    result: Position | None
+    records: tuple[Position, ...] = ()
+    checkpoint: CoveringCheckpoint | None = None
+    imported: HistoryMark | None = None
+
+    @property
+    def counts(self) -> bool:
+        """Whether the outcome may count as pre-registered evidence."""
+        return self.status == "pre_registered"
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "task": self.task,
+            "attempt": self.attempt,
+            "status": self.status,
+            "reason": self.reason,
+            "result": None if self.result is None else self.result.to_json(),
+            "records": [r.to_json() for r in self.records],
+            "checkpoint": None if self.checkpoint is None else self.checkpoint.to_json(),
+            "imported": None
+            if self.imported is None
+            else {
+                "marker_digest": self.imported.marker_digest,
+                "marker_seq": self.imported.marker_seq,
+                "source": self.imported.source,
+                "root": self.imported.root,
+            },
+        }
+
+    def lines(self) -> list[str]:
+        """The judgement as text lines (head line, then one per record)."""
+        out = [f"{self.task} / {self.attempt}: {STATUS_TEXT[self.status]}: {self.reason}"]
+        if self.result is not None and self.status != "not_judged":
+            out.append(f"    {self.result.line()}")
+        out += [f"    {r.line()}" for r in self.records]
+        if self.checkpoint is not None:
+            out.append(f"    {self.checkpoint.line()}")
+        return out
+
+
+@dataclass(frozen=True)
+class Recorded:
+    """When the ledger learnt one record: its entry, its standing, the first checkpoint."""
+
+    digest: str
+    seq: int
+    since: int | None
+    checkpoint: CoveringCheckpoint | None
+    imported: HistoryMark | None
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "digest": self.digest,
+            "seq": self.seq,
+            "since": self.since,
+            "checkpoint": None if self.checkpoint is None else self.checkpoint.to_json(),
+            "imported": None
+            if self.imported is None
+            else {
+                "marker_digest": self.imported.marker_digest,
+                "marker_seq": self.imported.marker_seq,
+                "source": self.imported.source,
+                "root": self.imported.root,
+            },
+        }
+
+    def lines(self) -> list[str]:
+        head = f"recorded at seq {self.seq}"
+        if self.since is not None and self.since != self.seq:
+            head += f", standing from seq {self.since} (its authority attestation)"
+        if self.imported is not None:
+            head += (
+                f", by an import of {self.imported.source} history"
+                f" ({self.imported.root or 'repository root'}, marker seq"
+                f" {self.imported.marker_seq})"
+            )
+        out = [head]
+        out.append(
+            self.checkpoint.line()
+            if self.checkpoint is not None
+            else "no signed checkpoint covers it yet (run `provledger checkpoint`)"
+        )
+        return out
+
+
+def _names(cohort: Mapping[str, object]) -> frozenset[str]:
+    """Recorded and recomputed definition digests of ``cohort`` (empty when unreadable)."""
+    from ledger.errors import LedgerError
+
+    names: set[str] = set()
+    recorded = recorded_definition_digest(cohort)
+    if recorded:
+        names.add(recorded)
+    try:
+        digests = definition_digests(cohort)
+        names |= {digests.legacy, digests.jcs}
+    except LedgerError:
+        pass
+    return frozenset(names)
+
+
+class Timeline:
+    """Positions and standing in one ledger, read once per report."""
+
+    def __init__(self, reader: LedgerReader) -> None:
+        self.reader = reader
+        self.standing = StandingLookup(reader)
+        self.history = ImportedHistory(reader)
+        self.checkpoints = Checkpoints(reader)
+
+    # -- when the ledger learnt a record -----------------------------------------------
+    def recorded(self, digest: str) -> Recorded | None:
+        obj = self.reader.get(digest)
+        if obj is None:
+            return None
+        since = self.standing.standing_since(obj)
+        return Recorded(
+            obj.digest,
+            obj.seq,
+            since,
+            self.checkpoints.covering(obj.seq if since is None else since),
+            self.history.marked(obj.digest, obj.seq),
+        )
+
+    # -- pre-registration --------------------------------------------------------------
+    def _first(self, role: str, objects: Sequence[StoredObject], before: int) -> Position | None:
+        """The earliest of ``objects`` to have standing, marked whether that was before
+        ``before``; None when none has standing. Only its in-time flag decides a
+        verdict, and that reads the prefix: a record later than ``before`` is shown to
+        explain the verdict, never to make it."""
+        best: Position | None = None
+        for obj in objects:
+            since = self.standing.standing_since(obj)
+            if since is not None and (best is None or since < (best.since or 0)):
+                best = Position(role, obj.digest, obj.seq, since, since < before)
+        return best
+
+    def _fixed_records(self, cohort_id: str, names: frozenset[str]) -> list[StoredObject]:
+        """Stored records of ``cohort_id`` at a fixed stage with one of ``names``."""
+        out = []
+        for obj in self.reader.by_id(cohort_id, kind=BENCHMARK_COHORT):
+            doc = self.standing.raw.doc(obj)
+            if doc is not None and doc.value.get("stage") in FIXED and _names(doc.value) & names:
+                out.append(obj)
+        return out
+
+    def _bindings(self, cohort_id: str, names: frozenset[str]) -> list[StoredObject]:
+        """Stored cohort-bindings naming ``cohort_id`` with one of ``names`` as successor."""
+        out = []
+        for obj in self.reader.by_id(cohort_id, kind=COHORT_BINDING):
+            doc = self.standing.raw.doc(obj)
+            if doc is None or doc.value.get("successor_id") != cohort_id:
+                continue
+            stated = doc.value.get("successor_definition_digest")
+            digests = stated.values() if isinstance(stated, Mapping) else ()
+            if any(d in names for d in digests):
+                out.append(obj)
+        return out
+
+    def _missing(self, role: str, what: str) -> Position:
+        return Position(role, what, None, None)
+
+    def judge(
+        self,
+        cohort: Mapping[str, object],
+        task: str,
+        attempt: str,
+        resolution: Resolution,
+    ) -> Preregistration:
+        """Judge the outcome ``resolution`` (a listed VerificationResult) of ``cohort``."""
+        doc = resolution.doc
+        obj = None if doc is None else self.reader.get(doc.jcs_digest)
+        if doc is None or obj is None:
+            return Preregistration(
+                task,
+                attempt,
+                "not_judged",
+                f"the listed VerificationResult {resolution.digest or '?'} is not in the ledger",
+                None,
+            )
+        seq = obj.seq
+        result = Position("result", obj.digest, seq, seq)
+        mark = self.history.marked(obj.digest, seq)
+        if mark is not None:
+            return Preregistration(
+                task,
+                attempt,
+                "order_not_attested",
+                f"imported {mark.source} history ({mark.root or 'repository root'}, marker"
+                f" {mark.marker_digest} at seq {mark.marker_seq}): the ledger did not see the"
+                " order in which it and its cohort came to be, so it claims none",
+                result,
+                imported=mark,
+            )
+        if resolution.scheme is None:
+            return Preregistration(
+                task,
+                attempt,
+                "not_judged",
+                f"the cohort lists {resolution.digest}, the stored result with this id has other"
+                f" bytes ({obj.digest}): it is not the evidence the cohort counts",
+                result,
+            )
+        return self._positions(cohort, task, attempt, doc.model(VerificationResult), result)
+
+    def _positions(
+        self,
+        cohort: Mapping[str, object],
+        task: str,
+        attempt: str,
+        verdict: VerificationResult,
+        result: Position,
+    ) -> Preregistration:
+        seq = result.seq
+        assert seq is not None
+        cohort_id = as_str(cohort.get("id")) or ""
+        names = _names(cohort)
+        records: list[Position] = []
+        late: list[str] = []
+        frozen = self._first("cohort frozen", self._fixed_records(cohort_id, names), seq)
+        records.append(frozen or self._missing("cohort frozen", cohort_id))
+        if frozen is None or not frozen.in_time:
+            late.append(
+                "its cohort froze"
+                + ("" if frozen is None else f" (standing from seq {frozen.since})")
+            )
+        plan_digest = as_str(verdict.verifier_config_digest)
+        plan_obj = self._plan(plan_digest)
+        if plan_obj is not None and plan_obj.seq < seq:
+            records.append(Position("plan", plan_obj.digest, plan_obj.seq, plan_obj.seq))
+        else:
+            records.append(
+                self._missing("plan", plan_digest or "none named")
+                if plan_obj is None
+                else Position("plan", plan_obj.digest, plan_obj.seq, plan_obj.seq, False)
+            )
+            late.append(
+                "the EvaluatorPlan it was judged under"
+                + (f" (seq {plan_obj.seq})" if plan_obj is not None else " (not in the ledger)")
+            )
+        if predecessor_claims(cohort) or self._bindings(cohort_id, names):
+            binding = self._first("binding", self._bindings(cohort_id, names), seq)
+            records.append(binding or self._missing("binding", f"successor {cohort_id}"))
+            if binding is None or not binding.in_time:
+                late.append(
+                    "the successor's cohort-binding"
+                    + ("" if binding is None else f" (standing from seq {binding.since})")
+                )
+            else:
+                late += self._calibrations(binding, seq, records)
+        if late:
+            return Preregistration(
+                task,
+                attempt,
+                "not_pre_registered",
+                f"recorded at seq {seq} before {'; '.join(late)}: it does not count",
+                result,
+                tuple(records),
+            )
+        freeze_since = None if frozen is None else frozen.since
+        covering = (
+            None if freeze_since is None else self.checkpoints.covering(freeze_since, before=seq)
+        )
+        reason = f"everything that fixes how it is judged precedes its entry (seq {seq})"
+        if covering is None:
+            reason += "; no checkpoint was signed between the freeze and the result"
+        return Preregistration(
+            task, attempt, "pre_registered", reason, result, tuple(records), covering
+        )
+
+    def _plan(self, digest: str | None) -> StoredObject | None:
+        if digest is None:
+            return None
+        doc = self.standing.raw.by_digest(digest)
+        return None if doc is None else self.reader.get(doc.jcs_digest)
+
+    def _calibrations(self, binding: Position, seq: int, records: list[Position]) -> list[str]:
+        """Calibration records the binding cites, each needed before ``seq``."""
+        obj = self.reader.get(binding.digest or "")
+        doc = None if obj is None else self.standing.raw.doc(obj)
+        cited = doc.value.get("calibrations") if doc is not None else None
+        late: list[str] = []
+        for digest in cited if isinstance(cited, list) else []:
+            found = self.reader.get(digest) if isinstance(digest, str) else None
+            if found is not None and found.seq < seq:
+                records.append(Position("calibration record", found.digest, found.seq, found.seq))
+                continue
+            records.append(
+                self._missing("calibration record", str(digest))
+                if found is None
+                else Position("calibration record", found.digest, found.seq, found.seq, False)
+            )
+            late.append(
+                f"calibration record {digest}" + ("" if found is None else f" (seq {found.seq})")
+            )
+        return late

@@ -1,0 +1,106 @@
+"""When the ledger learnt an entry: the first signed checkpoint that covers it.
+
+A log proves order, not wall-clock time. Entry ``seq`` precedes every later entry; a
+checkpoint of size ``s`` covers entries ``0 .. s-1`` and, being signed over the log's
+size at signing time (inside the write lock), was made before entry ``s`` existed. So a
+checkpoint with ``a < s <= b`` is the log's signed statement that entry ``a`` was
+recorded while entry ``b`` was not yet. The checkpoint's ``created_at`` is the log's own
+clock (a record, not a proof); a witness cosignature's timestamp is the witness's clock:
+the checkpoint, hence the entry, existed no later than that moment. Witnesses bound how
+late; nothing in the log bounds how early.
+
+``Checkpoints.covering`` reads only stored checkpoints (all signed before the log grew
+past them) and, for the cosignature lines, the cosignatures stored for that size. The
+lines are reported as stored: only a trusted witness key turns one into a proof
+(``provledger verify --witness-key``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from ledger.errors import LedgerError
+from ledger.log.checkpoints import verifier_key_of
+from ledger.log.cosignature import parse_cosignature_line
+from ledger.log.note import open_checkpoint
+from ledger.store.base import CheckpointRow, LedgerReader
+
+
+@dataclass(frozen=True)
+class Cosigned:
+    """One stored witness cosignature line of a checkpoint (not verified here)."""
+
+    witness: str  # name+keyid
+    timestamp: int  # seconds since the epoch, the witness's clock
+
+    def to_json(self) -> dict[str, object]:
+        return {"witness": self.witness, "timestamp": self.timestamp, "time": self.time}
+
+    @property
+    def time(self) -> str:
+        moment = datetime.fromtimestamp(min(self.timestamp, 253402300799), UTC)
+        return moment.isoformat().replace("+00:00", "Z")
+
+
+@dataclass(frozen=True)
+class CoveringCheckpoint:
+    """The first stored checkpoint covering an entry, and what vouches for it."""
+
+    size: int
+    created_at: str  # the log's clock when it signed (a record, not a proof)
+    signature_ok: bool  # the note verifies under the ledger's log key
+    cosignatures: tuple[Cosigned, ...]
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "size": self.size,
+            "created_at": self.created_at,
+            "log_signature": "verified" if self.signature_ok else "does not verify",
+            "cosignatures": [c.to_json() for c in self.cosignatures],
+        }
+
+    def line(self) -> str:
+        """One phrase for a text report."""
+        text = f"checkpoint size {self.size} signed at {self.created_at} (log clock), "
+        text += "log signature verified" if self.signature_ok else "log signature DOES NOT VERIFY"
+        if not self.cosignatures:
+            return text + ", no witness cosignature"
+        cosigned = ", ".join(f"{c.witness} at {c.time}" for c in self.cosignatures)
+        return text + f", cosigned by {cosigned} (as stored; verify --witness-key checks them)"
+
+
+class Checkpoints:
+    """The stored checkpoints of one ledger, read once, and the first covering an entry."""
+
+    def __init__(self, reader: LedgerReader) -> None:
+        self.reader = reader
+        self._rows = sorted(reader.checkpoints(), key=lambda r: r.size)
+        self._found: dict[int, CoveringCheckpoint] = {}
+
+    def covering(self, seq: int, before: int | None = None) -> CoveringCheckpoint | None:
+        """The smallest stored checkpoint covering entry ``seq`` (size > ``seq``) and, with
+        ``before``, signed before entry ``before`` existed (size <= ``before``); None when
+        there is none."""
+        row = next((r for r in self._rows if r.size > seq), None)
+        if row is None or (before is not None and row.size > before):
+            return None
+        found = self._found.get(row.size)
+        if found is None:
+            found = self._found[row.size] = self._vouch(row)
+        return found
+
+    def _vouch(self, row: CheckpointRow) -> CoveringCheckpoint:
+        try:
+            open_checkpoint(row.note, verifier_key_of(self.reader))
+            ok = True
+        except LedgerError:
+            ok = False
+        cosigned = []
+        for line in self.reader.cosignatures(row.size):
+            try:
+                cosig = parse_cosignature_line(line)
+            except LedgerError:
+                continue  # a malformed line is verify's finding, not a cosignature
+            cosigned.append(Cosigned(f"{cosig.name}+{cosig.key_id.hex()}", cosig.timestamp))
+        return CoveringCheckpoint(row.size, row.created_at, ok, tuple(cosigned))
