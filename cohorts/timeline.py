@@ -202,17 +202,30 @@ def _names(cohort: Mapping[str, object]) -> frozenset[str]:
 
 
 class Timeline:
-    """Positions and standing in one ledger, read once per report."""
+    """Positions and standing in one ledger, read once per report.
 
-    def __init__(self, reader: LedgerReader) -> None:
+    ``horizon`` (may be changed between calls): see the ledger only below this seq (a
+    projection of the log prefix before it, as the browse database needs: entries and
+    attestations at or after it are treated as absent, so an earlier and a later build
+    give the same answer)."""
+
+    def __init__(self, reader: LedgerReader, horizon: int | None = None) -> None:
         self.reader = reader
+        self.horizon = horizon
         self.standing = StandingLookup(reader)
         self.history = ImportedHistory(reader)
         self.checkpoints = Checkpoints(reader)
 
+    def _seen(self, seq: int | None) -> bool:
+        return seq is not None and (self.horizon is None or seq < self.horizon)
+
+    def _get(self, digest: str) -> StoredObject | None:
+        obj = self.reader.get(digest)
+        return obj if obj is not None and self._seen(obj.seq) else None
+
     # -- when the ledger learnt a record -----------------------------------------------
     def recorded(self, digest: str) -> Recorded | None:
-        obj = self.reader.get(digest)
+        obj = self._get(digest)
         if obj is None:
             return None
         since = self.standing.standing_since(obj)
@@ -233,7 +246,9 @@ class Timeline:
         best: Position | None = None
         for obj in objects:
             since = self.standing.standing_since(obj)
-            if since is not None and (best is None or since < (best.since or 0)):
+            if since is None or not self._seen(since):
+                continue
+            if best is None or best.since is None or since < best.since:
                 best = Position(role, obj.digest, obj.seq, since, since < before)
         return best
 
@@ -271,7 +286,7 @@ class Timeline:
     ) -> Preregistration:
         """Judge the outcome ``resolution`` (a listed VerificationResult) of ``cohort``."""
         doc = resolution.doc
-        obj = None if doc is None else self.reader.get(doc.jcs_digest)
+        obj = None if doc is None else self._get(doc.jcs_digest)
         if doc is None or obj is None:
             return Preregistration(
                 task,
@@ -374,16 +389,16 @@ class Timeline:
         if digest is None:
             return None
         doc = self.standing.raw.by_digest(digest)
-        return None if doc is None else self.reader.get(doc.jcs_digest)
+        return None if doc is None else self._get(doc.jcs_digest)
 
     def _calibrations(self, binding: Position, seq: int, records: list[Position]) -> list[str]:
         """Calibration records the binding cites, each needed before ``seq``."""
-        obj = self.reader.get(binding.digest or "")
+        obj = self._get(binding.digest or "")
         doc = None if obj is None else self.standing.raw.doc(obj)
         cited = doc.value.get("calibrations") if doc is not None else None
         late: list[str] = []
         for digest in cited if isinstance(cited, list) else []:
-            found = self.reader.get(digest) if isinstance(digest, str) else None
+            found = self._get(digest) if isinstance(digest, str) else None
             if found is not None and found.seq < seq:
                 records.append(Position("calibration record", found.digest, found.seq, found.seq))
                 continue

@@ -17,7 +17,7 @@ import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cohorts.definition import definition_digests
 from ledger.errors import LedgerError
@@ -25,7 +25,11 @@ from ledger.store.base import LedgerReader, StoredObject
 from ledger.trust.dsse import pae, payload_type_for
 from ledger.trust.identity import authority_key
 from ledger.trust.keys import key_id, public_key_from_raw, verify
+from verifiers.model import Task
 from verifiers.model.json import as_int, as_list, as_str, at, maps
+
+if TYPE_CHECKING:
+    from cohorts.timeline import Timeline
 
 Row = dict[str, Any]
 
@@ -92,6 +96,7 @@ class Projector:
         # key id -> (verifier id, raw public key) of identities already projected.
         self._identities: dict[str, tuple[str, bytes]] = {}
         self._appended_at = ""  # log time of the object being projected
+        self._timeline: Timeline | None = None  # made on the first cohort object
 
     def remember_identity(self, obj: StoredObject) -> None:
         """Learn the key of an identity object (also for objects projected in earlier runs)."""
@@ -166,6 +171,7 @@ class Projector:
                 "burn_notice_digest": None,
             },
         )
+        self._preregistration(obj, value, out)
         for position, task in enumerate(tasks):
             task_id = as_str(at(task, "id")) or ""
             wu_digest = as_str(at(task, "work_unit", "digest"))
@@ -189,6 +195,54 @@ class Projector:
                     "objective": self._objective(wu_digest, obj.seq),
                 },
             )
+
+    def _preregistration(
+        self, obj: StoredObject, value: Mapping[str, object], out: Projection
+    ) -> None:
+        """One row per listed outcome, judged from the log before this cohort object
+        (``cohorts.timeline``; the horizon makes a later build give the same row)."""
+        from cohorts.lookup import VERIFICATION_RESULT, resolve
+        from cohorts.timeline import Timeline
+
+        if self._timeline is None:
+            self._timeline = Timeline(self.reader)
+        timeline = self._timeline
+        timeline.horizon = obj.seq
+        for task in Task.all_of(value):
+            for attempt in task.attempts:
+                ref = attempt.verification_result
+                judged = timeline.judge(
+                    value,
+                    task.label,
+                    attempt.label,
+                    resolve(timeline.standing.raw, VERIFICATION_RESULT, ref.id, ref.digest),
+                )
+                seqs = {p.role: p.seq for p in judged.records if p.in_time}
+                calibrations = [
+                    str(p.seq) for p in judged.records if p.role == "calibration record" and p.seq
+                ]
+                out.add(
+                    "preregistration",
+                    {
+                        "cohort_digest": obj.digest,
+                        "cohort_id": as_str(value.get("id")),
+                        "task_position": task.index,
+                        "attempt_position": attempt.index,
+                        "task_id": task.label,
+                        "attempt_id": attempt.label,
+                        "result_digest": as_str(ref.digest),
+                        "status": judged.status,
+                        "reason": judged.reason,
+                        "result_seq": None if judged.result is None else judged.result.seq,
+                        "freeze_seq": seqs.get("cohort frozen"),
+                        "plan_seq": seqs.get("plan"),
+                        "binding_seq": seqs.get("binding"),
+                        "calibration_seqs": ", ".join(calibrations) or None,
+                        "checkpoint_size": None
+                        if judged.checkpoint is None
+                        else judged.checkpoint.size,
+                    },
+                )
 
     def _objective(self, digest: str | None, before: int) -> str | None:
         if digest is None:

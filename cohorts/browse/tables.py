@@ -125,6 +125,43 @@ TABLES: tuple[Table, ...] = (
         fts=("task_id", "title", "objective", "exclusion_reason"),
     ),
     Table(
+        "preregistration",
+        "Pre-registration of outcomes",
+        "One row per outcome a cohort object lists, judged from log positions when that"
+        " object was recorded: pre-registered when the cohort's frozen record, the plan the"
+        " result was judged under and, for a successor, its binding and calibration records"
+        " all had standing before the result's entry. A log proves order, not wall-clock"
+        " time.",
+        (
+            _c("cohort_digest", str, "Digest of the cohort object that lists the outcome."),
+            _c("cohort_id", str, "Cohort id."),
+            _c("task_position", int, "Position of the task in the cohort (0 = first)."),
+            _c("attempt_position", int, "Position of the attempt in the task (0 = first)."),
+            _c("task_id", str, "Task id."),
+            _c("attempt_id", str, "Attempt id."),
+            _c("result_digest", str, "The VerificationResult digest the cohort lists."),
+            _c(
+                "status",
+                str,
+                "pre_registered, not_pre_registered (does not count), order_not_attested"
+                " (imported history: the ledger did not see the order) or not_judged.",
+            ),
+            _c("reason", str, "Why, in one sentence."),
+            _c("result_seq", int, "Log position of the stored result."),
+            _c("freeze_seq", int, "Log position of the cohort's first frozen record."),
+            _c("plan_seq", int, "Log position of the plan the result names."),
+            _c("binding_seq", int, "Log position of the successor's binding (successors only)."),
+            _c("calibration_seqs", str, "Log positions of the calibration records it cites."),
+            _c(
+                "checkpoint_size",
+                int,
+                "Size of the first signed checkpoint covering the freeze but not the result.",
+            ),
+        ),
+        ("cohort_digest", "task_position", "attempt_position"),
+        foreign_keys=(("cohort_digest", "cohorts", "digest"),),
+    ),
+    Table(
         "burn_notices",
         "Burn notices",
         "Authority-issued notices that a frozen cohort burned, and why.",
