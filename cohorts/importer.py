@@ -45,7 +45,7 @@ from ledger.bounded import DOCUMENT_LIMIT, check_size, read_bounded
 from ledger.encoding.canonical import parse_strict
 from ledger.encoding.digest import canonical_digest, legacy_digest, sha256_digest
 from ledger.errors import InputError, KindError, LedgerError, NotFound
-from ledger.log.history import with_markers
+from ledger.log.history import history_markers
 from ledger.schema.kinds import detect_kind, get_kind, schema_version_of
 from ledger.store.base import AppendResult, Store
 from ledger.store.prepared import Prepared, prepare_blob, prepare_json, prepare_value
@@ -429,12 +429,13 @@ class _Batch:
 
     def append(self, objects: list[Prepared]) -> list[AppendResult]:
         """Append ``objects`` plus the authority's attestations, led by the
-        ``history-import`` marker naming what is new (``ledger.log.history``); the
-        results line up with ``objects`` (the marker's is dropped)."""
+        ``history-import`` marker naming the objects that are new (``ledger.log.history``;
+        the attestations are the ledger's own, not history); the results line up with
+        ``objects`` (the marker's are dropped)."""
+        markers = history_markers(self.store, objects, "idkmesh", self.root)
         items = objects + _attestations(self.store, objects, self.authority)
-        marked = with_markers(self.store, items, "idkmesh", self.root)
-        results = self.store.append_many(marked, history=self.authority is None)
-        return results[len(marked) - len(items) :]
+        results = self.store.append_many(markers + items, history=self.authority is None)
+        return results[len(markers) :]
 
 
 def _append(batch: _Batch, pending: Pending) -> list[ImportItem]:

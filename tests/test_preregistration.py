@@ -228,7 +228,7 @@ def test_real_corpus_makes_no_false_claim(corpus: Path, tmp_path: Path) -> None:
 
 
 def test_history_marker_lists_only_new_objects(tmp_path: Path) -> None:
-    from ledger.log.history import with_markers
+    from ledger.log.history import history_markers
 
     toy = Toy(tmp_path)
     toy.cli("init")
@@ -238,10 +238,9 @@ def test_history_marker_lists_only_new_objects(tmp_path: Path) -> None:
                           "history-import")  # fmt: skip
         store.append_many([a])
         b = prepare_value({**json.loads(a.data), "source": "y"}, "history-import")
-        items = with_markers(store, [a, b], "idkmesh", "")
-        assert len(items) == 3
-        assert json.loads(items[0].data)["digests"] == [b.digest]
-        assert with_markers(store, [a], "idkmesh", "") == [a]
+        (marker,) = history_markers(store, [a, b], "idkmesh", "")
+        assert json.loads(marker.data)["digests"] == [b.digest]
+        assert history_markers(store, [a], "idkmesh", "") == []
 
 
 @pytest.mark.parametrize("horizon", [None, 0])

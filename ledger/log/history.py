@@ -4,7 +4,8 @@ An import records what happened elsewhere (an upstream repository's cohorts, pla
 results), in whatever order the importer walks it. The log then proves when the ledger
 *learnt* each record, but not the order in which the records came to be. A
 ``history-import`` record says so: an importer puts it first in the batch that brings
-the objects in, listing every object the batch adds (``marker``).
+the objects in, listing every imported object the batch adds (``history_markers``); the
+ledger's own records in that batch (the authority's attestations) are not history.
 
 Invariants:
 - A marker lists only objects not yet stored when the batch was planned, so a later
@@ -33,14 +34,15 @@ RECORD_VERSION: Final = "0.1"
 MAX_DIGESTS: Final = 100_000
 
 
-def with_markers(
+def history_markers(
     reader: LedgerReader, items: Sequence[Prepared], source: str, root: str
 ) -> list[Prepared]:
-    """``items`` led by the marker(s) naming those not yet stored (none if all are)."""
+    """The marker(s) naming those of ``items`` not yet stored (none if all are), to
+    put first in the batch that appends them."""
     from ledger.store.prepared import prepare_value
 
     new = sorted({p.digest for p in items if reader.get(p.digest) is None})
-    markers = [
+    return [
         prepare_value(
             {
                 "provledger_kind": HISTORY_KIND,
@@ -53,7 +55,6 @@ def with_markers(
         )
         for start in range(0, len(new), MAX_DIGESTS)
     ]
-    return [*markers, *items]
 
 
 @dataclass(frozen=True)
