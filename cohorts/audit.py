@@ -73,6 +73,7 @@ from verifiers.model import (
 from verifiers.model.json import as_list, as_map, as_str, at, json_key, maps, member, shown
 
 if TYPE_CHECKING:
+    from cohorts.rejudge import AttemptReplay
     from cohorts.timeline import Preregistration, Recorded
 
 REPORT_VERSION = "0.1"
@@ -278,6 +279,8 @@ class CohortAuditReport:
     #: learnt the burn notice.
     preregistration: tuple[Preregistration, ...] = ()
     burn_recorded: Recorded | None = None
+    #: Set by ``cohort audit --replay`` (``cohorts.service.with_replay``); None: not run.
+    replay: tuple[AttemptReplay, ...] | None = None
 
     @property
     def ok(self) -> bool:
@@ -336,6 +339,7 @@ class CohortAuditReport:
             "preregistration": [p.to_json() for p in self.preregistration],
             "preregistration_counts": self.preregistration_counts(),
             "burn_recorded": None if self.burn_recorded is None else self.burn_recorded.to_json(),
+            "replay": None if self.replay is None else [r.to_json() for r in self.replay],
         }
 
     def preregistration_counts(self) -> dict[str, int]:

@@ -125,6 +125,11 @@ def audit_lines(
                         f"  behavioral evidence for {task.task} / {attempt.attempt}: {evidence}"
                     )
     lines += preregistration_lines(report)
+    if report.replay is not None:
+        lines.append("")
+        lines.append(f"replay (re-judged from stored inputs): {len(report.replay)} outcome(s)")
+        for r in report.replay:
+            lines.append(f"  {r.task} / {r.attempt}: {r.replay.line()}")
     lines += findings_lines(report.findings)
     lines.append("")
     lines.append(

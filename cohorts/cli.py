@@ -34,6 +34,13 @@ if TYPE_CHECKING:
 
 cohort_app = new_app("Benchmark cohorts: definition digests, freeze, burn, bind, audit.")
 
+ReplayOption = Annotated[
+    bool,
+    typer.Option(
+        "--replay",
+        help="Re-run the verifier each result names on the stored inputs; compare the bytes.",
+    ),
+]
 AuthorityKey = Annotated[
     Path | None,
     typer.Option("--authority-key", help="Authority private key (default <db>.authority.key)."),
@@ -277,7 +284,7 @@ def record_outcome_cmd(
         ),
     ] = None,
     authority_key: AuthorityKey = None,
-    db: DbOption = Path("ledger.db"),
+    db: DbOption = DEFAULT_DB,
     dry_run: DryRunOption = False,
     json_out: JsonOption = False,
 ) -> None:
@@ -313,18 +320,27 @@ def audit_cmd(
     all_cohorts: Annotated[
         bool, typer.Option("--all", help="Summarise every stored cohort in one table.")
     ] = False,
+    replay: ReplayOption = False,
     db: DbOption = DEFAULT_DB,
     json_out: JsonOption = False,
 ) -> None:
     """Audit a stored cohort: burn facts, successors, evidence strength, then every defect.
 
+    Every listed outcome is judged pre-registered or not from log positions. With
+    --replay, each stored result is also re-judged from the stored inputs (a replay
+    that differs is a defect; inputs the ledger lacks are missing evidence).
     Defects (evidence present but wrong) come first, then missing evidence, then
     warnings, each grouped and counted. Exit 1 when any defect or missing evidence is
     found, 0 otherwise.
     """
     from cohorts.audit_view import audit_lines
     from cohorts.errors import CohortUsageError
-    from cohorts.service import audit_attestations, audit_behavioral, audit_stored_cohort
+    from cohorts.service import (
+        audit_attestations,
+        audit_behavioral,
+        audit_stored_cohort,
+        with_replay,
+    )
     from ledger.store.backends import open_store
 
     if all_cohorts == (cohort_id is not None):
@@ -334,11 +350,13 @@ def audit_cmd(
             + ", expected a cohort id (see `provledger cohort list`) or --all"
         )
     if all_cohorts:
-        _audit_all(db, json_out)
+        _audit_all(db, json_out, replay)
         return
     assert cohort_id is not None
     with open_store(db, readonly=True) as store:
         report = audit_stored_cohort(store, cohort_id)
+        if replay:
+            report = with_replay(store, report)
         attested = audit_attestations(store, report)
         behavioral = audit_behavioral(store, report)
     if json_out:
@@ -349,14 +367,16 @@ def audit_cmd(
         raise ProblemsReported(f"cohort {cohort_id} audit failed")
 
 
-def _audit_all(db: DbLocation, json_out: bool) -> None:
-    from cohorts.service import audit_stored_cohort, cohort_rows
+def _audit_all(db: DbLocation, json_out: bool, replay: bool = False) -> None:
+    from cohorts.service import audit_stored_cohort, cohort_rows, with_replay
     from ledger.store.backends import open_store
 
     rows = []
     with open_store(db, readonly=True) as store:
         for row in cohort_rows(store):
             report = audit_stored_cohort(store, row.cohort_id)
+            if replay:
+                report = with_replay(store, report)
             counts = report.counts()
             rows.append(
                 {
@@ -450,13 +470,17 @@ def provenance_cmd(
             " id@version.",
         ),
     ],
+    replay: ReplayOption = False,
     db: DbOption = DEFAULT_DB,
     json_out: JsonOption = False,
 ) -> None:
     """Verify one VerificationResult's whole chain and say what its verdict can mean.
 
-    Exit 0 when every check passed, 1 when the chain fails, 3 when REF is malformed,
-    not found, or not a VerificationResult.
+    With --replay, also re-run the verifier version the result names on the inputs the
+    ledger stores and compare the recomputed bytes with the stored ones: reproduced,
+    differs (naming the members) or cannot replay (naming what the ledger lacks).
+    Exit 0 when every check passed, 1 when the chain fails (a replay that does not
+    reproduce included), 3 when REF is malformed, not found, or not a VerificationResult.
     """
     from rich.text import Text
     from rich.tree import Tree
@@ -465,7 +489,7 @@ def provenance_cmd(
     from ledger.store.backends import open_store
 
     with open_store(db, readonly=True) as store:
-        report = provenance_of(store, ref)
+        report = provenance_of(store, ref, replay=replay)
     if json_out:
         emit_json({**report.to_json(), "ref": ref})
     else:

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from cohorts.lookup import BEHAVIORAL_EVIDENCE, StoredDoc, behavioral_confinement, resolve
 from cohorts.standing import StandingLookup
@@ -38,6 +38,9 @@ from ledger.errors import LedgerError
 from ledger.store.base import LedgerReader
 from verifiers.model import EvaluatorPlan, ResultManifest, Task, VerificationResult, WorkUnit
 from verifiers.model.json import as_map, as_str, at, shown
+
+if TYPE_CHECKING:
+    from verifiers.replay import Replay
 
 Status = Literal["passed", "failed"]
 
@@ -72,6 +75,7 @@ class ProvenanceReport:
     checks: tuple[Check, ...]
     outcome: str | None
     preregistration: tuple[Preregistration, ...] = ()
+    replay: Replay | None = None
 
     @property
     def ok(self) -> bool:
@@ -84,6 +88,7 @@ class ProvenanceReport:
             "outcome": self.outcome,
             "checks": [c.to_json() for c in self.checks],
             "preregistration": [p.to_json() for p in self.preregistration],
+            "replay": None if self.replay is None else self.replay.to_json(),
         }
 
 
@@ -491,7 +496,7 @@ def _listed_under(reader: LedgerReader, digest: str) -> str:
     return ""
 
 
-def provenance_of(store: LedgerReader, ref: str) -> ProvenanceReport:
+def provenance_of(store: LedgerReader, ref: str, *, replay: bool = False) -> ProvenanceReport:
     """Provenance of the VerificationResult ``ref`` names: a digest (either scheme), a
     unique digest prefix, an id or id@version. Not found / malformed / not a
     VerificationResult raise (exit 3); a failed chain is a report with ``ok`` False."""
@@ -507,10 +512,10 @@ def provenance_of(store: LedgerReader, ref: str) -> ProvenanceReport:
             f"provenance needs a VerificationResult, got a {obj.kind} ({obj.digest}) for"
             f" {ref}, expected the digest, prefix or id of a verification-result"
         )
-    return provenance(store, obj.digest)
+    return provenance(store, obj.digest, replay=replay)
 
 
-def provenance(store: LedgerReader, digest: str) -> ProvenanceReport:
+def provenance(store: LedgerReader, digest: str, *, replay: bool = False) -> ProvenanceReport:
     """Check the whole chain of the VerificationResult ``digest`` (either scheme)."""
     chain = _Chain(store)
     stored, result_checks = chain.object_checks("VerificationResult", "verification-result", digest)
@@ -531,7 +536,28 @@ def provenance(store: LedgerReader, digest: str) -> ProvenanceReport:
     checks.append(cohort_check)
     checks.append(_strength(chain, stored, plan))
     checks.append(_inclusion(chain))
-    return ProvenanceReport(digest, tuple(checks), outcome, tuple(chain.preregistration))
+    rejudged = None
+    if replay:
+        from cohorts.rejudge import replay_stored
+
+        rejudged = replay_stored(store, stored.jcs_digest)
+        if rejudged is not None:
+            checks.append(_replay_check(rejudged))
+    return ProvenanceReport(digest, tuple(checks), outcome, tuple(chain.preregistration), rejudged)
+
+
+def _replay_check(rejudged: Replay) -> Check:
+    """The re-judgement as a check: only "reproduced" passes."""
+    children = [Check(f"differs {p}", "failed", "stored and recomputed differ") for p in
+                rejudged.differing]  # fmt: skip
+    children += [Check(f"missing {m}", "failed", "not in the ledger") for m in rejudged.missing]
+    return Check(
+        "replay",
+        "passed" if rejudged.ok else "failed",
+        rejudged.line(),
+        rejudged.recomputed_digest,
+        tuple(children),
+    )
 
 
 def _manifest_link(

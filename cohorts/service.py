@@ -682,10 +682,10 @@ def record_outcome(
     """Append the frozen cohort again, now listing the VerificationResult ``result`` as
     an attempt of ``task``, attested by the authority (the definition is unchanged:
     evidence lies outside it). Refused when the outcome is not pre-registered."""
-    check_authority(store, signer)
     doc = _outcome_plan(store, cohort_id, task, result, attempt_id, signature)
     prepared = prepare_value(doc, BENCHMARK_COHORT)
     items = [prepared, attest_prepared(prepared, signer)]
+    store.policy.precheck(store, items)  # authority key, lifecycle: the ledger's own rules
 
     def precheck(reader: LedgerReader) -> None:
         if _outcome_plan(reader, cohort_id, task, result, attempt_id, signature) != doc:
@@ -812,6 +812,33 @@ def in_time(
         report,
         preregistration=tuple(judged),
         burn_recorded=None if notice is None else timeline.recorded(notice),
+        findings=tuple(sorted((*report.findings, *found), key=sort_key)),
+    )
+
+
+def with_replay(reader: LedgerReader, report: CohortAuditReport) -> CohortAuditReport:
+    """``report`` with every listed outcome the ledger holds (under the listed digest)
+    re-judged from stored inputs (``cohorts.rejudge``); a replay that does not reproduce
+    is a finding."""
+    import dataclasses
+
+    from cohorts.rejudge import AttemptReplay, replay_stored
+
+    replays = []
+    for task in report.tasks:
+        for attempt in task.attempts:
+            res = attempt.verification_result
+            if res.doc is None or res.scheme is None:
+                continue  # not stored, or stored under other bytes: reported already
+            rejudged = replay_stored(reader, res.doc.jcs_digest)
+            if rejudged is not None:
+                replays.append(
+                    AttemptReplay(task.task, attempt.attempt, res.doc.jcs_digest, rejudged)
+                )
+    found = [f for f in (r.finding() for r in replays) if f is not None]
+    return dataclasses.replace(
+        report,
+        replay=tuple(replays),
         findings=tuple(sorted((*report.findings, *found), key=sort_key)),
     )
 

@@ -13,7 +13,7 @@ through this distribution's ``provledger.policy`` entry points when first needed
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -140,11 +140,13 @@ def install_idkmesh() -> None:
     browse file loads none of them. (IDKMesh's admission rules are no addition: they are
     the package's default policy.)
     """
-    from ledger.cli.common import BROWSE_CHECK, SHOW_NOTES
+    from ledger.cli.common import BROWSE_CHECK, REPLAY_CARRIED, REPLAY_INPUTS, SHOW_NOTES
 
     if _verification_notes not in SHOW_NOTES:
         SHOW_NOTES.append(_verification_notes)  # `show` explains a VerificationResult
     BROWSE_CHECK[:] = [_browse_findings]  # `verify --browse FILE`
+    REPLAY_INPUTS[:] = [_replay_inputs]  # `bundle export --with-inputs`
+    REPLAY_CARRIED[:] = [_replay_carried]  # `bundle verify --replay`
 
 
 def _verification_notes(reader: Any, obj: Any) -> list[str]:
@@ -157,6 +159,18 @@ def _browse_findings(store: Any, file: Path) -> list[dict[str, str]]:
     from cohorts.browse.cli import browse_findings
 
     return browse_findings(store, file)
+
+
+def _replay_inputs(store: Any, obj: Any) -> list[str]:
+    from cohorts.rejudge import replay_inputs
+
+    return replay_inputs(store, obj)
+
+
+def _replay_carried(kind: str, data: bytes, carried: Sequence[tuple[str, bytes]]) -> Any:
+    from verifiers.replay import replay_carried
+
+    return replay_carried(kind, data, carried)
 
 
 #: Run once a command is about to run, then forgotten: what ``main`` was given as

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -18,6 +18,9 @@ from ledger.cli.common import (
     read_verifier_key,
 )
 
+if TYPE_CHECKING:
+    from ledger.log.bundle import VerifiedBundle
+
 bundle_app = new_app("Offline bundles: an object, its attestations, proofs and checkpoint.")
 
 
@@ -27,10 +30,19 @@ def export(
     output: Annotated[
         str, typer.Option("-o", "--output", help="Bundle file to write; - is stdout.")
     ],
+    with_inputs: Annotated[
+        bool,
+        typer.Option(
+            "--with-inputs",
+            help="Also carry what a replay of the VerificationResult reads (WorkUnit, plan,"
+            " manifest, worker files), each proven, for `bundle verify --replay`.",
+        ),
+    ] = False,
     db: DbOption = DEFAULT_DB,
     json_out: JsonOption = False,
 ) -> None:
     """Write one object, its attestations and their proofs against the newest checkpoint."""
+    from ledger.cli.common import REPLAY_INPUTS
     from ledger.log.bundle import build_bundle, verify_bundle
     from ledger.log.checkpoints import verifier_key_of
     from ledger.store.backends import open_store
@@ -38,7 +50,8 @@ def export(
 
     with open_store(db, readonly=True) as store:
         obj = resolve(store, ref)
-        bundle, omitted = build_bundle(store, obj.digest)
+        inputs = REPLAY_INPUTS[0](store, obj) if with_inputs and REPLAY_INPUTS else None
+        bundle, omitted = build_bundle(store, obj.digest, inputs)
         vkey = verifier_key_of(store)
     data = bundle.encode()
     # Never hand out a bundle that would not verify (e.g. from a tampered ledger).
@@ -61,9 +74,10 @@ def export(
     if json_out:
         emit_json(info)
         return
+    carried = "" if verified.inputs is None else f", {len(verified.inputs)} input(s)"
     sys.stdout.write(
         f"wrote {output}: {obj.kind} {obj.digest} seq {verified.subject.index},"
-        f" {len(verified.attestations)} attestation(s),"
+        f" {len(verified.attestations)} attestation(s){carried},"
         f" checkpoint size {verified.checkpoint.size}\n"
     )
 
@@ -89,9 +103,22 @@ def verify(
         int | None,
         typer.Option("--quorum", min=1, help="Cosignatures required (default: every key)."),
     ] = None,
+    replay: Annotated[
+        bool,
+        typer.Option(
+            "--replay",
+            help="Also re-run the verifier the VerificationResult names on the inputs the"
+            " bundle carries (export --with-inputs) and compare the bytes.",
+        ),
+    ] = False,
     json_out: JsonOption = False,
 ) -> None:
-    """Check a bundle offline: bytes, digests, entry records, proofs and checkpoint signature."""
+    """Check a bundle offline: bytes, digests, entry records, proofs and checkpoint signature.
+
+    With --replay, also re-judge the VerificationResult from the carried inputs, with no
+    database: reproduced, differs (naming the members) or cannot replay (naming what the
+    bundle lacks); exit 1 unless reproduced.
+    """
     from ledger.cli.common import read_input
     from ledger.cli.witnesscmds import required_quorum, witness_keys
     from ledger.log.bundle import MAX_BUNDLE_BYTES, BundleError, verify_bundle
@@ -107,8 +134,10 @@ def verify(
         if json_out:
             emit_json({"ok": False, "part": exc.part, "error": exc.detail})
         raise
+    replayed = _replay(verified) if replay else None
     if json_out:
-        emit_json(verified.to_json())
+        emit_json({**verified.to_json(), **({} if replayed is None else {"replay": replayed})})
+        _replay_exit(replayed)
         return
     out = console()
     subject, cp = verified.subject, verified.checkpoint
@@ -125,7 +154,30 @@ def verify(
             f"cosigned    {verified.cosignatures} witness line(s), not checked (no --witness-key)",
             markup=False,
         )
+    if verified.inputs is not None:
+        out.print(f"inputs      {len(verified.inputs)} carried, each proven", markup=False)
     out.print(f"bundle ok: {len(verified.attestations)} attestation(s) verified", markup=False)
+    if replayed is not None:
+        out.print(f"replay      {replayed['status']}: {replayed['reason']}", markup=False)
+    _replay_exit(replayed)
+
+
+def _replay(verified: VerifiedBundle) -> dict[str, Any]:
+    """The subject re-judged from the carried inputs (``ledger.cli.common.REPLAY_CARRIED``,
+    installed by the composition root; the core knows no verifier)."""
+    from ledger.cli.common import REPLAY_CARRIED
+    from ledger.errors import InputError
+
+    if not REPLAY_CARRIED:
+        raise InputError("bundle verify --replay, got no replay installed, expected the CLI's")
+    return REPLAY_CARRIED[0](verified.subject.kind, verified.data, verified.input_data)
+
+
+def _replay_exit(replayed: dict[str, Any] | None) -> None:
+    from ledger.errors import ProblemsReported
+
+    if replayed is not None and replayed.get("status") != "reproduced":
+        raise ProblemsReported(f"replay {replayed.get('status')}")
 
 
 def register(app: typer.Typer) -> None:

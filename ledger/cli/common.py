@@ -180,6 +180,16 @@ SHOW_NOTES: list[Callable[[Any, Any], list[str]]] = []
 BrowseCheck = Callable[[Any, Path], list[dict[str, str]]]
 BROWSE_CHECK: list[BrowseCheck] = []
 
+#: ``bundle export --with-inputs``: (open store, subject ``StoredObject``) -> the digests of
+#: the stored objects a replay of the subject reads; and ``bundle verify --replay``:
+#: (subject kind, subject bytes, carried (kind, bytes) pairs) -> the replay's report
+#: {"status": "reproduced"|"differs"|"cannot_replay", "reason", ...}. Supplied by the
+#: composition root: re-judging is the verifiers' business, never the core's.
+ReplayInputs = Callable[[Any, Any], list[str]]
+ReplayCarried = Callable[[str, bytes, Sequence[tuple[str, bytes]]], dict[str, Any]]
+REPLAY_INPUTS: list[ReplayInputs] = []
+REPLAY_CARRIED: list[ReplayCarried] = []
+
 DB_ENV = "PROVLEDGER_DB"
 _SAVED_ENV = "provledger.saved_db_env"
 

@@ -68,14 +68,23 @@ _MAX_PROOF_HASHES: Final = 64  # a tree of at most 2**64 - 1 leaves
 _DECIMAL = re.compile(r"(?:0|[1-9][0-9]{0,19})", re.ASCII)
 _APPENDED_AT = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{6}Z")
 _BUNDLE_KEYS: Final = frozenset({"media_type", "object", "leaf", "proof", "attestations"})
+#: A bundle with the objects a replay of its subject needs (``export --with-inputs``).
+_BUNDLE_KEYS_WITH_INPUTS: Final = _BUNDLE_KEYS | {"inputs"}
 _OBJECT_KEYS: Final = frozenset({"digest", "kind", "data"})
 _ATTESTATION_KEYS: Final = frozenset({"digest", "data", "leaf", "proof"})
+_INPUT_KEYS: Final = frozenset({"digest", "kind", "data", "leaf", "proof"})
+MAX_INPUTS: Final = 10_000
 _LEAF_KEYS: Final = frozenset({"appended_at", "digest", "kind", "seq"})
 
 
 def attestation_part(position: int) -> str:
     """Part name of the attestation at ``position`` in the bundle."""
     return f"attestation[{position}]"
+
+
+def input_part(position: int) -> str:
+    """Part name of the carried input at ``position`` in the bundle."""
+    return f"input[{position}]"
 
 
 class BundleError(CheckFailed):
@@ -188,13 +197,31 @@ class LoggedItem:
 
 @dataclass(frozen=True)
 class Bundle:
-    """An object with its attestations, every item proven against one checkpoint."""
+    """An object with its attestations, every item proven against one checkpoint;
+    ``inputs`` (None: not carried) are further logged objects, e.g. what a replay of the
+    subject reads, proven against the same checkpoint."""
 
     subject: LoggedItem
     attestations: tuple[LoggedItem, ...] = ()
+    inputs: tuple[LoggedItem, ...] | None = None
 
     def to_value(self) -> dict[str, Any]:
         """The JSON value of the bundle (see docs/LOG.md, "Bundle format")."""
+        value = self._value()
+        if self.inputs is not None:
+            value["inputs"] = [
+                {
+                    "digest": item.digest,
+                    "kind": item.kind,
+                    "data": _b64encode(item.data),
+                    "leaf": item.leaf.decode("utf-8"),
+                    "proof": item.proof.encode().decode("utf-8"),
+                }
+                for item in self.inputs
+            ]
+        return value
+
+    def _value(self) -> dict[str, Any]:
         return {
             "media_type": MEDIA_TYPE,
             "object": {
@@ -237,22 +264,33 @@ def attestation_objects(store: LedgerReader, digest: str) -> list[StoredObject]:
     return sorted(found.values(), key=lambda o: o.seq)
 
 
-def build_bundle(store: LedgerReader, digest: str) -> tuple[Bundle, tuple[str, ...]]:
-    """The bundle of ``digest`` against the newest checkpoint that covers its entry.
+def build_bundle(
+    store: LedgerReader, digest: str, inputs: Sequence[str] | None = None
+) -> tuple[Bundle, tuple[str, ...]]:
+    """The bundle of ``digest`` against the newest checkpoint that covers its entry (and,
+    with ``inputs``, the entries of those stored objects, carried in log order).
 
     Attestations appended after that checkpoint cannot be proven against it; their
     digests are returned as the second value (left out of the bundle).
-    Raises ``NotFound`` when the object is unknown or no checkpoint covers it.
+    Raises ``NotFound`` when an object is unknown or no checkpoint covers them.
     """
     obj = store.get(digest)
     if obj is None:
         raise NotFound(f"object not found, got {digest}, expected a digest in the ledger")
-    row = latest_checkpoint(store, obj.seq + 1)
+    carried = []
+    for named in dict.fromkeys(inputs or ()):
+        found = store.get(named)
+        if found is None:
+            raise NotFound(f"input not found, got {named}, expected a digest in the ledger")
+        if found.digest != obj.digest:
+            carried.append(found)
+    last = max([obj.seq, *(o.seq for o in carried)])
+    row = latest_checkpoint(store, last + 1)
     if row is None:
         newest = latest_checkpoint(store)
         covered = 0 if newest is None else newest.size
         raise NotFound(
-            f"checkpoint covering entry seq {obj.seq}, got none (the newest covers {covered}"
+            f"checkpoint covering entry seq {last}, got none (the newest covers {covered}"
             " entries), expected one: run `provledger checkpoint` first"
         )
     note = cosigned_note(store, row)
@@ -264,7 +302,14 @@ def build_bundle(store: LedgerReader, digest: str) -> tuple[Bundle, tuple[str, .
             included.append(_logged_item(store, att, row.size, note))
         else:
             omitted.append(att.digest)
-    bundle = Bundle(subject, tuple(included))
+    carried_items = (
+        None
+        if inputs is None
+        else tuple(
+            _logged_item(store, o, row.size, note) for o in sorted(carried, key=lambda o: o.seq)
+        )
+    )
+    bundle = Bundle(subject, tuple(included), carried_items)
     size = len(bundle.encode())
     if size > MAX_BUNDLE_BYTES:
         raise BundleError(
@@ -296,6 +341,9 @@ class VerifiedBundle:
     attestations: tuple[VerifiedItem, ...]
     cosignatures: int = 0  # witness lines in the checkpoint note
     witnesses: QuorumResult | None = None  # set when witness keys were given
+    #: Carried inputs (None: the bundle carries none), and their (kind, bytes).
+    inputs: tuple[VerifiedItem, ...] | None = None
+    input_data: tuple[tuple[str, bytes], ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         def item(v: VerifiedItem) -> dict[str, Any]:
@@ -318,6 +366,7 @@ class VerifiedBundle:
             "attestations": [item(a) for a in self.attestations],
             "cosignatures": self.cosignatures,
             "witnesses": None if self.witnesses is None else self.witnesses.to_json(),
+            "inputs": None if self.inputs is None else [item(i) for i in self.inputs],
         }
 
 
@@ -350,9 +399,12 @@ def decode_bundle(data: bytes) -> Bundle:
     except LedgerError as exc:
         raise BundleError(PART_BUNDLE, str(exc)) from None
     top = value if isinstance(value, dict) else None
-    if top is None or set(top) != _BUNDLE_KEYS:
+    if top is None or set(top) not in (_BUNDLE_KEYS, _BUNDLE_KEYS_WITH_INPUTS):
         got = sorted(top) if top is not None else type(value).__name__
-        raise BundleError(PART_BUNDLE, f"members, got {got}, expected {sorted(_BUNDLE_KEYS)}")
+        raise BundleError(
+            PART_BUNDLE,
+            f"members, got {got}, expected {sorted(_BUNDLE_KEYS)} (and optionally inputs)",
+        )
     if top["media_type"] != MEDIA_TYPE:
         raise BundleError(
             PART_BUNDLE, f"media_type, got {top['media_type']!r}, expected {MEDIA_TYPE}"
@@ -372,14 +424,37 @@ def decode_bundle(data: bytes) -> Bundle:
                 att["digest"], ATTESTATION_KIND, att["data"], att["leaf"], att["proof"], position
             )
         )
-    return Bundle(subject, tuple(attestations))
+    inputs = None
+    if "inputs" in top:
+        raw_inputs = top["inputs"]
+        if not isinstance(raw_inputs, list) or len(raw_inputs) > MAX_INPUTS:
+            raise BundleError(
+                PART_BUNDLE, f"inputs, got no array of at most {MAX_INPUTS}, expected one"
+            )
+        inputs = []
+        for position, raw in enumerate(raw_inputs):
+            item = _fields(raw, _INPUT_KEYS, input_part(position), "input")
+            inputs.append(
+                _decode_item(
+                    item["digest"], item["kind"], item["data"], item["leaf"], item["proof"],
+                    position, input_part(position),
+                )
+            )  # fmt: skip
+    return Bundle(subject, tuple(attestations), None if inputs is None else tuple(inputs))
 
 
 def _decode_item(
-    digest: str, kind: str, data: str, leaf: str, proof: str, position: int | None
+    digest: str,
+    kind: str,
+    data: str,
+    leaf: str,
+    proof: str,
+    position: int | None,
+    part: str | None = None,
 ) -> LoggedItem:
-    object_part = PART_OBJECT if position is None else attestation_part(position)
-    proof_part = PART_PROOF if position is None else attestation_part(position)
+    named = part if part is not None else None if position is None else attestation_part(position)
+    object_part = PART_OBJECT if named is None else named
+    proof_part = PART_PROOF if named is None else named
     raw = _strict_b64decode(data)
     if raw is None:
         raise BundleError(object_part, "data, got malformed base64, expected canonical base64")
@@ -569,6 +644,37 @@ def verify_bundle(
             raise BundleError(part, f"index, got {att_seq}, expected > {previous} (log order)")
         previous = att_seq
         attestations.append(VerifiedItem(item.digest, item.kind, att_seq, att_at))
+    inputs = None if bundle.inputs is None else _check_inputs(bundle, checkpoint, seq)
     return VerifiedBundle(
-        verified, subject.data, checkpoint, tuple(attestations), len(cosignatures), witnesses
+        verified,
+        subject.data,
+        checkpoint,
+        tuple(attestations),
+        len(cosignatures),
+        witnesses,
+        inputs,
+        tuple((i.kind, i.data) for i in bundle.inputs or ()),
     )
+
+
+def _check_inputs(
+    bundle: Bundle, checkpoint: Checkpoint, subject_seq: int
+) -> tuple[VerifiedItem, ...]:
+    """Each carried input: the object, its entry record and its inclusion, against the
+    subject's checkpoint; in strictly increasing log order, never the subject itself."""
+    out: list[VerifiedItem] = []
+    previous = -1
+    for position, item in enumerate(bundle.inputs or ()):
+        part = input_part(position)
+        if item.proof.checkpoint != bundle.subject.proof.checkpoint:
+            raise BundleError(part, "checkpoint, got another note, expected the object's")
+        _check_object(item, part)
+        seq, appended_at = _check_leaf(item, part)
+        _check_inclusion(item, seq, checkpoint, part, part)
+        if seq <= previous or seq == subject_seq:
+            raise BundleError(
+                part, f"index, got {seq}, expected > {previous} and not the object's (log order)"
+            )
+        previous = seq
+        out.append(VerifiedItem(item.digest, item.kind, seq, appended_at))
+    return tuple(out)
