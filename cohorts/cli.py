@@ -262,6 +262,94 @@ def bind_cmd(
     )
 
 
+@cohort_app.command("draft-successor")
+def draft_successor_cmd(
+    burned_id: Annotated[
+        str, typer.Argument(metavar="BURNED_ID", help="The burned cohort's id in the ledger.")
+    ],
+    out: Annotated[
+        Path, typer.Option("-o", "--out", help="Folder to write cohort.json and evaluators/ to.")
+    ],
+    successor_id: Annotated[str, typer.Option("--id", help="The successor cohort's id.")],
+    plan_version: Annotated[
+        str, typer.Option("--plan-version", help="EvaluatorPlan version of the new plans.")
+    ] = "0.4",
+    removed: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--removed",
+            metavar="TASK=SUBSTRING",
+            help="A removed-line substring a task's v0.4 plan requires (repeatable).",
+        ),
+    ] = None,
+    drop: Annotated[
+        list[str] | None, typer.Option("--drop", metavar="TASK", help="Leave a task out.")
+    ] = None,
+    drop_banned: Annotated[
+        bool, typer.Option("--drop-banned", help="Leave out every task the burn bans.")
+    ] = False,
+    title: Annotated[str | None, typer.Option("--title", help="The successor's title.")] = None,
+    db: DbOption = Path("ledger.db"),
+    json_out: JsonOption = False,
+) -> None:
+    """Draft a successor of a burned cohort: files to review before `cohort freeze`.
+
+    Carries every task over (same id, WorkUnit, source) with a plan drafted at
+    --plan-version from its burned plan (checks kept; v0.2 exact lines become
+    substrings; v0.4 needs --removed per task); a task the burn bans from held-out use
+    is never held_out (pilot). Writes OUT/cohort.json (stage collecting) and
+    OUT/evaluators/*.json; the ledger is only read. Then: append the plans, `cohort
+    freeze OUT/cohort.json`, calibrate, `cohort bind` with the printed --plan options.
+    """
+    from cohorts.successor_draft import draft_successor
+    from ledger.files import write_output
+    from ledger.store.backends import open_store
+
+    by_task: dict[str, list[str]] = {}
+    for item in removed or ():
+        task, sep, text = item.partition("=")
+        if not sep or not task or not text:
+            from cohorts.errors import CohortInputError
+
+            raise CohortInputError(f"--removed, got {item!r}, expected TASK=SUBSTRING")
+        by_task.setdefault(task, []).append(text)
+    with open_store(db, readonly=True) as store:
+        draft = draft_successor(
+            store,
+            burned_id,
+            successor_id,
+            version=plan_version,
+            title=title,
+            removed=by_task,
+            drop=drop or (),
+            drop_banned=drop_banned,
+        )
+    import json
+
+    def pretty(value: object) -> bytes:
+        return (json.dumps(value, indent=2, ensure_ascii=False, sort_keys=True) + "\n").encode()
+
+    for rel, plan in sorted(draft.plans.items()):
+        (out / rel).parent.mkdir(parents=True, exist_ok=True)
+        write_output(out / rel, pretty(plan), "--out")
+    write_output(out / "cohort.json", pretty(draft.cohort), "--out")
+    if json_out:
+        emit_json({"out": str(out), **draft.to_json()})
+        return
+    carried = [t for t in draft.tasks if t.carried]
+    lines = [
+        f"wrote {out}: cohort.json (stage collecting, {len(carried)} task(s)), evaluators/"
+        f" ({len(draft.plans)} plan(s) v{plan_version}): review them before freezing",
+        f"successor {draft.cohort['id']} of {burned_id}"
+        f" (definition {draft.predecessor_digest or 'not recorded'})",
+    ]
+    lines += [f"  {t.task}: {t.note}" for t in draft.tasks]
+    lines.append("then bind with:")
+    lines += [f"  --plan {t.task}={t.plan_id}@{t.plan_version}" for t in carried]
+    lines.append(f"definition digest once frozen {draft.definition_digest}")
+    plain_lines(lines)
+
+
 @cohort_app.command("record-outcome")
 def record_outcome_cmd(
     cohort_id: Annotated[str, typer.Argument(metavar="ID", help="Frozen cohort id in the ledger.")],

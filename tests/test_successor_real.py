@@ -1,10 +1,13 @@
-"""A successor of the real, burned first-five binds end to end through the installed CLI.
+"""A successor of the real, burned first-five, drafted and bound end to end through the
+installed CLI.
 
 The ledger is built once per module with ``.venv/bin/provledger`` (subprocesses):
-import the corpus, write the successor with ``scripts/make_successor.py``, append its
-WorkUnit and plans, freeze it, register a verifier, ``calibrate --record``, bind. The
-refusals (no calibration; the observed Task 001 carried as held-out evidence) write
-nothing, so their order against the other tests does not matter.
+import the corpus, ``cohort draft-successor`` (every task carried over, the observed
+Task 001 kept out of held-out use, v0.4 plans drafted from the burned v0.2 ones),
+append the plans, freeze, register a verifier, ``calibrate --record``, bind. The
+refusals (no calibration; the observed Task 001 presented as held-out evidence; drafts
+the command must refuse) write nothing, so their order against the other tests does
+not matter.
 """
 
 from __future__ import annotations
@@ -20,18 +23,32 @@ from typing import Any
 import pytest
 from cohort_corpus import CORPUS
 
-ROOT = Path(__file__).resolve().parents[1]
 EXE = Path(sys.executable).with_name("provledger")
-SCRIPT = ROOT / "scripts" / "make_successor.py"
 PREDECESSOR = "benchmark/phase-b2-first-five"
 SUCCESSOR = "provledger/phase-b2-first-five-successor-v0.4"
 OBSERVED = "benchmark/phase-b2/001-cohort-path-boundary"
 CARRIED = (
+    OBSERVED,
     "benchmark/phase-b2/002-frozen-definition-digest-test",
     "benchmark/phase-b2/003-definition-json-command",
     "benchmark/phase-b2/004-safe-cohort-loader-refactor",
     "benchmark/phase-b2/005-first-five-freeze-checklist",
 )
+#: Removed-line substrings for the v0.4 drafts (docs/WALKTHROUGH.md says what backs each).
+REMOVED = (
+    f"{OBSERVED}=(ROOT / args.cohort).resolve()",
+    "benchmark/phase-b2/002-frozen-definition-digest-test=def self_test(",
+    "benchmark/phase-b2/003-definition-json-command=definition-digest",
+    "benchmark/phase-b2/004-safe-cohort-loader-refactor=(ROOT / args.cohort).resolve()",
+    "benchmark/phase-b2/005-first-five-freeze-checklist=## ",
+)
+
+
+def draft_args(out: str, *extra: str) -> list[str]:
+    args = ["cohort", "draft-successor", PREDECESSOR, "-o", out, "--id", SUCCESSOR]
+    for item in REMOVED:
+        args += ["--removed", item]
+    return [*args, *extra]
 
 
 def plan_args(tasks: tuple[str, ...]) -> list[str]:
@@ -50,12 +67,8 @@ class Bound:
     def run(self, *args: str) -> subprocess.CompletedProcess[str]:
         env = {**os.environ, "PROVLEDGER_NO_PROGRESS": "1"}
         env.pop("PROVLEDGER_DB", None)
-        if args[0] == "make_successor":
-            argv = [sys.executable, str(SCRIPT), *args[1:]]
-        else:
-            argv = [str(EXE), *args]
         return subprocess.run(
-            argv,
+            [str(EXE), *args],
             cwd=self.work,
             env=env,
             capture_output=True,
@@ -87,7 +100,7 @@ def bound(tmp_path_factory: pytest.TempPathFactory) -> Bound:
     led = Bound(work, ("", ""), "")
     led.ok("init")
     led.ok("import", "idkmesh", str(CORPUS))
-    led.ok("make_successor", str(CORPUS), "successor")
+    led.ok(*draft_args("successor"))
     files = sorted(str(p.relative_to(work)) for p in (work / "successor").rglob("*.json"))
     files.remove("successor/cohort.json")
     led.ok("append", *files)
@@ -125,16 +138,23 @@ def bound(tmp_path_factory: pytest.TempPathFactory) -> Bound:
     return Bound(work, calibrations, binding)
 
 
-def test_successor_carries_all_but_the_observed_task(bound: Bound) -> None:
+def test_draft_carries_every_task_and_keeps_the_observed_one_out_of_held_out(
+    bound: Bound,
+) -> None:
     cohort = json.loads((bound.work / "successor" / "cohort.json").read_text("utf-8"))
-    ids = [t["id"] for t in cohort["tasks"]]
-    assert OBSERVED not in ids
-    assert [i for i in ids if i.startswith("benchmark/phase-b2/")] == list(CARRIED)
-    assert len(ids) == 5 and {t["split"] for t in cohort["tasks"]} == {"pilot"}
+    assert [t["id"] for t in cohort["tasks"]] == list(CARRIED)
+    assert {t["split"] for t in cohort["tasks"]} == {"pilot"}
+    assert cohort["stage"] == "collecting" and "definition_digest" not in cohort
+    claim = cohort["extensions"]["org.idkmesh.phase_b2"]["predecessor_burned_definition_digest"]
+    assert claim.startswith("sha256:4fdec8a2")
     for task in cohort["tasks"]:
+        assert task["evidence"] == {"attempts": [], "status": "pending"}
         plan = json.loads((bound.work / "successor" / task["evaluator"]["plan_path"]).read_text())
         assert plan["schema_version"] == "0.4"
+        assert plan["verifier"]["adapter_version"] == "0.3.0"
         assert plan["binding"]["work_unit_digest"] == task["work_unit"]["digest"]
+        assert plan["backend"]["required_removed_substrings"]
+        assert "required_added_text" not in plan["backend"]
 
 
 def test_binding_is_stored_attested_and_audits_are_clean(bound: Bound) -> None:
@@ -167,22 +187,60 @@ def test_bind_without_calibration_is_refused(bound: Bound) -> None:
     assert bound.bindings_of(SUCCESSOR) == [bound.binding]  # nothing written
 
 
-def test_bind_carrying_the_observed_task_is_refused(bound: Bound) -> None:
-    bound.ok("make_successor", str(CORPUS), "banned", "--carry-banned")
-    plan = "banned/evaluators/001-cohort-path-boundary.evaluator-plan.json"
-    bound.ok("append", plan)
-    bound.ok("cohort", "freeze", "banned/cohort.json")
+def test_bind_presenting_the_observed_task_as_held_out_is_refused(bound: Bound) -> None:
+    """A hand-edited draft that puts Task 001 back into held-out use: gate.held_out."""
+    cohort = json.loads((bound.work / "successor" / "cohort.json").read_text("utf-8"))
+    cohort["id"] = f"{SUCCESSOR}-held-out"
+    next(t for t in cohort["tasks"] if t["id"] == OBSERVED)["split"] = "held_out"
+    (bound.work / "held-out.json").write_text(json.dumps(cohort), "utf-8")
+    bound.ok("cohort", "freeze", "held-out.json")
     done = bound.run(
         "cohort",
         "bind",
-        "banned/cohort.json",
+        "held-out.json",
         "--predecessor",
         PREDECESSOR,
-        *plan_args((OBSERVED, *CARRIED)),
+        *plan_args(CARRIED),
         *("--calibration", bound.calibrations[0], "--calibration", bound.calibrations[1]),
     )
     assert done.returncode == 4, done.stderr
     output = done.stdout + done.stderr
     assert f"gate.held_out [{OBSERVED}]" in output
     assert "got 1 failed item(s)" in output  # refused for that reason alone
-    assert bound.bindings_of(f"{SUCCESSOR}-carrying-observed") == []
+    assert bound.bindings_of(f"{SUCCESSOR}-held-out") == []
+
+
+@pytest.mark.parametrize(
+    ("args", "code", "said"),
+    [
+        (["--drop-banned"], 0, None),
+        (["--plan-version", "0.2"], 3, "expected one newer than its 0.2"),
+        (["--drop", "benchmark/phase-b2/999-none"], 3, "expected tasks of"),
+    ],
+)
+def test_draft_options_and_refusals(
+    bound: Bound, args: list[str], code: int, said: str | None
+) -> None:
+    entries = bound.json("stats")["entries"]
+    argv = draft_args("draft", *args)
+    if "--plan-version" in args:  # v0.2 takes no removed-line substrings
+        argv = ["cohort", "draft-successor", PREDECESSOR, "-o", "draft", "--id", SUCCESSOR, *args]
+    done = bound.run(*argv)
+    assert done.returncode == code, done.stderr
+    if said is not None:
+        assert said in done.stderr and done.stderr.count("\n") == 1
+    else:
+        drafted = json.loads((bound.work / "draft" / "cohort.json").read_text("utf-8"))
+        assert [t["id"] for t in drafted["tasks"]] == list(CARRIED[1:])
+    assert bound.json("stats")["entries"] == entries  # drafting only reads the ledger
+
+
+def test_draft_needs_removed_substrings_and_a_burned_cohort(bound: Bound) -> None:
+    bare = bound.run("cohort", "draft-successor", PREDECESSOR, "-o", "d2", "--id", "x/y-z")
+    assert bare.returncode == 3
+    assert "got 5 task(s) whose plan cannot be drafted" in bare.stderr
+    assert all(task in bare.stderr for task in CARRIED)
+    frozen = bound.run(
+        "cohort", "draft-successor", "benchmark/phase-b2-successor-five", "-o", "d3", "--id", "x/y"
+    )
+    assert frozen.returncode == 4 and "expected a burned cohort" in frozen.stderr

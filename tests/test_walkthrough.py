@@ -1,9 +1,10 @@
 """docs/WALKTHROUGH.md is executable: every ``console`` block runs with the installed
 ``provledger`` on the real corpus, and the lines it shows must appear, in order.
 
-Block grammar: ``$ provledger ARGS`` runs a command and ``$ python $SCRIPTS/NAME ARGS``
-one of the repository's scripts (``$IDKMESH``/``$FIXTURES``/``$SCRIPTS`` and captured
-``$NAME``s expanded, an argument holding ``*`` globbed in the working directory); the
+Block grammar: ``$ provledger ARGS`` runs a command, and nothing else may (the whole
+lineage, burn to replay, uses ``provledger`` commands only; ``$IDKMESH``/``$FIXTURES``/
+``$EXAMPLES`` and captured ``$NAME``s expanded, an argument holding ``*`` globbed in the
+working directory); the
 lines after it are expected output (stdout and stderr together), ``<...>`` matching
 any text within a line, ``<$NAME>`` a word captured for later commands, and ``...``
 standing for lines left out; ``[exit N]`` is the expected exit code (0 when absent).
@@ -38,7 +39,8 @@ def steps(text: str) -> list[Step]:
     out: list[Step] = []
     for block in re.findall(r"```console\n(.*?)```", text, flags=re.S):
         for line in block.splitlines():
-            if line.startswith(("$ provledger", "$ python")):
+            if line.startswith("$ "):
+                assert line.startswith("$ provledger "), f"not a provledger command: {line}"
                 out.append(Step(line[2:]))
             elif (m := re.fullmatch(r"\[exit (\d+)\]", line)) is not None:
                 out[-1].exit_code = int(m.group(1))
@@ -113,6 +115,7 @@ def test_walkthrough_runs_as_written(corpus: Path, tmp_path: Path) -> None:
         **os.environ,
         "IDKMESH": str(corpus),
         "FIXTURES": str(ROOT / "verifiers" / "fixtures"),
+        "EXAMPLES": str(ROOT / "examples"),
         "PROVLEDGER_NO_PROGRESS": "1",
         "COLUMNS": "80",
     }
@@ -120,15 +123,14 @@ def test_walkthrough_runs_as_written(corpus: Path, tmp_path: Path) -> None:
     values = {
         "IDKMESH": env["IDKMESH"],
         "FIXTURES": env["FIXTURES"],
-        "SCRIPTS": str(ROOT / "scripts"),
+        "EXAMPLES": env["EXAMPLES"],
     }
     plan = steps(DOC.read_text("utf-8"))
     assert len(plan) >= 15
     for step in plan:
         args = expand(step.command, values, tmp_path)
-        program = [str(EXE)] if args[0] == "provledger" else [sys.executable]
         done = subprocess.run(
-            [*program, *args[1:]],
+            [str(EXE), *args[1:]],
             cwd=tmp_path,
             env=env,
             capture_output=True,

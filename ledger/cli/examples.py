@@ -64,6 +64,10 @@ EXAMPLES: dict[str, str] = {
         "provledger cohort bind toy-v2 --predecessor toy-v1 --plan TASK=PLAN_ID@0.4"
         " --calibration sha256:6a013660"
     ),
+    "cohort draft-successor": (
+        "provledger cohort draft-successor benchmark/phase-b2-first-five -o successor"
+        " --id team/first-five-successor --removed 'TASK=old line text'"
+    ),
     "cohort record-outcome": (
         "provledger cohort record-outcome example/toy-v2 --task example/toy/002-division-test"
         " --result sha256:00a59f32"
