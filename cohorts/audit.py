@@ -26,7 +26,12 @@ from cohorts.burn import (
     excluded_tasks,
     never_again_tasks,
 )
-from cohorts.definition import DefinitionDigests, definition_digests, recorded_definition_digest
+from cohorts.definition import (
+    DefinitionDigests,
+    definition_digests,
+    definition_names,
+    recorded_definition_digest,
+)
 from cohorts.errors import AuditFailed, CohortInputError, DefinitionError
 from cohorts.findings import CohortFinding, error, errors, problems, sort_key, warning
 from cohorts.lifecycle import (
@@ -701,25 +706,14 @@ class _Known:
     names: frozenset[str]  # recorded + recomputed definition digests
 
 
-def _names(cohort: Mapping[str, object]) -> frozenset[str]:
-    names: set[str] = set()
-    recorded = recorded_definition_digest(cohort)
-    if recorded:
-        names.add(recorded)
-    try:
-        digests = definition_digests(cohort)
-        names |= {digests.legacy, digests.jcs}
-    except DefinitionError:
-        pass
-    return frozenset(names)
-
-
 def _known_cohorts(lookup: CohortLookup, own_id: object) -> list[_Known]:
     latest: dict[object, StoredDoc] = {}
     for doc in lookup.of_kind(BENCHMARK_COHORT):
         latest[json_key(doc.value.get("id"))] = doc
     return [
-        _Known(doc, _names(doc.value)) for cid, doc in latest.items() if cid != json_key(own_id)
+        _Known(doc, definition_names(doc.value))
+        for cid, doc in latest.items()
+        if cid != json_key(own_id)
     ]
 
 
@@ -737,7 +731,7 @@ class _Lineage:
     def of(cls, cohort: Cohort, lookup: CohortLookup) -> _Lineage:
         return cls(
             cohort,
-            _names(cohort.value),
+            definition_names(cohort.value),
             tuple(_known_cohorts(lookup, cohort.id)),
             tuple(lookup.of_kind(COHORT_BINDING)),
             tuple(n for n in lookup.of_kind(BURN_NOTICE) if n.value.get("cohort_id") == cohort.id),

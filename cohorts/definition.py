@@ -186,3 +186,18 @@ def recorded_definition_digest(cohort: Mapping[str, object]) -> str | None:
     """The ``definition_digest`` the document records, if it records a string."""
     value = cohort.get("definition_digest")
     return value if isinstance(value, str) else None
+
+
+def definition_names(cohort: Mapping[str, object]) -> frozenset[str]:
+    """Every digest that names this definition: the recorded one and both recomputed
+    (empty of the recomputed ones when a projected member is missing)."""
+    names: set[str] = set()
+    recorded = recorded_definition_digest(cohort)
+    if recorded:
+        names.add(recorded)
+    try:
+        digests = definition_digests(cohort)
+        names |= {digests.legacy, digests.jcs}
+    except DefinitionError:
+        pass
+    return frozenset(names)

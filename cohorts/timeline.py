@@ -31,7 +31,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from cohorts.definition import definition_digests, recorded_definition_digest
+from cohorts.definition import definition_names
 from cohorts.lookup import BENCHMARK_COHORT, COHORT_BINDING, Resolution
 from cohorts.standing import StandingLookup
 from cohorts.upstream import predecessor_claims
@@ -119,14 +119,7 @@ class Preregistration:
             "result": None if self.result is None else self.result.to_json(),
             "records": [r.to_json() for r in self.records],
             "checkpoint": None if self.checkpoint is None else self.checkpoint.to_json(),
-            "imported": None
-            if self.imported is None
-            else {
-                "marker_digest": self.imported.marker_digest,
-                "marker_seq": self.imported.marker_seq,
-                "source": self.imported.source,
-                "root": self.imported.root,
-            },
+            "imported": None if self.imported is None else self.imported.to_json(),
         }
 
     def lines(self) -> list[str]:
@@ -156,14 +149,7 @@ class Recorded:
             "seq": self.seq,
             "since": self.since,
             "checkpoint": None if self.checkpoint is None else self.checkpoint.to_json(),
-            "imported": None
-            if self.imported is None
-            else {
-                "marker_digest": self.imported.marker_digest,
-                "marker_seq": self.imported.marker_seq,
-                "source": self.imported.source,
-                "root": self.imported.root,
-            },
+            "imported": None if self.imported is None else self.imported.to_json(),
         }
 
     def lines(self) -> list[str]:
@@ -183,22 +169,6 @@ class Recorded:
             else "no signed checkpoint covers it yet (run `provledger checkpoint`)"
         )
         return out
-
-
-def _names(cohort: Mapping[str, object]) -> frozenset[str]:
-    """Recorded and recomputed definition digests of ``cohort`` (empty when unreadable)."""
-    from ledger.errors import LedgerError
-
-    names: set[str] = set()
-    recorded = recorded_definition_digest(cohort)
-    if recorded:
-        names.add(recorded)
-    try:
-        digests = definition_digests(cohort)
-        names |= {digests.legacy, digests.jcs}
-    except LedgerError:
-        pass
-    return frozenset(names)
 
 
 class Timeline:
@@ -257,7 +227,11 @@ class Timeline:
         out = []
         for obj in self.reader.by_id(cohort_id, kind=BENCHMARK_COHORT):
             doc = self.standing.raw.doc(obj)
-            if doc is not None and doc.value.get("stage") in FIXED and _names(doc.value) & names:
+            if (
+                doc is not None
+                and doc.value.get("stage") in FIXED
+                and definition_names(doc.value) & names
+            ):
                 out.append(obj)
         return out
 
@@ -331,7 +305,7 @@ class Timeline:
         seq = result.seq
         assert seq is not None
         cohort_id = as_str(cohort.get("id")) or ""
-        names = _names(cohort)
+        names = definition_names(cohort)
         records: list[Position] = []
         late: list[str] = []
         frozen = self._first("cohort frozen", self._fixed_records(cohort_id, names), seq)

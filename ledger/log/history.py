@@ -66,6 +66,14 @@ class HistoryMark:
     source: str
     root: str
 
+    def to_json(self) -> dict[str, object]:
+        return {
+            "marker_digest": self.marker_digest,
+            "marker_seq": self.marker_seq,
+            "source": self.source,
+            "root": self.root,
+        }
+
 
 class ImportedHistory:
     """Which stored objects some earlier ``history-import`` record names (read once)."""
