@@ -18,6 +18,7 @@ import pytest
 from toy_lineage import PLAIN, TASK, TOY, Toy, plain_cohort, with_attempt
 
 from cohorts.timeline import Timeline
+from ledger.cli import app
 from ledger.log.history import ImportedHistory
 from ledger.store.prepared import prepare_value
 from ledger.store.sqlite import open_store
@@ -31,10 +32,24 @@ def roles(judged: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return {r["role"]: r for r in judged["records"]}
 
 
+def _meta(toy: Toy, key: str) -> str:
+    import sqlite3
+
+    with sqlite3.connect(toy.db) as conn:
+        (value,) = conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+    return str(value)
+
+
 def test_outcome_after_the_freeze_is_pre_registered(tmp_path: Path) -> None:
     toy = Toy(tmp_path).base()
     toy.freeze(plain_cohort())
-    toy.cli("checkpoint")
+    # A witness cosigns the checkpoint signed between the freeze and the result: its
+    # timestamp bounds how late the freeze was recorded.
+    state = str(tmp_path / "w1.json")
+    log_key = _meta(toy, "log_verifier_key")
+    toy.runner.invoke(app, ["witness", "init", "w.example/w1", "--state", state,
+                            "--log-key", log_key])  # fmt: skip
+    toy.cli("checkpoint", "--witness", state)
     digest, _ = toy.run()
     toy.cli("cohort", "record-outcome", PLAIN, "--task", TASK, "--result", digest,
             "--signature", "solo-baseline-v1")  # fmt: skip
@@ -50,9 +65,13 @@ def test_outcome_after_the_freeze_is_pre_registered(tmp_path: Path) -> None:
     # The first checkpoint covering the freeze was signed before the result existed.
     assert found["cohort frozen"]["since"] < judged["checkpoint"]["size"] <= result_seq
     assert judged["checkpoint"]["log_signature"] == "verified"
+    (cosigned,) = judged["checkpoint"]["cosignatures"]
+    assert cosigned["witness"].startswith("w.example/w1+")
+    assert cosigned["time"].endswith("Z") and cosigned["timestamp"] > 1_700_000_000
     text = toy.exe("cohort", "audit", PLAIN)
     assert "1 pre-registered, 0 not pre-registered" in text
     assert f"{TASK} / attempt-001: pre-registered" in text
+    assert "cosigned by w.example/w1+" in text
     toy.cli("checkpoint")
     prov = toy.exe_json("provenance", digest)
     assert prov["ok"] is True
