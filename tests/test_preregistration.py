@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from toy_lineage import PLAIN, TASK, TOY, Toy, plain_cohort, with_attempt
+from toy_lineage import PLAIN, PLAN, TASK, TOY, Toy, plain_cohort, with_attempt
 
 from cohorts.timeline import Timeline
 from ledger.cli import app
@@ -102,6 +102,31 @@ def test_outcome_recorded_before_the_freeze_is_not_pre_registered(tmp_path: Path
     toy.exe("cohort", "record-outcome", PLAIN, "--task", TASK, "--result", digest,
             "--signature", "paired-attempts-v1", "--attempt", "attempt-002", code=4)  # fmt: skip
     assert toy.cli_json("stats")["entries"] == before
+
+
+def test_outcome_recorded_before_its_plan_is_not_pre_registered(tmp_path: Path) -> None:
+    """A result appended by hand before the plan it names: the plan came too late."""
+    source = Toy(tmp_path / "source")
+    source.work.mkdir()
+    source.base()
+    digest, result = source.run()
+    toy = Toy(tmp_path / "target")
+    toy.work.mkdir()
+    toy.cli("init")
+    plans = [p for p in sorted((TOY / "evaluators").glob("*.json")) if p != PLAN]
+    toy.cli("append", *map(str, sorted((TOY / "work-units").glob("*.json"))), *map(str, plans))
+    manifest = source.cli_json("show", "--raw", result["provenance"]["result_manifest_digest"])
+    toy.cli("append", str(toy.write("m.json", manifest)))
+    toy.cli("append", str(toy.write("r.json", json.loads(source.cli("show", "--raw", digest)))))
+    toy.cli("append", str(PLAN))
+    toy.freeze(with_attempt(plain_cohort(), result, digest))
+    report = toy.exe_json("cohort", "audit", PLAIN, code=1)
+    (judged,) = report["preregistration"]
+    assert judged["status"] == "not_pre_registered"
+    found = roles(judged)
+    assert found["plan"]["before_result"] is False
+    assert found["plan"]["seq"] > judged["result"]["seq"]
+    assert "the EvaluatorPlan it was judged under" in judged["reason"]
 
 
 def test_successor_outcome_before_its_binding_is_not_pre_registered(tmp_path: Path) -> None:

@@ -295,3 +295,75 @@ def test_memory_inputs_find_documents_by_either_digest() -> None:
     assert inputs.find(sha256_digest(raw)) == inputs.find(legacy_digest(value))
     assert inputs.find(sha256_digest(b"x")) is not None
     assert inputs.find("sha256:" + "0" * 64) is None
+
+
+def test_upstream_results_name_exactly_what_is_missing(corpus: Path, tmp_path: Path) -> None:
+    """On the real corpus no stored result can be re-judged, and each replay names the
+    inputs the corpus does not hold, by role, locator and digest."""
+    toy = Toy(tmp_path)
+    toy.cli("init")
+    toy.cli("import", "idkmesh", str(corpus))
+    toy.cli("checkpoint")
+    found: dict[str, list[str]] = {}
+    for entry in toy.cli_json("log", "--kind", "verification-result"):
+        report = toy.exe_json("provenance", entry["digest"], "--replay", code=1)
+        assert report["replay"]["status"] == "cannot_replay"
+        found[entry["digest"]] = report["replay"]["missing"]
+    successor_five = "sha256:05cde97b8ce33868c602f05db053e2156c716394a2d1fc2fc0b76c48558cc1fa"
+    assert found[successor_five] == [
+        "candidate candidate-patch (candidate.patch)"
+        " sha256:d20c895d09e2f9521d8c1451cae29f9f859479f2f3401d81ba8b839ec87769eb",
+        "log stdout (stdout.txt)"
+        " sha256:445436e0da35f30d64d60b250208c49422bc280ec795253df8e3684d59f2282c",
+        "log stderr (stderr.txt)"
+        " sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
+    ]
+    plan = "evaluator plan sha256:" + "6" * 64
+    assert len(found) == 3
+    assert all(plan in missing for digest, missing in found.items() if digest != successor_five)
+
+
+def test_hostile_locators_never_leave_the_replay_root(tmp_path: Path) -> None:
+    """Locators that escape, or that a file system cannot hold together, are not
+    written; the replay still ends in a report (the verifier sees them missing)."""
+    from ledger.encoding.canonical import canonicalize
+    from ledger.encoding.digest import sha256_digest
+    from ledger.schema.validation import validate
+
+    toy = Toy(tmp_path).base()
+    digest, result = toy.run()
+    from cohorts.rejudge import StoreInputs
+    from ledger.store.sqlite import open_store
+
+    with open_store(toy.db, readonly=True) as store:
+        inputs = StoreInputs(store)
+        manifest_digest = result["provenance"]["result_manifest_digest"]
+        found = inputs.find(manifest_digest)
+        assert found is not None
+        manifest = json.loads(found.data)
+        patch = manifest["produced_artifacts"][0]
+        manifest["produced_artifacts"] += [
+            {**patch, "id": "escape", "locator": "../../outside.patch"},
+            {**patch, "id": "clash", "locator": "candidate.patch/inner"},
+            {**patch, "id": "long", "locator": "x" * 5000},
+        ]
+        changed = canonicalize(manifest)
+        lied = json.loads(json.dumps(result))
+        lied["provenance"]["result_manifest_digest"] = sha256_digest(changed)
+
+        class Hostile:
+            where = "the test"
+
+            def find(self, wanted: str) -> Any:
+                if wanted == sha256_digest(changed):
+                    from verifiers.replay import Input
+
+                    return Input("result-manifest", changed, manifest)
+                return inputs.find(wanted)
+
+        report = replay(canonicalize(lied), Hostile(), validate)
+    assert report.status == "differs"  # the manifest changed, so the verdict's bytes do
+    import tempfile
+
+    assert not (Path(tempfile.gettempdir()) / "outside.patch").exists()
+    assert digest != report.recomputed_digest
