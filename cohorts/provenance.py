@@ -24,6 +24,7 @@ never an exception. JSON shape::
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
@@ -107,8 +108,12 @@ class _Chain:
         self.reader = reader
         self.lookup = StoreLookup(reader)
         self.members: list[str] = []  # ledger digests of chain objects, for inclusion
-        self.timeline = Timeline(reader)
         self.preregistration: list[Preregistration] = []
+
+    @functools.cached_property
+    def timeline(self) -> Timeline:
+        """Made only when a cohort lists the result (it reads markers and checkpoints)."""
+        return Timeline(self.reader)
 
     def object_checks(
         self, what: str, kind: str, digest: object, object_id: object = None, version: object = None
