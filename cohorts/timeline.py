@@ -7,9 +7,9 @@ VerificationResult):
 - the cohort's frozen record: the first record of the cohort's id, at stage frozen or
   burned, with the audited definition, that has standing (``cohorts.standing``);
 - the EvaluatorPlan the result names (``provenance.verifier_config_digest``);
-- for a successor (a cohort that claims a predecessor, or that a binding names as
-  successor): the cohort-binding with standing that names this definition, and every
-  calibration record that binding cites.
+- for a successor (its frozen record claims a predecessor, or a binding with standing
+  named it successor before the outcome): the cohort-binding with standing that names
+  this definition, and every calibration record that binding cites.
 
 Each record counts from the position where it has standing (a governed record from its
 authority attestation). The judgement about an outcome at entry ``R`` reads only entries
@@ -329,8 +329,8 @@ class Timeline:
                 "the EvaluatorPlan it was judged under"
                 + (f" (seq {plan_obj.seq})" if plan_obj is not None else " (not in the ledger)")
             )
-        if predecessor_claims(cohort) or self._bindings(cohort_id, names):
-            binding = self._first("binding", self._bindings(cohort_id, names), seq)
+        binding = self._first("binding", self._bindings(cohort_id, names), seq)
+        if self._claims_predecessor(frozen, cohort) or (binding is not None and binding.in_time):
             records.append(binding or self._missing("binding", f"successor {cohort_id}"))
             if binding is None or not binding.in_time:
                 late.append(
@@ -358,6 +358,14 @@ class Timeline:
         return Preregistration(
             task, attempt, "pre_registered", reason, result, tuple(records), covering
         )
+
+    def _claims_predecessor(self, frozen: Position | None, cohort: Mapping[str, object]) -> bool:
+        """Whether the cohort is a successor by its own claim, read from its frozen record
+        when that came before the outcome (a claim added later cannot change the
+        verdict), else from the audited document."""
+        record = self._get(frozen.digest or "") if frozen is not None and frozen.in_time else None
+        doc = None if record is None else self.standing.raw.doc(record)
+        return bool(predecessor_claims(cohort if doc is None else doc.value))
 
     def _plan(self, digest: str | None) -> StoredObject | None:
         if digest is None:

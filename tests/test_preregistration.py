@@ -218,6 +218,44 @@ def test_a_marker_after_the_outcome_changes_nothing(tmp_path: Path) -> None:
         assert history.marked(digest, store.size()) is not None  # it does name it
 
 
+def test_a_later_binding_does_not_change_an_earlier_verdict(tmp_path: Path) -> None:
+    """A cohort that did not claim a predecessor when it froze is no successor for an
+    outcome recorded before any binding named it: a binding appended later (attested by
+    the authority, as admission requires) leaves the verdict as it was."""
+    toy = Toy(tmp_path).base()
+    toy.freeze(plain_cohort())
+    digest, _ = toy.run()
+    toy.cli("cohort", "record-outcome", PLAIN, "--task", TASK, "--result", digest,
+            "--signature", "solo-baseline-v1")  # fmt: skip
+    before = toy.exe_json("cohort", "audit", PLAIN)
+    assert statuses(before) == ["pre_registered"]
+    from cohorts.definition import definition_digests
+    from ledger.trust.attestation import attest_prepared
+    from ledger.trust.keys import Ed25519Signer
+
+    names = definition_digests(plain_cohort())
+    binding = {
+        "provledger_kind": "cohort-binding", "schema_version": "0.1",
+        "successor_id": PLAIN,
+        "successor_definition_digest": {"legacy": names.legacy, "jcs": names.jcs},
+        "predecessor_id": "example/toy-v1",
+        "predecessor_definition_digest": {"legacy": names.legacy, "jcs": names.jcs},
+        "burn_notice_digest": "sha256:" + "0" * 64, "carried_over": [],
+        "gate": [{"code": "gate.burn_notice"}],
+    }  # fmt: skip
+    signer = Ed25519Signer.from_file(Path(f"{toy.db}.authority.key"))
+    with open_store(toy.db) as store:
+        prepared = prepare_value(binding, "cohort-binding")
+        store.append_many([prepared, attest_prepared(prepared, signer)])
+    # (The hand-made binding cites no stored burn notice: that is the audit's one error.)
+    after = toy.exe_json("cohort", "audit", PLAIN, code=1)
+    assert [f["code"] for f in after["findings"]] == ["relation.binding.burn_notice"]
+    assert statuses(after) == ["pre_registered"]
+    assert [r["role"] for r in after["preregistration"][0]["records"]] == [
+        "cohort frozen", "plan",
+    ]  # fmt: skip
+
+
 def test_the_judgement_reads_only_the_prefix(tmp_path: Path) -> None:
     """With a horizon at the result's entry, everything after it is unseen: the same
     verdict as with the whole ledger (what the browse projection relies on)."""
