@@ -185,6 +185,15 @@ class Timeline:
         self.standing = StandingLookup(reader)
         self.history = ImportedHistory(reader)
         self.checkpoints = Checkpoints(reader)
+        # Per report, every outcome of a cohort asks about the same records: each
+        # record's standing (a signature check) and each id's records are read once.
+        self._since: dict[str, int | None] = {}
+        self._records: dict[tuple[str, str, frozenset[str]], list[StoredObject]] = {}
+
+    def _standing_since(self, obj: StoredObject) -> int | None:
+        if obj.digest not in self._since:
+            self._since[obj.digest] = self.standing.standing_since(obj)
+        return self._since[obj.digest]
 
     def _seen(self, seq: int | None) -> bool:
         return seq is not None and (self.horizon is None or seq < self.horizon)
@@ -198,7 +207,7 @@ class Timeline:
         obj = self._get(digest)
         if obj is None:
             return None
-        since = self.standing.standing_since(obj)
+        since = self._standing_since(obj)
         return Recorded(
             obj.digest,
             obj.seq,
@@ -215,7 +224,7 @@ class Timeline:
         explain the verdict, never to make it."""
         best: Position | None = None
         for obj in objects:
-            since = self.standing.standing_since(obj)
+            since = self._standing_since(obj)
             if since is None or not self._seen(since):
                 continue
             if best is None or best.since is None or since < best.since:
@@ -224,6 +233,12 @@ class Timeline:
 
     def _fixed_records(self, cohort_id: str, names: frozenset[str]) -> list[StoredObject]:
         """Stored records of ``cohort_id`` at a fixed stage with one of ``names``."""
+        key = (BENCHMARK_COHORT, cohort_id, names)
+        if key not in self._records:
+            self._records[key] = self._read_fixed(cohort_id, names)
+        return self._records[key]
+
+    def _read_fixed(self, cohort_id: str, names: frozenset[str]) -> list[StoredObject]:
         out = []
         for obj in self.reader.by_id(cohort_id, kind=BENCHMARK_COHORT):
             doc = self.standing.raw.doc(obj)
@@ -237,6 +252,12 @@ class Timeline:
 
     def _bindings(self, cohort_id: str, names: frozenset[str]) -> list[StoredObject]:
         """Stored cohort-bindings naming ``cohort_id`` with one of ``names`` as successor."""
+        key = (COHORT_BINDING, cohort_id, names)
+        if key not in self._records:
+            self._records[key] = self._read_bindings(cohort_id, names)
+        return self._records[key]
+
+    def _read_bindings(self, cohort_id: str, names: frozenset[str]) -> list[StoredObject]:
         out = []
         for obj in self.reader.by_id(cohort_id, kind=COHORT_BINDING):
             doc = self.standing.raw.doc(obj)
