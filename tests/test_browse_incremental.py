@@ -89,6 +89,9 @@ class Prefix:
     def checkpoint_at(self, size: int) -> CheckpointRow | None:
         return self.inner.checkpoint_at(size) if size <= self.n else None
 
+    def cosignatures(self, size: int) -> list[str]:
+        return self.inner.cosignatures(size) if size <= self.n else []
+
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory: pytest.TempPathFactory) -> BuiltLedger:
