@@ -231,43 +231,18 @@ class Timeline:
                 best = Position(role, obj.digest, obj.seq, since, since < before)
         return best
 
-    def _fixed_records(self, cohort_id: str, names: frozenset[str]) -> list[StoredObject]:
-        """Stored records of ``cohort_id`` at a fixed stage with one of ``names``."""
-        key = (BENCHMARK_COHORT, cohort_id, names)
+    def _records_of(self, kind: str, cohort_id: str, names: frozenset[str]) -> list[StoredObject]:
+        """Stored records of ``kind`` under ``cohort_id`` that fix one of the definitions
+        ``names`` (``_fixes``); read once per report."""
+        key = (kind, cohort_id, names)
         if key not in self._records:
-            self._records[key] = self._read_fixed(cohort_id, names)
+            found = []
+            for obj in self.reader.by_id(cohort_id, kind=kind):
+                doc = self.standing.raw.doc(obj)
+                if doc is not None and _fixes(kind, doc.value, cohort_id, names):
+                    found.append(obj)
+            self._records[key] = found
         return self._records[key]
-
-    def _read_fixed(self, cohort_id: str, names: frozenset[str]) -> list[StoredObject]:
-        out = []
-        for obj in self.reader.by_id(cohort_id, kind=BENCHMARK_COHORT):
-            doc = self.standing.raw.doc(obj)
-            if (
-                doc is not None
-                and doc.value.get("stage") in FIXED
-                and definition_names(doc.value) & names
-            ):
-                out.append(obj)
-        return out
-
-    def _bindings(self, cohort_id: str, names: frozenset[str]) -> list[StoredObject]:
-        """Stored cohort-bindings naming ``cohort_id`` with one of ``names`` as successor."""
-        key = (COHORT_BINDING, cohort_id, names)
-        if key not in self._records:
-            self._records[key] = self._read_bindings(cohort_id, names)
-        return self._records[key]
-
-    def _read_bindings(self, cohort_id: str, names: frozenset[str]) -> list[StoredObject]:
-        out = []
-        for obj in self.reader.by_id(cohort_id, kind=COHORT_BINDING):
-            doc = self.standing.raw.doc(obj)
-            if doc is None or doc.value.get("successor_id") != cohort_id:
-                continue
-            stated = doc.value.get("successor_definition_digest")
-            digests = stated.values() if isinstance(stated, Mapping) else ()
-            if any(d in names for d in digests):
-                out.append(obj)
-        return out
 
     def _missing(self, role: str, what: str) -> Position:
         return Position(role, what, None, None)
@@ -329,7 +304,9 @@ class Timeline:
         names = definition_names(cohort)
         records: list[Position] = []
         late: list[str] = []
-        frozen = self._first("cohort frozen", self._fixed_records(cohort_id, names), seq)
+        frozen = self._first(
+            "cohort frozen", self._records_of(BENCHMARK_COHORT, cohort_id, names), seq
+        )
         records.append(frozen or self._missing("cohort frozen", cohort_id))
         if frozen is None or not frozen.in_time:
             late.append(
@@ -350,7 +327,7 @@ class Timeline:
                 "the EvaluatorPlan it was judged under"
                 + (f" (seq {plan_obj.seq})" if plan_obj is not None else " (not in the ledger)")
             )
-        binding = self._first("binding", self._bindings(cohort_id, names), seq)
+        binding = self._first("binding", self._records_of(COHORT_BINDING, cohort_id, names), seq)
         if self._claims_predecessor(frozen, cohort) or (binding is not None and binding.in_time):
             records.append(binding or self._missing("binding", f"successor {cohort_id}"))
             if binding is None or not binding.in_time:
@@ -414,3 +391,13 @@ class Timeline:
                 f"calibration record {digest}" + ("" if found is None else f" (seq {found.seq})")
             )
         return late
+
+
+def _fixes(kind: str, value: Mapping[str, object], cohort_id: str, names: frozenset[str]) -> bool:
+    """Whether a record fixes the definition ``names`` of ``cohort_id``: a cohort record
+    at a fixed stage with that definition, or a binding naming it as successor."""
+    if kind == BENCHMARK_COHORT:
+        return value.get("stage") in FIXED and bool(definition_names(value) & names)
+    stated = value.get("successor_definition_digest")
+    digests = stated.values() if isinstance(stated, Mapping) else ()
+    return value.get("successor_id") == cohort_id and any(d in names for d in digests)
