@@ -289,7 +289,7 @@ def draft_successor_cmd(
         bool, typer.Option("--drop-banned", help="Leave out every task the burn bans.")
     ] = False,
     title: Annotated[str | None, typer.Option("--title", help="The successor's title.")] = None,
-    db: DbOption = Path("ledger.db"),
+    db: DbOption = DEFAULT_DB,
     json_out: JsonOption = False,
 ) -> None:
     """Draft a successor of a burned cohort: files to review before `cohort freeze`.
