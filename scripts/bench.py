@@ -543,7 +543,10 @@ def bench_size(n: int, args: argparse.Namespace, base: Path) -> dict[str, Any]:
     res["proofs"] = proofs
     res["start_up"] = start_up(db, digest, 3 if args.quick else 11)
     # Last: it adds the reference corpus's cohorts to this ledger, then serves it.
-    res["web"] = web_latency(db, work, 50 if args.quick else REQUESTS, args.seed)
+    try:
+        res["web"] = web_latency(db, work, 50 if args.quick else REQUESTS, args.seed)
+    except (RuntimeError, OSError) as exc:  # a failed server must not lose the run's rows
+        res["web"] = {"error": str(exc)[-2000:]}
     if not args.keep:
         shutil.rmtree(work)
     return res

@@ -401,3 +401,151 @@ def test_locate_is_total(ref: str) -> None:
 
 
 _TOTAL_DB = _objects_db(["sha256:" + "ab" * 32])
+
+
+# --- no address gives a 500 ------------------------------------------------------------
+
+
+def _asgi_status(client: Client, raw_path: bytes, query: bytes = b"") -> int:
+    """The status the served app (``ds.app()``, what ``serve`` hands uvicorn, plugin
+    wrappers included) answers for a GET of exactly these bytes."""
+    app = client.ds.app()
+    scope = {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": "GET",
+        "scheme": "http",
+        "path": urllib.parse.unquote(raw_path.decode("latin-1")),
+        "raw_path": raw_path,
+        "root_path": "",
+        "query_string": query,
+        "headers": [(b"host", b"127.0.0.1")],
+        "client": ("127.0.0.1", 1),
+        "server": ("127.0.0.1", 80),
+    }
+    sent: list[dict[str, Any]] = []
+
+    async def receive() -> dict[str, Any]:
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    asyncio.run(app(scope, receive, send))
+    return int(next(m["status"] for m in sent if m["type"] == "http.response.start"))
+
+
+#: Paths a person pastes or a hostile visitor sends: traversal, escapes that decode to
+#: nothing valid, slashes, HTML, SQL, NUL, huge, and Datasette's own parameters misused.
+HOSTILE_PATHS: tuple[bytes, ...] = (
+    b"/-/object/../../etc/passwd",
+    b"/-/object/%2e%2e%2f%2e%2e%2fetc%2fpasswd",
+    b"/-/object/%",
+    b"/-/object/%ZZ",
+    b"/-/object/%ff%fe",
+    b"/-/object/%C3%28",
+    b"/-/object/a/b/c",
+    b"/-/object//",
+    b"/-/object/sha256:",
+    b"/-/object/sha256:" + b"g" * 64,
+    b"/-/object/sha256:" + b"0" * 65,
+    b"/-/object/SHA256:" + b"A" * 64,
+    b"/-/object/x@",
+    b"/-/object/x@-1",
+    b"/-/object/x@99999999999999999999999999",
+    b"/-/object/%3Cscript%3Ealert(1)%3C%2Fscript%3E",
+    b"/-/object/'%20OR%201=1--",
+    b"/-/object/" + b"a" * 5000,
+    b"/-/object/" + b"%E2%80%AE" * 50,
+    b"/-/cohort/",
+    b"/-/cohort/%",
+    b"/-/cohort/%ff",
+    b"/-/cohort/../../",
+    b"/-/cohort/" + b"x/" * 500,
+    b"/-/provenance/sha256:" + b"0" * 64 + b".json",
+    b"/-/provenance/nothing.json",
+    b"/-/find",
+    b"/browse/objects?_sort=no_such_column",
+    b"/browse/objects?_sort_desc=%22",
+    b"/browse/objects.json?_sort=nope",
+    b"/browse/result_chain?_sort=nope",
+    b"/browse/objects?_size=-1",
+    b"/browse/objects?_size=max",
+    b"/browse/objects?_size=99999999999999999999",
+    b"/browse/objects?_next=%00garbage",
+    b"/browse/objects?_next=zzz",
+    b"/browse/objects?_facet=no_such_column",
+    b"/browse/objects?_sort=seq&_sort_desc=seq",
+    b"/browse/objects?_col=nope&_nocol=digest",
+    b"/browse/objects?_through=notjson",
+    b"/browse/objects?_through=%7B%22table%22:%22x%22,%22column%22:%22y%22,%22value%22:1%7D",
+    b"/browse/objects?_facet_array=text",
+    b"/browse/objects?_facet_date=text",
+    b"/browse/objects?seq__arraycontains=1",
+    b"/browse/objects?seq__date=x",
+    b"/browse/objects?_json=text&_shape=objects",
+    b"/browse/objects?_where=1)%20union%20select",
+    b"/browse/objects?digest__gt=%ff",
+    b"/browse/objects?_search=%22",
+    b"/browse/tasks?_search=%22unbalanced",
+    b"/browse/tasks?_search=*",
+    b"/browse/objects.csv",
+    b"/browse/objects.json?_shape=nonsense",
+    b"/browse/objects.nope",
+    b"/browse/objects/sha256:" + b"0" * 64,
+    b"/browse/objects/%ff.json",
+    b"/browse/no_such_table",
+    b"/browse/cohort_successors?cohort=%27",
+    b"/browse/bound_items",
+    b"/browse?sql=select%20*%20from%20sqlite_master",
+    b"/browse?sql=select%20zeroblob(1000000000)",
+    b"/browse?sql=attach%20database%20'x'%20as%20y",
+    b"/browse?sql=%ff",
+    b"/nodb",
+    b"/-/nothing",
+    b"//",
+    b"/%2f%2f",
+    b"/-/static/../../pyproject.toml",
+    b"/provledger-static/../web.py",
+    b"/-/object/\xff\xfe",
+    b"/-/cohort/\xc3\xa9",
+    b"/-/object/%00",
+    b"/-/find?ref=%00",
+)
+
+
+def test_no_address_gives_a_500(built: BuiltLedger, client: Client) -> None:
+    """A few hundred hostile and generated paths, through the served app: each is
+    answered below 500 (a page, a redirect or a 4xx that says why)."""
+    import random
+
+    with sqlite3.connect(built.browse) as c:
+        digests = [str(r[0]) for r in c.execute("SELECT digest FROM objects ORDER BY seq")]
+        ids = [str(r[0]) for r in c.execute("SELECT cohort_id FROM cohort_audits")]
+    rng = random.Random(29)
+    pieces = [
+        "sha256:", "%", "%2F", "/", "..", "@", "@0", "?", "#", "'", '"', "<", "%25", "%ff",
+        "é", "\u202e", " ", "%20", ";", "\\", "*", "sha256:0", "%00",
+    ]  # fmt: skip
+    generated: list[bytes] = []
+    for _ in range(300):
+        base = rng.choice([*digests, *ids, "", "x"])
+        cut = base[: rng.randrange(len(base) + 1)] if base else base
+        ref = cut + "".join(rng.choice(pieces) for _ in range(rng.randrange(4)))
+        route = rng.choice(["/-/object/", "/-/cohort/", "/-/find?ref=", "/browse/objects/"])
+        encoded = urllib.parse.quote(ref, safe="/:@%?=")
+        generated.append((route + encoded).encode())
+    answered = {}
+    for wire in (*HOSTILE_PATHS, *generated):
+        path, _, query = wire.partition(b"?")
+        answered[wire] = _asgi_status(client, path, query)
+    served = [w for w, s in answered.items() if s >= 500]
+    assert served == [], served
+    assert len(answered) >= 300
+    # The hostile ones are refused or not found, not served as something else.
+    assert answered[b"/-/object/%00"] == 400
+    assert answered[b"/-/object/\xff\xfe"] == 404
+    assert answered[b"/-/object/" + b"a" * 5000] == 404
+    assert answered[b"/browse/objects?_sort=no_such_column"] == 400
+    assert answered[b"/browse/objects?_through=notjson"] == 400

@@ -6,7 +6,8 @@ Registered by ``web.make_app``; never loaded by plain ``datasette`` runs.
 - ``extra_template_vars``: URL and link helpers for every template;
 - ``render_cell``: digests link to their object page, cohort ids to their cohort page,
   key ids to their identities; a result's own status reads as its claim;
-- ``asgi_wrapper``: a request path that is not ASCII gets a 404 that says why.
+- ``asgi_wrapper``: a request path that is not ASCII gets a 404 that says why;
+- ``handle_exception``: a bad table parameter Datasette answers with a 500 gets a 400.
 
 Every value shown comes from the browse database and is escaped by Jinja (or
 ``markupsafe``) before it is placed in HTML.
@@ -14,6 +15,7 @@ Every value shown comes from the browse database and is escaped by Jinja (or
 
 from __future__ import annotations
 
+import urllib.parse
 from collections.abc import Mapping
 from typing import Any
 
@@ -81,13 +83,45 @@ def extra_template_vars() -> dict[str, Any]:
     }
 
 
+#: Datasette 0.65 raises these for a bad table parameter with DatasetteError's default
+#: status, 500; they are the visitor's mistake, not the server's.
+BAD_PARAMETER = ("Cannot sort table by ", "Cannot use _sort and _sort_desc")
+
+
+def bad_parameter(exception: BaseException) -> bool:
+    """Whether ``exception`` is Datasette refusing a table parameter (``BAD_PARAMETER``)."""
+    from datasette.views.base import DatasetteError
+
+    return (
+        isinstance(exception, DatasetteError)
+        and exception.status == 500
+        and str(exception.message).startswith(BAD_PARAMETER)
+    )
+
+
+@hookimpl  # type: ignore[untyped-decorator]
+def handle_exception(datasette: Any, request: Any, exception: Exception) -> Any:
+    """A bad table parameter (``bad_parameter``) is answered 400 with its one line; any
+    other error is left to Datasette's handler (None)."""
+    if not bad_parameter(exception):
+        return None
+    from datasette.utils.asgi import Response
+
+    line = f"Bad request: {exception}"
+    if request.path.endswith(".json"):
+        return Response.json({"ok": False, "error": line, "status": 400}, status=400)
+    return Response.text(line + "\n", status=400)
+
+
 def refusal(scope: Mapping[str, Any]) -> tuple[int, bytes] | None:
     """Why a request is refused before Datasette sees it, or None.
 
     A path that is not ASCII: Datasette's router decodes the raw path as ASCII and would
     fail with an internal error (a browser percent-encodes such bytes). A NUL anywhere in
     the path or query, raw or percent-encoded: SQLite refuses a query parameter holding
-    one with an internal error, and no id, digest or search needs it."""
+    one with an internal error, and no id, digest or search needs it. ``_through``:
+    Datasette fails on one that is not JSON naming a foreign key with an internal error,
+    and no page of ours links one."""
     if scope.get("type") != "http":
         return None
     raw = scope.get("raw_path")
@@ -98,6 +132,9 @@ def refusal(scope: Mapping[str, Any]) -> tuple[int, bytes] | None:
         return 404, b"Not found: the address holds bytes that are not ASCII; percent-encode them"
     if b"\0" in wire or b"%00" in wire:
         return 400, b"Bad request: the address holds a NUL character (%00)"
+    names = urllib.parse.parse_qs(wire.partition(b"?")[2].decode("latin-1"), True)
+    if "_through" in names:
+        return 400, b"Bad request: _through is not offered by this server"
     return None
 
 
