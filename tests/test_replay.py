@@ -164,6 +164,46 @@ def test_cannot_replay_a_verifier_version_this_build_lacks(tmp_path: Path) -> No
     assert "9.9.9" in report["replay"]["reason"] and report["replay"]["missing"] == []
 
 
+def _relabelled(result: dict[str, Any], release: str | None) -> dict[str, Any]:
+    """``result`` naming verifier release ``release`` (None: naming none, as upstream's)."""
+    from verifiers.releases import RELEASE_KEY, TOOL_NAME
+
+    out = json.loads(json.dumps(result))
+    tools = out["provenance"]["environment"]["tool_versions"]
+    if release is None:
+        del out["extensions"][RELEASE_KEY]
+        del tools[TOOL_NAME]
+    else:
+        out["extensions"][RELEASE_KEY] = release
+        tools[TOOL_NAME] = release
+    return out
+
+
+def test_replay_judges_with_the_release_the_result_names(tmp_path: Path) -> None:
+    """A result recorded by release 0.1.0 re-derives its own bytes (the re-run uses the
+    release it names, not the current one); a release this build lacks, or none named
+    (upstream's verifier), cannot replay and says which."""
+    from verifiers.releases import CURRENT
+
+    toy = Toy(tmp_path).base()
+    current, result = toy.run()
+    assert result["extensions"]["org.provledger.verifier.package_version"] == CURRENT.version
+    assert CURRENT.version != "0.1.0"
+    digests = {}
+    for release in ("0.1.0", "0.0.9", None):
+        path = toy.write(f"release-{release}.json", _relabelled(result, release))
+        digests[release] = str(toy.cli_json("append", str(path))[0]["digest"])
+    toy.cli("checkpoint")
+    older = toy.exe_json("provenance", digests["0.1.0"], "--replay", code=1)["replay"]  # unsigned
+    assert older["status"] == "reproduced", older
+    assert older["recomputed_digest"] == digests["0.1.0"] != current
+    unknown = toy.exe_json("provenance", digests["0.0.9"], "--replay", code=1)["replay"]
+    assert unknown["status"] == "cannot_replay"
+    assert "SOV-VERIFIER-RELEASE" in unknown["reason"] and "got 0.0.9" in unknown["reason"]
+    none = toy.exe_json("provenance", digests[None], "--replay", code=1)["replay"]
+    assert none["status"] == "cannot_replay" and "got None" in none["reason"]
+
+
 def _meta(toy: Toy, key: str) -> str:
     import sqlite3
 

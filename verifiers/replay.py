@@ -8,7 +8,13 @@ names, and compares the recomputed bytes with the stored ones:
 - **differs**: it is not; the report names every differing member (JSON paths), or
   the rule by which this verifier refuses those inputs;
 - **cannot replay**: an input is missing (named, with its digest), or this build
-  has no verifier of the version the result names.
+  has no verifier of the version the result names, or no release of the verifiers
+  of the one it names (``verifiers.releases``; a result written by upstream's
+  verifier names none).
+
+The re-run uses the release the result names (``release_of(result).version``): a
+release's verdicts never change, so a result recorded by an older release re-derives
+its own bytes.
 
 Inputs come from an ``Inputs`` lookup (the ledger, or a bundle's carried inputs):
 the WorkUnit (``provenance.work_unit_digest``), the EvaluatorPlan
@@ -25,8 +31,7 @@ them (``resources.wall_seconds``); the replay reads the clock back from the stor
 result, so they compare equal. When a stored reading cannot be read back, those three
 members are left out of the comparison and the report says so (``uncompared``). A
 result carries no run id and no host-specific field (``verifiers.runner``), so
-nothing else may legitimately differ; a verifier package of another version (the
-``org.provledger.verifier.package_version`` extension) is a difference, named.
+nothing else may legitimately differ.
 """
 
 from __future__ import annotations
@@ -46,6 +51,7 @@ from verifiers.errors import SovereigntyError, VerifierError
 from verifiers.model import EvaluatorPlan, ResultManifest, VerificationResult, WorkUnit
 from verifiers.model.json import as_str, at
 from verifiers.registry import spec_for
+from verifiers.releases import release_of
 from verifiers.sovereignty import Validate
 
 Status = Literal["reproduced", "differs", "cannot_replay"]
@@ -259,6 +265,16 @@ def replay(result_bytes: bytes, inputs: Inputs, validate: Validate) -> Replay:
             f" got {have}, expected the version the result names",
             verifier,
         )
+    try:
+        # A release's verdicts never change (verifiers.releases): the result is re-run
+        # by the release it names, so a verdict of an older release re-derives itself.
+        judged_by = release_of(result.value).version
+    except SovereigntyError as exc:
+        return Replay(
+            "cannot_replay",
+            f"this build has no release of the verifiers the result names ({exc})",
+            verifier,
+        )
     clock, uncompared = _clock(result)
     manifest_doc = ResultManifest.of(manifest.value)
     recorded_manifest = as_str(at(result.value, "provenance", "result_manifest_digest"))
@@ -295,6 +311,7 @@ def replay(result_bytes: bytes, inputs: Inputs, validate: Validate) -> Replay:
                 manifest_digest=None
                 if recorded_manifest == manifest_doc.digest
                 else recorded_manifest,
+                release_version=judged_by,
             )
         except SovereigntyError as exc:
             return Replay(
