@@ -17,8 +17,12 @@ before ``R``: the verdict never depends on what came later. A record missing bef
 ``R`` makes the outcome **not pre-registered**: it does not count (the audit reports an
 error). A result that an earlier ``history-import`` record names (``ledger.log.history``)
 is imported upstream history: its **order is not attested**, a statement, not a
-failure, and never a claim of pre-registration. A listed result the ledger holds only
-under other bytes (or not at all) is **not judged**.
+failure, and never a claim of pre-registration; unless its cohort was fixed by this
+ledger (the first record fixing the definition is no imported history) and the log
+puts the result before that record, its plan or its binding: then it is not
+pre-registered as any other (a marker is any writer's record, so it cannot excuse an
+order the ledger itself saw). A listed result the ledger holds only under other bytes
+(or not at all) is **not judged**.
 
 The first signed checkpoint covering the freeze before ``R`` (``ledger.log.timeline``)
 is the log's signed word that the freeze was recorded while the outcome was not; its
@@ -268,18 +272,7 @@ class Timeline:
         seq = obj.seq
         result = Position("result", obj.digest, seq, seq)
         mark = self.history.marked(obj.digest, seq)
-        if mark is not None:
-            return Preregistration(
-                task,
-                attempt,
-                "order_not_attested",
-                f"imported {mark.source} history ({mark.root or 'repository root'}, marker"
-                f" {mark.marker_digest} at seq {mark.marker_seq}): the ledger did not see the"
-                " order in which it and its cohort came to be, so it claims none",
-                result,
-                imported=mark,
-            )
-        if resolution.scheme is None:
+        if resolution.scheme is None and mark is None:
             return Preregistration(
                 task,
                 attempt,
@@ -288,7 +281,53 @@ class Timeline:
                 f" bytes ({obj.digest}): it is not the evidence the cohort counts",
                 result,
             )
-        return self._positions(cohort, task, attempt, doc.model(VerificationResult), result)
+        judged = self._positions(cohort, task, attempt, doc.model(VerificationResult), result)
+        if mark is None:
+            return judged
+        fixed_here = self._fixed_here(cohort)
+        if (
+            resolution.scheme is not None
+            and judged.status == "not_pre_registered"
+            and fixed_here is not None
+        ):
+            # The cohort was fixed by this ledger, which held the result before that
+            # record (or its plan, or binding): whoever marked the result as history
+            # (a marker is any writer's record), its order is the log's.
+            return Preregistration(
+                task,
+                attempt,
+                "not_pre_registered",
+                f"{judged.reason} (the result is marked as imported {mark.source} history at"
+                f" seq {mark.marker_seq}, but its cohort was fixed by this ledger at seq"
+                f" {fixed_here}, which held the result first)",
+                result,
+                judged.records,
+                imported=mark,
+            )
+        return Preregistration(
+            task,
+            attempt,
+            "order_not_attested",
+            f"imported {mark.source} history ({mark.root or 'repository root'}, marker"
+            f" {mark.marker_digest} at seq {mark.marker_seq}): the ledger did not see the"
+            " order in which it and its cohort came to be, so it claims none",
+            result,
+            imported=mark,
+        )
+
+    def _fixed_here(self, cohort: Mapping[str, object]) -> int | None:
+        """The entry of the first record fixing the cohort's definition when this ledger
+        wrote it (no earlier ``history-import`` record names it); None when the cohort
+        came in as imported history (or no record in view fixes it)."""
+        cohort_id = as_str(cohort.get("id")) or ""
+        names = definition_names(cohort)
+        seen = [
+            o for o in self._records_of(BENCHMARK_COHORT, cohort_id, names) if self._seen(o.seq)
+        ]
+        if not seen:
+            return None
+        first = min(seen, key=lambda o: o.seq)
+        return None if self.history.marked(first.digest, first.seq) is not None else first.seq
 
     def _positions(
         self,

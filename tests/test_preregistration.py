@@ -218,6 +218,47 @@ def test_a_marker_after_the_outcome_changes_nothing(tmp_path: Path) -> None:
         assert history.marked(digest, store.size()) is not None  # it does name it
 
 
+def test_a_forged_marker_cannot_excuse_an_outcome_seen_before_the_freeze(tmp_path: Path) -> None:
+    """A hostile writer marks its own result as imported history (a marker is any
+    writer's record, appended before the result it names), then appends the result
+    before the cohort freezes. The cohort was fixed by this ledger, which held the result
+    first: not pre-registered, and record-outcome refuses it (exit 4, nothing appended)."""
+    from ledger.encoding.canonical import canonicalize
+    from ledger.encoding.digest import sha256_digest
+
+    source = Toy(tmp_path / "source")
+    source.work.mkdir()
+    source.base()
+    digest, result = source.run()
+    toy = Toy(tmp_path / "target")
+    toy.work.mkdir()
+    toy.base()
+    manifest = source.cli_json("show", "--raw", result["provenance"]["result_manifest_digest"])
+    raw = json.loads(source.cli("show", "--raw", digest))
+    assert sha256_digest(canonicalize(raw)) == digest  # known before it is appended
+    marker = {
+        "provledger_kind": "history-import", "schema_version": "0.1",
+        "source": "idkmesh", "root": "", "digests": [digest],
+    }  # fmt: skip
+    toy.cli("append", str(toy.write("marker.json", marker)))
+    toy.cli("append", str(toy.write("m.json", manifest)), str(toy.write("r.json", raw)))
+    toy.freeze(plain_cohort())
+    before = toy.cli_json("stats")["entries"]
+    toy.exe("cohort", "record-outcome", PLAIN, "--task", TASK, "--result", digest,
+            "--signature", "solo-baseline-v1", code=4)  # fmt: skip
+    assert toy.cli_json("stats")["entries"] == before
+    # Listed by hand in a cohort frozen after the result: the audit says so.
+    toy.freeze(with_attempt(plain_cohort(), result, digest), "listed.json")
+    report = toy.exe_json("cohort", "audit", PLAIN, code=1)
+    (judged,) = report["preregistration"]
+    assert judged["status"] == "not_pre_registered"
+    assert judged["imported"]["source"] == "idkmesh"  # the marker is shown, not obeyed
+    assert "fixed by this ledger" in judged["reason"]
+    assert [f["code"] for f in report["findings"]] == ["attempt.preregistration"]
+    prov = toy.exe_json("provenance", digest, code=1)
+    assert [p["status"] for p in prov["preregistration"]] == ["not_pre_registered"]
+
+
 def test_a_later_binding_does_not_change_an_earlier_verdict(tmp_path: Path) -> None:
     """A cohort that did not claim a predecessor when it froze is no successor for an
     outcome recorded before any binding named it: a binding appended later (attested by

@@ -207,7 +207,9 @@ class Projector:
         if self._timeline is None:
             self._timeline = Timeline(self.reader)
         timeline = self._timeline
-        timeline.horizon = obj.seq
+        # The log before this object, and the object itself: a listing that is the
+        # cohort's own first fixed record tells whether the ledger fixed the cohort.
+        timeline.horizon = obj.seq + 1
         for task in Task.all_of(value):
             for attempt in task.attempts:
                 ref = attempt.verification_result
