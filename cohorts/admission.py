@@ -9,11 +9,13 @@ the same transaction, except in history imports, which are recorded without stan
 * a ``cohort-binding`` (``provledger cohort bind``).
 
 Lifecycle, for every new ``benchmark-cohort`` whose id is already stored, whatever the
-command and whatever the standing of the stored documents: the new document must be a
-legal successor of the newest stored one (same stage or one step forward; a frozen or
-burned definition never changes; ``cohorts.lifecycle.check_update``). Judging against
-every stored document, attested or not, keeps the stored lifecycle of each id a legal
-path.
+command: the new document must be a legal successor (same stage or one step forward; a
+frozen or burned definition never changes; ``cohorts.lifecycle.check_update``) of the
+newest earlier document of its id that has standing then (``ledger.trust.standing``);
+for a frozen or burned document (the authority's), of the newest such document the
+authority signed. Documents without standing (unattested history, rows written past
+admission) and documents anyone may write (scaffold, collecting) therefore never block
+the authority, and the documents of each id that count always form a legal path.
 """
 
 from __future__ import annotations
@@ -25,7 +27,8 @@ from cohorts.errors import CohortError
 from cohorts.lifecycle import check_update
 from cohorts.lookup import BENCHMARK_COHORT, BURN_NOTICE, COHORT_BINDING
 from ledger.store.base import LedgerReader, StoredObject
-from ledger.trust.admission import Governed, PolicyParts, Refusal
+from ledger.trust.admission import PolicyParts, StandingView
+from ledger.trust.refusal import Governed, Refusal
 
 FIXED = ("frozen", "burned")
 FREEZE = "provledger cohort freeze FILE"
@@ -46,8 +49,11 @@ def governed_what(kind: str, value: Mapping[str, object] | None) -> Governed | N
     if kind == BURN_NOTICE:
         return Governed(f"burn notice of {value.get('cohort_id')!r}", BURN)
     if kind == COHORT_BINDING:
+        # Bindings are made by the successor gate only: never upstream history.
         return Governed(
-            f"binding of {value.get('successor_id')!r} to {value.get('predecessor_id')!r}", BIND
+            f"binding of {value.get('successor_id')!r} to {value.get('predecessor_id')!r}",
+            BIND,
+            history=False,
         )
     return None
 
@@ -65,26 +71,37 @@ class CohortGovernance:
 
 @dataclass(frozen=True)
 class CohortLifecycle:
-    """``StateRule``: a new cohort document is a legal successor of the stored one."""
+    """``StateRule``: a new cohort document is a legal successor of the documents of its
+    id that count (see the module docstring)."""
 
-    def check(self, obj: StoredObject, reader: LedgerReader) -> Refusal | None:
+    def check(
+        self, obj: StoredObject, reader: LedgerReader, standing: StandingView
+    ) -> Refusal | None:
         if obj.kind != BENCHMARK_COHORT or obj.object_id is None:
             return None
-        previous = [
-            o for o in reader.by_id(obj.object_id, kind=BENCHMARK_COHORT) if o.seq < obj.seq
+        after = obj.json()
+        signed_only = governed_what(obj.kind, after) is not None
+        # Oldest first: each earlier document's own judgement then finds the documents
+        # before it already judged (the recursion stays shallow).
+        counted = [
+            o
+            for o in reader.by_id(obj.object_id, kind=BENCHMARK_COHORT)
+            if standing.has_standing(o, obj.seq)
+            and (not signed_only or governed_what(o.kind, o.json()) is not None)
         ]
-        if not previous:
+        if not counted:
             return None
-        before, after = previous[-1].json(), obj.json()
+        before = counted[-1]
         try:
-            check_update(before, after)
+            check_update(before.json(), after)
         except CohortError as exc:
             return Refusal(
                 obj.digest,
                 obj.kind,
-                f"not a legal successor of stored {previous[-1].digest}: {exc}",
+                f"not a legal successor of stored {before.digest}: {exc}",
                 "a new cohort id, or the same definition at the same or the next stage"
                 f" ({FREEZE}, {BURN})",
+                "cohort-lifecycle",
             )
         return None
 

@@ -523,9 +523,16 @@ def list_cmd(db: DbOption = DEFAULT_DB, json_out: JsonOption = False) -> None:
         emit_json([r.to_json() for r in rows])
         return
     table(
-        ["id", "stage", "definition digest", "tasks", "attested"],
+        ["id", "stage", "definition digest", "tasks", "attested", "standing"],
         [
-            [r.cohort_id, str(r.stage), r.definition_digest or "-", str(r.tasks), r.attested]
+            [
+                r.cohort_id,
+                str(r.stage),
+                r.definition_digest or "-",
+                str(r.tasks),
+                r.attested,
+                r.standing,
+            ]
             for r in rows
         ],
     )

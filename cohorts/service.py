@@ -85,14 +85,16 @@ def latest_cohort(reader: LedgerReader, cohort_id: str) -> StoredDoc | None:
 
 
 def require_cohort(reader: LedgerReader, cohort_id: str) -> StoredDoc:
-    doc = latest_cohort(reader, cohort_id)
+    standing = StandingLookup(reader)
+    doc = standing.latest_cohort(cohort_id)
     if doc is None:
-        history = StoreLookup(reader).latest_cohort(cohort_id)
+        history = standing.raw.latest_cohort(cohort_id)
         if history is not None:
+            why = standing.why_not(history) or "no standing"
             raise NotFound(
-                f"cohort {cohort_id} has no standing, got only unattested history (stage"
-                f" {shown(history.value.get('stage'))}), expected a document attested by the"
-                " authority (provledger cohort freeze FILE)"
+                f"cohort {cohort_id} has no standing, got only a document without it (stage"
+                f" {shown(history.value.get('stage'))}: {why}), expected a document attested"
+                " by the authority (provledger cohort freeze FILE)"
             )
         raise NotFound(
             f"cohort not found, got {cohort_id}, expected a cohort id in the ledger"
@@ -132,7 +134,7 @@ def freeze_document(
     digest recorded (``lifecycle.freeze``). Whether it may follow the stored documents
     of its id (the lifecycle) is the admission policy's rule, judged on the batch.
     """
-    lookup = StoreLookup(reader)
+    lookup = StandingLookup(reader)  # the gate counts only records with standing
     if cohort.get("stage") == "frozen":
         doc = copy.deepcopy(dict(cohort))
         found = require_freezable(doc, lookup, schema_validator)
@@ -281,13 +283,19 @@ def calibration_evidence(
     from ledger.trust.identity import trust_index
 
     index = trust_index(reader)
-    lookup = StoreLookup(reader)
+    lookup = StandingLookup(reader)
     counted: list[CalibrationResult] = []
     items: list[CohortFinding] = []
     for digest in dict.fromkeys(digests):
         obj = reader.get(digest)
-        if obj is None or obj.kind != CALIBRATION_RECORD:
-            got = "nothing" if obj is None else f"a {obj.kind}"
+        if obj is None or obj.kind != CALIBRATION_RECORD or not lookup.counts.has_standing(obj):
+            got = (
+                "nothing"
+                if obj is None
+                else f"a {obj.kind}"
+                if obj.kind != CALIBRATION_RECORD
+                else f"one without standing ({lookup.counts.why_not(obj)})"
+            )
             items.append(
                 error(
                     "gate.calibration.record",
@@ -296,7 +304,7 @@ def calibration_evidence(
                 )
             )
             continue
-        doc = lookup.doc(obj)
+        doc = lookup.raw.doc(obj)
         value = doc.value if doc is not None else {}
         adapter, adapter_version = (
             as_str(value.get("adapter")),
@@ -363,7 +371,7 @@ def _calibration_signers(
 
 
 def _calibration_plan_problem(
-    lookup: StoreLookup,
+    lookup: StandingLookup,
     digest: str,
     value: Mapping[str, object],
     version: str | None,
@@ -394,7 +402,7 @@ def _plan_items(
     """One item per carried-over task: the plan the binder named is the task's plan."""
     tasks = {as_str(t.get("id")): t for t in maps(successor.get("tasks"))}
     by_task = {c.task: c for c in choices}
-    lookup = StoreLookup(reader)
+    lookup = StandingLookup(reader)
     items: list[CohortFinding] = []
     named: list[dict[str, str]] = []
     carried_ids = sorted({c.task for c in carried})
@@ -452,8 +460,9 @@ def _bind_plan(
     choices: Sequence[PlanChoice],
     calibrations: Sequence[str],
 ) -> dict[str, Any]:
-    """Every gate item, on the ledger's state (not on how it got there); the binding."""
-    raw = StoreLookup(reader)
+    """Every gate item, on the ledger's state (not on how it got there), counting only
+    records with standing; the binding."""
+    raw = StandingLookup(reader)
     predecessor = require_cohort(reader, predecessor_id)
     stored, pre = _stored_successor(reader, successor_ref)
     notices = burn_notices_for(reader, predecessor_id)
@@ -516,7 +525,7 @@ def _stored_successor(
             " (provledger cohort freeze FILE)",
             f.task,
         )
-        for f in freeze_findings(gated, StoreLookup(reader), schema_validator)
+        for f in freeze_findings(gated, standing, schema_validator)
         if f.severity == "error"
     ] or [info("gate.successor.freeze", "stored successor passes the freeze gate")]
 
@@ -726,10 +735,11 @@ def quarantined_cohort(reader: LedgerReader, cohort_id: str) -> dict[str, Any] |
 def audit_stored_cohort(reader: LedgerReader, cohort_id: str) -> CohortAuditReport:
     """Audit the newest stored document of ``cohort_id`` with standing against the ledger.
 
-    Governed records without the authority's attestation (unattested history) are never
-    counted: the audit sees the ledger through ``StandingLookup`` and lists each such
-    record about this cohort as a warning. A cohort stored only as unattested history is
-    audited as such, with a warning saying it has no standing. A cohort recorded only
+    Records without standing (``cohorts.standing``: unattested history, or records that
+    replaying admission refuses, i.e. written past it) are never counted: the audit
+    sees the ledger through ``StandingLookup`` and lists each such record about this
+    cohort as a warning. A cohort stored only without standing is audited as such, with
+    a warning saying why it has none. A cohort recorded only
     quarantined is audited as its stored bytes parse: the audit is total, so its schema
     violations are reported as findings (never "not found")."""
     import dataclasses
@@ -741,20 +751,31 @@ def audit_stored_cohort(reader: LedgerReader, cohort_id: str) -> CohortAuditRepo
     doc = standing.latest_cohort(cohort_id)
     extra: list[CohortFinding] = []
     if doc is None:
-        doc = StoreLookup(reader).latest_cohort(cohort_id)
+        doc = standing.raw.latest_cohort(cohort_id)
         if doc is None:
             bad = quarantined_cohort(reader, cohort_id)
             if bad is not None:
                 return in_time(reader, audit_cohort(bad, standing, schema_validator), bad)
             require_cohort(reader, cohort_id)  # raises NotFound with the hint
             raise AssertionError("unreachable")
-        extra.append(
-            warning(
-                "cohort.unattested",
-                f"cohort {doc.jcs_digest} is unattested history, got no authority attestation,"
-                " expected one before it counts (provledger cohort freeze FILE)",
+        if not standing.refused(doc):
+            extra.append(
+                warning(
+                    "cohort.unattested",
+                    f"cohort {doc.jcs_digest} is unattested history, got no authority"
+                    " attestation, expected one before it counts (provledger cohort freeze FILE)",
+                )
             )
-        )
+    for refused in standing.refused_of_kind(BENCHMARK_COHORT):
+        if refused.value.get("id") == cohort_id:
+            extra.append(
+                warning(
+                    "cohort.refused",
+                    f"cohort {refused.jcs_digest} (stage {shown(refused.value.get('stage'))})"
+                    f" was written past admission and is not counted:"
+                    f" {standing.why_not(refused)} (run provledger verify)",
+                )
+            )
     for kind, members in (
         (BURN_NOTICE, ("cohort_id",)),
         (COHORT_BINDING, ("successor_id", "predecessor_id")),
@@ -898,6 +919,7 @@ class CohortRow:
     tasks: int
     record_digest: str
     attested: str
+    standing: str = "counts"
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -907,22 +929,28 @@ class CohortRow:
             "tasks": self.tasks,
             "record_digest": self.record_digest,
             "attested": self.attested,
+            "standing": self.standing,
         }
 
 
 def cohort_rows(reader: LedgerReader) -> list[CohortRow]:
-    """The newest record of every stored cohort, sorted by id.
+    """The newest record with standing of every stored cohort (else its newest record,
+    with ``standing`` saying why it does not count), sorted by id.
 
     ``attested``: the state of the cohort record's attestations, and for a burned
     cohort the state of its burn notice's.
     """
+    view = StandingLookup(reader)
     latest: dict[str, StoredDoc] = {}
-    for doc in StoreLookup(reader).of_kind(BENCHMARK_COHORT):
+    counted: dict[str, StoredDoc] = {}
+    for doc in view.raw.of_kind(BENCHMARK_COHORT):
         cid = as_str(doc.value.get("id"))
         if cid is not None:
             latest[cid] = doc
+            if view.standing(doc):
+                counted[cid] = doc
     rows: list[CohortRow] = []
-    for cid, doc in sorted(latest.items()):
+    for cid, doc in sorted({**latest, **counted}.items()):
         state = attestation_state(reader, doc.jcs_digest)
         notices = burn_notices_for(reader, cid)
         if notices:
@@ -938,6 +966,7 @@ def cohort_rows(reader: LedgerReader) -> list[CohortRow]:
                 len(tasks) if isinstance(tasks, list) else 0,
                 doc.jcs_digest,
                 state,
+                "counts" if cid in counted else view.why_not(doc) or "no standing",
             )
         )
     from cohorts.lookup import QUARANTINE

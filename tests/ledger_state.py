@@ -18,7 +18,8 @@ from ledger.log.merkle import root
 from ledger.store.backends import open_store
 from ledger.store.base import LedgerReader, SignatureVerdicts, StoredObject
 from ledger.store.prepared import Prepared
-from ledger.trust.admission import AdmissionPolicy, Refusal, default_policy
+from ledger.trust.admission import AdmissionPolicy, default_policy
+from ledger.trust.refusal import Refusal
 
 
 @dataclass(frozen=True)

@@ -17,8 +17,9 @@ from dataclasses import dataclass, field
 from ledger.errors import NotFound
 from ledger.store.base import CheckpointRow, Entry, LedgerStats, StoredObject
 from ledger.store.prepared import Prepared
-from ledger.trust.admission import AdmissionPolicy, Refusal
+from ledger.trust.admission import AdmissionPolicy
 from ledger.trust.keys import Signer, public_key_raw
+from ledger.trust.refusal import Refusal
 
 
 @dataclass

@@ -1,12 +1,16 @@
-"""Property: whichever write path stores them, the cohort documents of one id always form
-a legal lifecycle (``cohorts.lifecycle.check_update`` holds between consecutive ones).
+"""Property: whichever write path stores them, the cohort documents of one id that count
+(``ledger.trust.standing``) always form a legal lifecycle: the authority's (frozen,
+burned) documents a legal path among themselves, and every other counted document a
+legal successor (``cohorts.lifecycle.check_update``) of the newest counted one before it.
 
 Random sequences of the toy cohort at random stages, some with an edited definition, go
 through random write paths: ``append`` with the authority's attestation in the same
 batch, ``append`` without one, history import (``--unsigned``), ``import jsonl`` and
 ``cohort freeze``. For every path but freeze (whose gate decides more), the outcome must
-also equal the model's: accepted iff the record is ungoverned or attested, and a legal
-successor of the newest stored document of its id.
+also equal the model's: accepted iff the record is ungoverned, attested or history, and
+a legal successor of the newest counted document of its id (for the authority's
+documents: the newest counted one the authority signed); it counts iff accepted and
+ungoverned or attested.
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ from ledger.store.prepared import prepare_json, prepare_value
 from ledger.store.sqlite import SQLiteStore, open_store
 from ledger.trust.attestation import attest_prepared
 from ledger.trust.keys import Ed25519Signer
+from ledger.trust.standing import Standing
 
 TOY = Path(__file__).resolve().parents[1] / "examples" / "cohorts" / "toy"
 BASE: dict[str, Any] = json.loads((TOY / "cohort-v1.json").read_text())
@@ -60,9 +65,14 @@ def _doc(stage: str, edit: bool, record: bool) -> dict[str, Any]:
     return doc
 
 
-def _legal_after(stored: list[dict[str, Any]], doc: dict[str, Any]) -> bool:
+FIXED = ("frozen", "burned")
+
+
+def _legal_after(counted: list[dict[str, Any]], doc: dict[str, Any]) -> bool:
+    if doc["stage"] in FIXED:
+        counted = [d for d in counted if d["stage"] in FIXED]
     try:
-        check_update(stored[-1] if stored else None, doc)
+        check_update(counted[-1] if counted else None, doc)
     except CohortError:
         return False
     return True
@@ -70,6 +80,15 @@ def _legal_after(stored: list[dict[str, Any]], doc: dict[str, Any]) -> bool:
 
 def _stored(store: SQLiteStore) -> list[dict[str, Any]]:
     return [o.json() for o in store.by_id(BASE["id"], kind="benchmark-cohort")]
+
+
+def _counted(store: SQLiteStore) -> list[dict[str, Any]]:
+    standing = Standing(store)
+    return [
+        o.json()
+        for o in store.by_id(BASE["id"], kind="benchmark-cohort")
+        if standing.has_standing(o)
+    ]
 
 
 def _write(store: SQLiteStore, path: str, doc: dict[str, Any], authority: Ed25519Signer) -> None:
@@ -105,7 +124,7 @@ def test_stored_lifecycle_is_always_a_legal_path(plan: list[tuple[str, bool, boo
             store.append_many([prepare_json(p.read_bytes()) for p in objects])
             for stage, edit, record, path in plan:
                 doc = _doc(stage, edit, record)
-                before = _stored(store)
+                before, counted = _stored(store), _counted(store)
                 # A document already stored is not written again: nothing to judge.
                 known = prepare_value(doc).digest in {prepare_value(d).digest for d in before}
                 size = store.size()
@@ -116,11 +135,18 @@ def test_stored_lifecycle_is_always_a_legal_path(plan: list[tuple[str, bool, boo
                     accepted = False
                     assert store.size() == size  # a refusal writes nothing
                 if path != "freeze" and not known:
-                    unsigned = path == "append-unsigned"
-                    governed = stage in ("frozen", "burned") and unsigned
-                    expected = not governed and _legal_after(before, doc)
-                    assert accepted == expected, (path, stage, edit, record, before[-1:])
+                    governed = stage in FIXED
+                    signed = path in ("append-signed", "jsonl")
+                    refused = governed and path == "append-unsigned"
+                    expected = not refused and _legal_after(counted, doc)
+                    assert accepted == expected, (path, stage, edit, record, counted[-1:])
                     assert (len(_stored(store)) == len(before) + 1) == expected
-            history = _stored(store)
-            for previous, current in itertools.pairwise(history):
+                    counts = expected and (signed or not governed)
+                    assert (len(_counted(store)) == len(counted) + 1) == counts
+            counted = _counted(store)
+            fixed = [d for d in counted if d["stage"] in FIXED]
+            for previous, current in itertools.pairwise(fixed):
                 check_update(previous, current)  # raises on an illegal step
+            for i, current in enumerate(counted):
+                if current["stage"] not in FIXED:
+                    check_update(counted[i - 1] if i else None, current)

@@ -252,13 +252,18 @@ def test_fixed_definition_never_changes(burned: State) -> None:
     _refused(burned.judge(changed, attest_prepared(changed, AUTHORITY)), "frozen definition")
 
 
-def test_stage_moves_one_step_forward(state: State) -> None:
-    collecting = _cohort("collecting")
-    state.ledger.add(collecting)
-    skip = _cohort("burned")
-    _refused(state.judge(skip, attest_prepared(skip, AUTHORITY)), "collecting -> burned")
+def test_what_has_no_standing_never_blocks_the_authority(state: State) -> None:
+    # Upstream history kept unsigned, at a later stage and with another definition ...
+    history = _toy("cohort-v1.json", stage="burned", title="upstream's own title")
+    history["definition_digest"] = definition_digests(history).legacy
+    state.ledger.add(prepare_value(history))
+    # ... and a scaffold anyone may write (it has standing, but no authority's weight).
+    state.ledger.add(_cohort("scaffold", description="written by anyone"))
     frozen = _cohort("frozen")
     assert state.judge(frozen, attest_prepared(frozen, AUTHORITY)) == []
+    state.ledger.add(frozen, attest_prepared(frozen, AUTHORITY))
+    # Once the authority's document counts, nobody walks it back.
+    _refused(state.judge(_cohort("collecting")), "frozen -> collecting")
 
 
 # --- a store opened from Python applies the package's default -------------------------
@@ -311,5 +316,5 @@ def test_library_store_refuses_a_cohort_walk_back(tmp_path: Path) -> None:
     out = json.loads(proc.stdout)
     assert out["cli_loaded"] == []  # nothing of the CLI ran, nothing was installed
     assert "not a legal successor" in out["default"] and "burned -> collecting" in out["default"]
-    assert out["size"] == 4  # the refused batch left nothing
-    assert out["core_only_size"] == 5
+    assert out["size"] == 6  # two batches of 3 (with their batch records); nothing refused
+    assert out["core_only_size"] == 7

@@ -543,7 +543,7 @@ def test_subprocess_end_to_end(tmp_path: Path, corpus: Path) -> None:
     run("sign", subject, "--key", str(key), "--passphrase-env", "VERIFIER_PASS")
     assert json.loads(run("attestation", "check", "--json", subject).stdout)["ok"] is True
     verified = json.loads(run("verify", "--json").stdout)
-    assert verified["ok"] is True and verified["entries"] == 5
+    assert verified["ok"] is True and verified["entries"] == 6  # register: 3, with its batch record
     assert kid in run("identity", "list", "--json").stdout
     # The private key never entered the database.
     blob = db.read_bytes() + b"".join(

@@ -1,7 +1,8 @@
 """Property: indexing a ledger in any number of incremental runs equals one full build.
 
-``Prefix`` shows a ledger as it was when it held only its first ``n`` entries (every
-read of a later object, node, reference or checkpoint answers "absent"), so a browse
+``Prefix`` (``ledger.store.prefix``) shows a ledger as it was when it held only its
+first ``n`` entries (every read of a later object, node, reference or checkpoint
+answers "absent"), so a browse
 database can be built at arbitrary log positions of one real ledger (corpus + demo +
 toy lineage, see ``browse_ledger``) and then carried forward to the end.
 """
@@ -9,7 +10,6 @@ toy lineage, see ``browse_ledger``) and then carried forward to the end.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -19,78 +19,11 @@ from hypothesis import strategies as st
 
 from cohorts.browse.build import build_index
 from cohorts.browse.tables import TABLES
-from ledger.errors import NotFound
-from ledger.store.base import CheckpointRow, Entry, LedgerReader, StoredObject
+from ledger.store.prefix import Prefix
 from ledger.store.sqlite import open_store
-from ledger.trust.admission import AdmissionPolicy
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = ROOT.parent / "shared" / "reference" / "idkmesh"
-
-
-class Prefix:
-    """A ``LedgerReader`` over the first ``n`` entries of another reader."""
-
-    def __init__(self, inner: LedgerReader, n: int) -> None:
-        self.inner, self.n = inner, n
-
-    @property
-    def policy(self) -> AdmissionPolicy:
-        return self.inner.policy
-
-    def _keep(self, obj: StoredObject | None) -> StoredObject | None:
-        return obj if obj is not None and obj.seq < self.n else None
-
-    def size(self) -> int:
-        return min(self.n, self.inner.size())
-
-    def get(self, digest: str) -> StoredObject | None:
-        return self._keep(self.inner.get(digest))
-
-    def get_by_seq(self, seq: int) -> StoredObject | None:
-        return self._keep(self.inner.get_by_seq(seq))
-
-    def by_legacy(self, legacy: str) -> list[StoredObject]:
-        return [o for o in self.inner.by_legacy(legacy) if o.seq < self.n]
-
-    def by_id(
-        self, object_id: str, version: int | None = None, kind: str | None = None
-    ) -> list[StoredObject]:
-        return [o for o in self.inner.by_id(object_id, version, kind) if o.seq < self.n]
-
-    def by_kind(self, kind: str) -> Iterator[StoredObject]:
-        return (o for o in self.inner.by_kind(kind) if o.seq < self.n)
-
-    def entries(
-        self, since: int = 0, limit: int | None = None, kind: str | None = None
-    ) -> Iterator[Entry]:
-        for count, entry in enumerate(self.inner.entries(since, None, kind)):
-            if entry.seq >= self.n or (limit is not None and count >= limit):
-                return
-            yield entry
-
-    def refs_to(self, digest: str, rel: str | None = None) -> list[tuple[str, str]]:
-        return [(f, r) for f, r in self.inner.refs_to(digest, rel) if self.get(f) is not None]
-
-    def counts(self) -> dict[str, int]:
-        raise NotImplementedError
-
-    def node(self, level: int, index: int) -> bytes:
-        if (index + 1) << level > self.n:
-            raise NotFound(f"no node at level {level} index {index} in a prefix of {self.n}")
-        return self.inner.node(level, index)
-
-    def get_meta(self, key: str) -> str | None:
-        return self.inner.get_meta(key)
-
-    def checkpoints(self) -> list[CheckpointRow]:
-        return [c for c in self.inner.checkpoints() if c.size <= self.n]
-
-    def checkpoint_at(self, size: int) -> CheckpointRow | None:
-        return self.inner.checkpoint_at(size) if size <= self.n else None
-
-    def cosignatures(self, size: int) -> list[str]:
-        return self.inner.cosignatures(size) if size <= self.n else []
 
 
 @pytest.fixture(scope="module")

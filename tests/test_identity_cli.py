@@ -117,8 +117,9 @@ def test_register_appends_identity_and_authority_attestation_together(
     assert [(e["seq"], e["kind"]) for e in entries] == [
         (0, "verifier-identity"),
         (1, "attestation"),
+        (2, "batch"),  # the store's record of the batch (it added a governed record)
     ]
-    assert [e["digest"] for e in entries] == [info["identity"], info["attestation"]]
+    assert [e["digest"] for e in entries[:2]] == [info["identity"], info["attestation"]]
     identity = _json(runner, "show", "--db", str(ledger_path), info["identity"])["object"]
     assert identity == {
         "provledger_kind": "verifier-identity",
@@ -142,7 +143,7 @@ def test_register_appends_identity_and_authority_attestation_together(
     assert row["status"] == "active" and row["authorized_at"] == 1 and row["key_id"] == kid
     # Registering the same binding again appends nothing.
     again = _register(runner, ledger_path, tmp_path / "v.key", (*VERIFIER, "0.1", "0.2"))
-    assert again["status"] == "present" and _size(ledger_path) == 2
+    assert again["status"] == "present" and _size(ledger_path) == 3  # nothing new, no record
     _run(runner, "verify", "--db", str(ledger_path))
 
 
@@ -168,7 +169,7 @@ def test_register_refusals_leave_the_ledger_unchanged(
     # One verifier id per key.
     _register(runner, ledger_path, tmp_path / "v.key")
     result = _register(runner, ledger_path, tmp_path / "v.key", ("other", "a", "1"), code=4)
-    assert _size(ledger_path) == 2
+    assert _size(ledger_path) == 3  # identity, attestation, batch record
     # Bad input.
     _run(runner, *base[:-2], "--public-key", str(tmp_path / "v.key.pub"), code=2)
     _run(runner, *base, "--public-key", str(tmp_path / "v.key"), code=3)  # a private key
@@ -266,7 +267,7 @@ def test_revoke_rules(ledger_path: Path, runner: CliRunner, tmp_path: Path) -> N
     assert "authority" in revoke(authority_id, "compromised", code=4).stderr
     size = _size(ledger_path)
     out = revoke(kid, "retired").stdout
-    assert "retired" in out and _size(ledger_path) == size + 2
+    assert "retired" in out and _size(ledger_path) == size + 3  # with the batch record
     revoke(kid, "retired", code=4)
     revoke(kid, "compromised")  # escalation is allowed
     revoke(kid, "retired", code=4)

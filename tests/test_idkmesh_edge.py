@@ -25,8 +25,11 @@ from ledger.trust.keys import Ed25519Signer
 from verifiers.attestation_policy import IDKMeshAttestationPolicy
 
 ROOT = Path(__file__).resolve().parents[1]
-# "checkpoint" records are written by the store itself (ledger.log.checkpoint_record).
-CORE_KINDS = {"attestation", "verifier-identity", "revocation", "checkpoint", "history-import"}
+# Core kinds: "checkpoint" and "batch" records are written by the store itself, a
+# "history-import" marker by an importer (all in ledger.log).
+CORE_KINDS = {
+    "attestation", "verifier-identity", "revocation", "checkpoint", "batch", "history-import"
+}
 IDKMESH_KINDS = set(kinds.KINDS) - CORE_KINDS
 SMOKE_VR = "examples/results/phase0-smoke.verification-result.json"
 

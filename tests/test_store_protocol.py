@@ -47,11 +47,15 @@ def test_both_backends_share_one_base_and_override_only_its_hooks() -> None:
     from ledger.store.sqlstore import SQLStore
 
     hooks = set(SQLStore.__abstractmethods__) | {"storage_bytes", "_ensure_cosignatures_table"}
-    shared = {
-        name
-        for name, value in vars(SQLStore).items()
-        if callable(value) or isinstance(value, property)
-    } - hooks - {"__init__"}
+    shared = (
+        {
+            name
+            for name, value in vars(SQLStore).items()
+            if callable(value) or isinstance(value, property)
+        }
+        - hooks
+        - {"__init__"}
+    )
     assert {"append_many", "_append_batch", "stats", "kind_totals", "checkpoint_at"} <= shared
     for backend in (SQLiteStore, PostgresStore):
         assert issubclass(backend, SQLStore)

@@ -32,7 +32,6 @@ MANIFEST = (
 )
 
 
-
 def _row(value: dict[str, Any]) -> StoredObject:
     """An upstream-kind row of ``value`` with the float hints the append path records."""
     encoded = encode(json.dumps(value).encode("utf-8"))

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
 from ledger.encoding.digest import is_digest
+from ledger.store.aliases import by_legacy_digest
 from ledger.trust.policy import SignerClaim
 
 if TYPE_CHECKING:
@@ -71,7 +72,9 @@ def _worker_ids(reader: LedgerReader, result: dict[str, Any]) -> dict[str, str]:
         if direct is not None and direct.kind == RESULT_MANIFEST:
             manifests = [direct]
         else:
-            manifests = [m for m in reader.by_legacy(digest) if m.kind == RESULT_MANIFEST]
+            manifests = [
+                m for m, _hints in by_legacy_digest(reader, digest) if m.kind == RESULT_MANIFEST
+            ]
     manifest_id = result.get("result_manifest_id")
     if not manifests and isinstance(manifest_id, str):
         manifests = reader.by_id(manifest_id, kind=RESULT_MANIFEST)

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import sqlite3
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,7 +37,7 @@ from ledger.errors import InputError
 from ledger.store.base import LedgerReader
 from ledger.store.location import DbLocation
 
-FORMAT = "provledger-browse/1"
+FORMAT = "provledger-browse/2"  # 2: standing columns
 BATCH = 2000
 
 
@@ -231,9 +232,25 @@ def _write(db: sqlite_utils.Database, store: LedgerReader, out: Path) -> IndexRe
     return IndexReport(out, previous, size, _t(db, "checkpoints").count, results)
 
 
+def _format_of(out: Path) -> str | None:
+    """The layout recorded in a browse database (None: none readable)."""
+    try:
+        db = sqlite_utils.Database(out)
+        try:
+            if not _t(db, "ledger_info").exists():
+                return None
+            return _info(db).get("format")
+        finally:
+            db.close()
+    except sqlite3.Error:
+        return None
+
+
 def build_index(store: LedgerReader, out: Path, *, full: bool = False) -> IndexReport:
     """Project ``store`` into ``out`` (incrementally unless ``full``); atomic replace."""
     tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
+    # A browse database of an earlier layout is rebuilt, not extended.
+    full = full or (out.exists() and _format_of(out) != FORMAT)
     try:
         if out.exists() and not full:
             shutil.copyfile(out, tmp)

@@ -21,10 +21,12 @@ from typing import TYPE_CHECKING, Any
 
 from cohorts.definition import definition_digests
 from ledger.errors import LedgerError
+from ledger.store.aliases import by_legacy_digest
 from ledger.store.base import LedgerReader, StoredObject
 from ledger.trust.dsse import pae, payload_type_for
 from ledger.trust.identity import authority_key
 from ledger.trust.keys import key_id, public_key_from_raw, verify
+from ledger.trust.standing import Standing
 from verifiers.model import Task
 from verifiers.model.json import as_int, as_list, as_str, at, maps
 
@@ -93,6 +95,9 @@ class Projector:
         authority = authority_key(reader)
         self.authority_key_id = None if authority is None else key_id(authority)
         self._authority = authority
+        # Which records count: the one computation (ledger.trust.standing), judged as of
+        # each record's position, so incremental and full builds agree.
+        self._standing = Standing(reader)
         # key id -> (verifier id, raw public key) of identities already projected.
         self._identities: dict[str, tuple[str, bytes]] = {}
         self._appended_at = ""  # log time of the object being projected
@@ -140,6 +145,16 @@ class Projector:
             handler(self, obj, value, out)
         return out
 
+    def standing_text(self, obj: StoredObject) -> str:
+        """A governed record's standing before its authority attestation is projected
+        (that attestation's row updates it to "counts"); any other record's standing."""
+        refusal = self._standing.refusal(obj)
+        if refusal is not None:
+            return f"refused by admission: {refusal.rule}"
+        if self._standing.policy.governed(obj, self.reader) is not None:
+            return UNATTESTED
+        return COUNTS
+
     # -- kinds -----------------------------------------------------------------------
     def _cohort(self, obj: StoredObject, value: Mapping[str, object], out: Projection) -> None:
         cohort_id = as_str(value.get("id"))
@@ -156,6 +171,7 @@ class Projector:
             {
                 "digest": obj.digest,
                 "seq": obj.seq,
+                "standing": self.standing_text(obj),
                 "cohort_id": cohort_id,
                 "title": as_str(value.get("title")),
                 "description": as_str(value.get("description")),
@@ -251,8 +267,8 @@ class Projector:
             return None
         found = self.reader.get(digest)
         if found is None:
-            legacy = self.reader.by_legacy(digest)
-            found = legacy[0] if legacy else None
+            legacy = by_legacy_digest(self.reader, digest)
+            found = legacy[0][0] if legacy else None
         if found is None or found.seq >= before or found.kind != "work-unit":
             return None
         return as_str(at(_load(found), "objective"))
@@ -270,6 +286,7 @@ class Projector:
             {
                 "digest": obj.digest,
                 "seq": obj.seq,
+                "standing": self.standing_text(obj),
                 "cohort_id": cohort_id,
                 "cohort_digest": latest[-1].digest if latest else None,
                 "reason": reason,
@@ -300,20 +317,7 @@ class Projector:
                     "reason": as_str(item.get("reason")),
                 },
             )
-        out.updates.append(
-            Update(
-                "cohorts",
-                "cohort_id",
-                cohort_id,
-                obj.seq,
-                {
-                    "burned_at": issued_at,
-                    "burn_recorded_at": self._appended_at,
-                    "burn_reason": reason,
-                    "burn_notice_digest": obj.digest,
-                },
-            )
-        )
+        # The cohort shows the burn once the notice counts (``_counted``).
 
     def _binding(self, obj: StoredObject, value: Mapping[str, object], out: Projection) -> None:
         carried = [
@@ -325,6 +329,7 @@ class Projector:
             {
                 "digest": obj.digest,
                 "seq": obj.seq,
+                "standing": self.standing_text(obj),
                 "successor_id": as_str(value.get("successor_id")),
                 "successor_definition_digest": _digest_text(
                     value.get("successor_definition_digest")
@@ -490,6 +495,37 @@ class Projector:
                 "signature_valid": int(valid),
             },
         )
+        if signer == AUTHORITY and subject_digest is not None:
+            self._counted(obj, subject_digest, out)
+
+    def _counted(self, att: StoredObject, subject_digest: str, out: Projection) -> None:
+        """A governed record counts from its authority attestation on: its row says so,
+        and a burn notice's burn shows on the cohorts it burned."""
+        subject = self.reader.get(subject_digest)
+        table = None if subject is None else _GOVERNED_TABLES.get(subject.kind)
+        if subject is None or table is None:
+            return
+        if not self._standing.has_standing(subject, att.seq + 1):
+            return
+        out.updates.append(Update(table, "digest", subject.digest, att.seq, {"standing": COUNTS}))
+        notice = _load(subject) if subject.kind == "burn-notice" else None
+        if notice is None:
+            return
+        recorded = next(iter(self.reader.entries(subject.seq, 1)), None)
+        out.updates.append(
+            Update(
+                "cohorts",
+                "cohort_id",
+                as_str(notice.get("cohort_id")) or "",
+                subject.seq,
+                {
+                    "burned_at": as_str(notice.get("issued_at")),
+                    "burn_recorded_at": None if recorded is None else recorded.appended_at,
+                    "burn_reason": as_str(notice.get("reason")),
+                    "burn_notice_digest": subject.digest,
+                },
+            )
+        )
 
     def _signer(
         self,
@@ -547,6 +583,15 @@ def _digest_text(value: object) -> str | None:
         return f"{jcs} (legacy {legacy})"
     return jcs or legacy
 
+
+COUNTS = "counts"
+UNATTESTED = "unattested history"
+#: The table of each governed kind's rows (their ``standing`` column).
+_GOVERNED_TABLES = {
+    "benchmark-cohort": "cohorts",
+    "burn-notice": "burn_notices",
+    "cohort-binding": "bindings",
+}
 
 _HANDLERS = {
     "benchmark-cohort": Projector._cohort,

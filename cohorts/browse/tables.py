@@ -51,6 +51,14 @@ def _c(name: str, kind: type, description: str) -> Column:
 
 
 DIGEST = _c("digest", str, "Ledger digest of the object this row came from (sha256 of its bytes).")
+STANDING = _c(
+    "standing",
+    str,
+    "Whether this record counts (the ledger's one computation of standing): 'counts';"
+    " 'unattested history' (a frozen or burned cohort, burn notice or binding kept without"
+    " an attestation by the ledger's authority key: never authority-issued); or 'refused by"
+    " admission: RULE' (written past admission; provledger verify reports it).",
+)
 SEQ = _c("seq", int, "Position of the object in the ledger's log (0 = first entry).")
 
 TABLES: tuple[Table, ...] = (
@@ -76,10 +84,12 @@ TABLES: tuple[Table, ...] = (
     Table(
         "cohorts",
         "Benchmark cohorts",
-        "Every stored BenchmarkCohort object (each stage is its own object), with its burn.",
+        "Every stored BenchmarkCohort object (each stage is its own object), with its burn by"
+        " a burn notice that counts; see standing.",
         (
             DIGEST,
             SEQ,
+            STANDING,
             _c("cohort_id", str, "Cohort id."),
             _c("title", str, "Cohort title."),
             _c("stage", str, "Stage of this object: scaffold, collecting, frozen or burned."),
@@ -164,10 +174,12 @@ TABLES: tuple[Table, ...] = (
     Table(
         "burn_notices",
         "Burn notices",
-        "Authority-issued notices that a frozen cohort burned, and why.",
+        "Burn notices recorded in the ledger, and why the cohort burned. Only those whose"
+        " standing is 'counts' were issued by the ledger's authority.",
         (
             DIGEST,
             SEQ,
+            STANDING,
             _c("cohort_id", str, "Burned cohort id."),
             _c("cohort_digest", str, "The newest cohort object with that id when the notice came."),
             _c("reason", str, "Why the cohort burned."),
@@ -212,10 +224,12 @@ TABLES: tuple[Table, ...] = (
     Table(
         "bindings",
         "Cohort bindings",
-        "Successor cohorts bound to a burned predecessor after the successor gate passed.",
+        "Bindings of successor cohorts to a burned predecessor. Only those whose standing is"
+        " 'counts' were made by the ledger's authority after the successor gate passed.",
         (
             DIGEST,
             SEQ,
+            STANDING,
             _c("successor_id", str, "Successor cohort id."),
             _c("successor_definition_digest", str, "Successor definition digest."),
             _c("predecessor_id", str, "Burned predecessor cohort id."),
@@ -539,10 +553,10 @@ _CHAIN_SQL = " UNION ALL ".join(
 VIEWS: tuple[View, ...] = (
     View(
         "latest_cohorts",
-        "Cohorts, newest object per id",
-        "The current state of each cohort: its newest stored object.",
-        "SELECT c.* FROM cohorts c WHERE c.seq = "
-        "(SELECT max(seq) FROM cohorts c2 WHERE c2.cohort_id = c.cohort_id)",
+        "Cohorts, newest object per id that counts",
+        "The current state of each cohort: its newest stored object with standing.",
+        "SELECT c.* FROM cohorts c WHERE c.seq = (SELECT max(seq) FROM cohorts c2"
+        " WHERE c2.cohort_id = c.cohort_id AND c2.standing = 'counts')",
     ),
     View(
         "result_signatures",

@@ -8,13 +8,16 @@ from typing import Any
 
 @dataclass(frozen=True)
 class LedgerFinding:
-    """One problem. ``code`` is stable; ``seq``/``digest``/``checkpoint`` locate it."""
+    """One problem. ``code`` is stable (for a replayed admission rule: the rule);
+    ``seq``/``digest``/``checkpoint`` locate it; ``remedy``, when there is one, is the
+    command that does properly what the entry tried."""
 
     code: str
     message: str
     seq: int | None = None
     digest: str | None = None
     checkpoint: int | None = None
+    remedy: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -23,4 +26,5 @@ class LedgerFinding:
             "seq": self.seq,
             "digest": self.digest,
             "checkpoint": self.checkpoint,
+            "remedy": self.remedy,
         }

@@ -33,10 +33,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ledger.audit.aside import Aside
-from ledger.audit.attestations import AttestationAudit
 from ledger.audit.findings import LedgerFinding
 from ledger.audit.object_check import CheckResult, check_object
 from ledger.audit.parallel import Presign, default_workers, with_object_checks
+from ledger.audit.replay import AdmissionReplay
 from ledger.encoding.canonical import require_canonical
 from ledger.errors import InputError, LedgerError
 from ledger.log import merkle
@@ -71,8 +71,9 @@ ObjectCheck = Callable[[StoredObject, Any], list[LedgerFinding]]
 
 def default_object_checks(policy: AdmissionPolicy) -> dict[str, ObjectCheck]:
     """Per-object checks beyond bytes and schema, by name, judging under ``policy``;
-    ``audit`` runs them all."""
-    return {"attestations": AttestationAudit(policy)}
+    ``audit`` runs them all. ``admission``: every entry re-judged by the admission
+    policy as of its position (``ledger.audit.replay``; attestations included)."""
+    return {"admission": AdmissionReplay(policy)}
 
 
 @dataclass
@@ -318,6 +319,9 @@ def _audit(
     try:
         run.resume(since_checkpoint)
         run.load_checkpoints(from_checkpoint)
+        for check in object_checks:
+            if isinstance(check, AdmissionReplay):
+                check.begin(run.reader, run.start)
         rows = store.log_rows(since=run.start)
         # check_object's results, maybe computed in workers, in row order.
         for row, checked in with_object_checks(rows, workers, run.presign(workers)):
@@ -472,7 +476,7 @@ class _AuditRun:
         """With workers, attestation signatures are verified there, ahead of the judgement."""
         presign = None
         for check in self.object_checks:
-            if isinstance(check, AttestationAudit) and workers > 1:
+            if isinstance(check, AdmissionReplay) and workers > 1:
                 presign = Presign(check.signing_keys(self.reader), check.memo)
         return presign
 
@@ -616,6 +620,10 @@ class _AuditRun:
             findings[at:at] = [_storage_finding(f) for f in aside.integrity_findings()]
         self.report.entries = frontier.size
         self.report.root = frontier.root().hex()
+        for check in self.object_checks:
+            if isinstance(check, AdmissionReplay):
+                # Governed records no batch record covered, known only at the end.
+                findings.extend(check.finish(self.reader))
         findings.extend(self._unreached())
         if start > 0:
             findings.extend(_check_consistency(store, start, self.report, frontier.root()))

@@ -33,9 +33,9 @@ attestation_app = new_app("DSSE attestations stored in the ledger: check, export
 
 
 def subject_digest(store: LedgerReader, ref: str) -> str:
-    from ledger.store.resolve import resolve
+    from ledger.store.resolve import resolve_stored
 
-    return resolve(store, ref).digest
+    return resolve_stored(store, ref).digest
 
 
 def _warn_failures(verdict: AttestationVerdict) -> None:

@@ -46,10 +46,10 @@ def export(
     from ledger.log.bundle import build_bundle, verify_bundle
     from ledger.log.checkpoints import verifier_key_of
     from ledger.store.backends import open_store
-    from ledger.store.resolve import resolve
+    from ledger.store.resolve import resolve_stored
 
     with open_store(db, readonly=True) as store:
-        obj = resolve(store, ref)
+        obj = resolve_stored(store, ref)
         inputs = REPLAY_INPUTS[0](store, obj) if with_inputs and REPLAY_INPUTS else None
         bundle, omitted = build_bundle(store, obj.digest, inputs)
         vkey = verifier_key_of(store)

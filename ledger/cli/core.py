@@ -141,10 +141,10 @@ def show(
     import json
 
     from ledger.store.backends import open_store
-    from ledger.store.resolve import resolve
+    from ledger.store.resolve import resolve_stored
 
     with open_store(db, readonly=True) as store:
-        obj = resolve(store, ref)
+        obj = resolve_stored(store, ref)
         entry = next(store.entries(since=obj.seq, limit=1))
         notes = [line for note in SHOW_NOTES for line in note(store, obj)]
     if raw:
@@ -275,21 +275,24 @@ def stats(db: DbOption = DEFAULT_DB, json_out: JsonOption = False) -> None:
 
 def migrate(db: DbOption = DEFAULT_DB, json_out: JsonOption = False) -> None:
     """Bring a ledger made by an earlier release to the current file layout, in place."""
-    from ledger.errors import InputError
-    from ledger.store.sqlite import FORMAT, migrate_store
+    if isinstance(db, SQLitePath):
+        from ledger.store import sqlite
 
-    if not isinstance(db, SQLitePath):
-        raise InputError(
-            f"migrate, got the PostgreSQL ledger {db}, expected an SQLite file"
-            " (a PostgreSQL ledger has one layout; nothing to migrate)"
-        )
-    before = migrate_store(db.path)
-    info = {"db": str(db), "from": before, "to": FORMAT, "migrated": before is not None}
+        before = sqlite.migrate_store(db.path)
+        target = sqlite.FORMAT
+    else:
+        from ledger.store import postgres, postgres_schema
+        from ledger.store.location import PostgresURL
+
+        assert isinstance(db, PostgresURL)
+        before = postgres.migrate_store(db)
+        target = postgres_schema.FORMAT
+    info = {"db": str(db), "from": before, "to": target, "migrated": before is not None}
     if json_out:
         emit_json(info)
         return
     out = console()
     if before is None:
-        out.print(f"ledger {db} is already {FORMAT}; nothing to do")
+        out.print(f"ledger {db} is already {target}; nothing to do")
     else:
-        out.print(f"migrated ledger {db} from {before} to {FORMAT}")
+        out.print(f"migrated ledger {db} from {before} to {target}")

@@ -102,10 +102,10 @@ def inclusion(
     """Prove that an object's entry is in the log."""
     from ledger.log.checkpoints import prove_inclusion
     from ledger.store.backends import open_store
-    from ledger.store.resolve import resolve
+    from ledger.store.resolve import resolve_stored
 
     with open_store(db, readonly=True) as store:
-        obj = resolve(store, digest)
+        obj = resolve_stored(store, digest)
         proof = prove_inclusion(store, obj.digest, size)
     data = proof.to_json()
     if json_out:

@@ -17,9 +17,11 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ledger.errors import RuleViolation
+from ledger.log.batch_record import BATCH_KIND, batch_record
 from ledger.log.checkpoint_record import CHECKPOINT_KIND, checkpoint_record
 from ledger.log.leaf import entry_record, utc_now
 from ledger.log.merkle import PendingNodes, leaf_hash
+from ledger.store.aliases import ALIAS_KIND, aliases_for
 from ledger.store.base import (
     AppendResult,
     BeforeCommit,
@@ -58,13 +60,18 @@ class BatchRows:
         return [(kind, e, o, b) for kind, (e, o, b) in sorted(self.totals.items())]
 
 
-def refuse_checkpoint_records(items: Sequence[Prepared]) -> None:
-    """Checkpoint records are written by the ledger itself, never appended."""
+#: Kinds of the records the store writes into the log itself.
+LEDGER_RECORD_KINDS = (CHECKPOINT_KIND, BATCH_KIND, ALIAS_KIND)
+
+
+def refuse_ledger_records(items: Sequence[Prepared]) -> None:
+    """Checkpoint, batch and alias records are written by the ledger itself, never
+    appended."""
     for item in items:
-        if item.kind == CHECKPOINT_KIND:
+        if item.kind in LEDGER_RECORD_KINDS:
             raise RuleViolation(
-                "append, got a checkpoint record, expected an object"
-                " (checkpoint records are written by the ledger itself)"
+                f"append, got a {item.kind} record, expected an object"
+                f" ({item.kind} records are written by the ledger itself)"
             )
 
 
@@ -202,7 +209,12 @@ def admitted_batch(
     """One batch's steps inside the backend's write transaction, in this order: the
     caller's ``precheck``, ``write`` (the rows), the admission policy on the objects the
     batch added (reading them through a ``BatchReader``; ``signatures``: verdicts
-    computed ahead), ``before_commit``. Any of them raising rolls the whole batch back."""
+    computed ahead), an alias for each object already stored that arrived in another
+    upstream spelling (``ledger.store.aliases``), the batch record when the batch added
+    an authority-governed object (``ledger.log.batch_record``: ``verify`` replays the
+    same-batch rule from it), ``before_commit``. Any of them raising rolls the whole
+    batch back."""
+    refuse_ledger_records(items)
     if precheck is not None:
         precheck(store)
     results = write(items)
@@ -221,8 +233,22 @@ def admitted_batch(
         for p, r in zip(items, results, strict=True)
         if r.new
     ]
+    reader = BatchReader(store, new)
     if new:
-        policy.admit(BatchReader(store, new), new, history=history, signatures=signatures)
+        policy.admit(reader, new, history=history, signatures=signatures)
+    again = [
+        (p, stored)
+        for p, r in zip(items, results, strict=True)
+        if not r.new
+        and p.legacy_digest is not None
+        and (stored := reader.get(r.entry.digest)) is not None
+        and stored.legacy_digest != p.legacy_digest
+    ]
+    aliases = aliases_for(reader, again) if again else []
+    if aliases:
+        write(aliases)
+    if any(policy.governed(obj, reader) is not None for obj in new):
+        write([batch_record(new[0].seq, history)])
     if before_commit is not None:
         before_commit(results)
     return results

@@ -11,9 +11,14 @@ appended one after another with contiguous sequence numbers. Everything else
 the lock. A connection lost mid-batch rolls the whole transaction back.
 
 Append-only is the server's rule: triggers refuse UPDATE, DELETE and TRUNCATE on every
-ledger table, and ``init`` creates a writer role (INSERT, SELECT) and an auditor role
-(SELECT) when the connecting user may create roles. ``ledger.store.postgres_audit``
-is what ``verify`` checks of all that (tables, columns, indexes, triggers, roles, grants).
+ledger table, the server derives tree nodes and per-kind totals itself (triggers on
+``entries`` and ``objects``, ``postgres_schema``), and ``init`` creates a writer role
+(INSERT, SELECT; SELECT only on the derived tables) and an auditor role (SELECT) when
+the connecting user may create roles. Every writer login may insert rows with its own
+client, past this code: lookups by a side column skip rows that do not re-derive
+(``SQLStore.WRITERS_INSERT_ROWS``), and a held tail lock is waited for a bounded time.
+``ledger.store.postgres_audit`` is what ``verify`` checks of all that (tables, columns,
+indexes, triggers, roles, grants).
 
 As on SQLite: the admission policy runs inside the transaction
 after the rows are written, a dry run keeps one outer transaction (rolled back on
@@ -25,11 +30,18 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import os
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import TYPE_CHECKING, Any
 
-from ledger.errors import AppendOnlyError, NotFound, RuleViolation, StorageError
+from ledger.errors import (
+    AppendOnlyError,
+    IntegrityError,
+    NotFound,
+    RuleViolation,
+    StorageError,
+)
 from ledger.store import postgres_audit
 from ledger.store.base import (
     OBJECT_COLUMNS,
@@ -46,17 +58,20 @@ from ledger.store.batch import BatchRows
 from ledger.store.location import PostgresURL, redact
 from ledger.store.postgres_schema import (
     ALL_TABLES,
+    DERIVE_DDL,
     FORMAT,
     GROWTH_DDL,
     GUARD_DDL,
     META_KEYS,
+    OLD_FORMATS,
     SCHEMA_DDL,
     default_roles,
     grant_statements,
     ident,
+    migrate_statements,
     trigger_ddl,
 )
-from ledger.store.sqlstore import ADD_TOTALS, INT64_MAX, SQLStore
+from ledger.store.sqlstore import INT64_MAX, SQLStore
 
 if TYPE_CHECKING:
     from ledger.trust.admission import AdmissionPolicy
@@ -71,6 +86,21 @@ except ImportError:  # pragma: no cover - exercised only without the extra
 # sha256("provledger log tail") as a signed bigint.
 TAIL_LOCK = int.from_bytes(hashlib.sha256(b"provledger log tail").digest()[:8], "big", signed=True)
 INSTALL_HINT = "pip install 'provledger[postgres]'"
+# How long a writer waits for the tail lock before it fails (seconds; env override).
+LOCK_TIMEOUT_S = 60
+LOCK_TIMEOUT_ENV = "PROVLEDGER_PG_LOCK_TIMEOUT"
+
+
+def lock_timeout_ms() -> int:
+    """The tail-lock wait in ms: ``$PROVLEDGER_PG_LOCK_TIMEOUT`` seconds, else 60 s."""
+    text = os.environ.get(LOCK_TIMEOUT_ENV)
+    try:
+        seconds = float(text) if text else LOCK_TIMEOUT_S
+    except ValueError:
+        seconds = LOCK_TIMEOUT_S
+    return max(1, int(seconds * 1000))
+
+
 _PAGE = 2000  # rows per round trip when streaming
 
 
@@ -113,6 +143,8 @@ class PostgresStore(SQLStore):
 
     format_name = FORMAT
     meta_keys = META_KEYS
+    # Every writer login may insert rows with its own client (docs/POSTGRES.md).
+    WRITERS_INSERT_ROWS = True
 
     def __init__(
         self,
@@ -167,9 +199,21 @@ class PostgresStore(SQLStore):
                 self._dry.__enter__()
             with self._conn.transaction():
                 # The log's one critical section: size, seq numbers and tree nodes are
-                # read and written under it; everything else was done before.
+                # read and written under it; everything else was done before. A writer
+                # that holds it (another client, stuck or hostile) stalls the others
+                # only so long: past the lock timeout they fail with one line.
+                self._conn.execute(
+                    "SELECT set_config('lock_timeout', %s, true)", (f"{lock_timeout_ms()}ms",)
+                )
                 self._conn.execute("SELECT pg_advisory_xact_lock(%s)", (TAIL_LOCK,))
+                self._conn.execute("SELECT set_config('lock_timeout', '0', true)")
                 yield
+        except psycopg.errors.LockNotAvailable:
+            raise StorageError(
+                f"ledger tail lock of {self._where}, got no lock within"
+                f" {lock_timeout_ms() / 1000:g} s (another writer holds it), expected it"
+                f" sooner (retry; the wait is ${LOCK_TIMEOUT_ENV}, docs/POSTGRES.md)"
+            ) from None
         except psycopg.Error as exc:
             raise _storage_error(exc, self._where) from None
 
@@ -180,9 +224,8 @@ class PostgresStore(SQLStore):
         _copy(cur, "objects", OBJECT_COLUMNS, rows.objects)
         if rows.refs:
             _copy(cur, "refs", ("from_digest", "rel", "to_digest"), rows.refs)
-        _copy(cur, "tree_nodes", ("level", "idx", "hash"), rows.nodes)
-        # The tail lock orders concurrent writers' upserts.
-        cur.executemany(pyformat(ADD_TOTALS), rows.totals_rows())
+        # Tree nodes and per-kind totals are the server's to derive (triggers on entries
+        # and objects, ``postgres_schema``): a writer login cannot write them.
 
     def _entries_for(self, digests: Sequence[str]) -> dict[str, Entry]:
         unique = list(dict.fromkeys(digests))
@@ -194,11 +237,22 @@ class PostgresStore(SQLStore):
             (unique,),
         )
         # a row that disagrees with its entry is not "stored"
-        return {
+        found = {
             str(row[0]): Entry(int(row[1]), row[2], row[3], row[4])
             for row in rows
             if row[0] == row[2]
         }
+        if found:
+            # An object a writer login stored with index columns that lie is refused
+            # here, loudly: appending it again would be "present" and never served.
+            served = {o.digest for o in self._lookup("WHERE o.digest = ANY(?)", (list(found),))}
+            for digest in sorted(set(found) - served):
+                raise IntegrityError(
+                    f"ledger object {digest} is stored with columns that disagree with its"
+                    " bytes (written past admission), got a row that is not served, expected"
+                    " one derived from them; run `provledger verify`, append other bytes"
+                )
+        return found
 
     def bulk_session(self) -> AbstractContextManager[None]:
         """Nothing to tune: the server's settings are the operator's."""
@@ -229,7 +283,7 @@ class PostgresStore(SQLStore):
         return rows[0] if rows else None
 
     def by_legacy(self, legacy: str) -> list[StoredObject]:
-        return self._objects("WHERE o.legacy_digest = ? ORDER BY o.seq", (legacy,))
+        return self._lookup("WHERE o.legacy_digest = ? ORDER BY o.seq", (legacy,))
 
     def ids_of(self, digests: Sequence[str]) -> dict[str, tuple[str | None, int | None]]:
         """(object id, object version) of each stored digest, read from checked rows."""
@@ -258,7 +312,9 @@ class PostgresStore(SQLStore):
                 (kind, after),
             )
             for row in rows:
-                yield self._checked(row)
+                obj = self._served(row)
+                if obj is not None:
+                    yield obj
             if len(rows) < _PAGE:
                 return
             after = int(rows[-1][1])
@@ -305,6 +361,7 @@ class PostgresStore(SQLStore):
     def storage_bytes(self) -> int:
         """What the database takes on the server (``pg_database_size``)."""
         return int(self._q("SELECT pg_database_size(current_database())")[0][0])
+
     # -- ``AuditSource``: streams and PostgreSQL's own checks ---------------------------
     def audit_session(self) -> AbstractContextManager[None]:
         """One REPEATABLE READ snapshot while other writers keep appending."""
@@ -368,8 +425,7 @@ class PostgresStore(SQLStore):
             found += [
                 (level, idx)
                 for (idx,) in self._q(
-                    "SELECT idx FROM tree_nodes WHERE level = ? AND idx >= ?"
-                    " ORDER BY idx LIMIT ?",
+                    "SELECT idx FROM tree_nodes WHERE level = ? AND idx >= ? ORDER BY idx LIMIT ?",
                     (level, size >> level, limit),
                 )
             ]
@@ -542,6 +598,8 @@ def create_store(location: PostgresURL) -> tuple[PostgresStore, list[str]]:
                     conn.execute(statement)
             conn.execute(GUARD_DDL)
             conn.execute(GROWTH_DDL)
+            for statement in DERIVE_DDL:
+                conn.execute(statement)
             for statement in trigger_ddl():
                 conn.execute(statement)
             conn.execute("INSERT INTO meta(key, value) VALUES ('format', %s)", (FORMAT,))
@@ -592,10 +650,47 @@ def open_store(
     except psycopg.Error as exc:
         conn.close()
         raise _storage_error(exc, store._where) from None
-    if not exists or store.get_meta("format") != FORMAT:
+    fmt = store.get_meta("format") if exists else None
+    if fmt in OLD_FORMATS:
+        conn.close()
+        raise StorageError(
+            f"ledger {store._where} has an earlier layout, got format {fmt}, expected"
+            f" {FORMAT}; run `provledger migrate` on it once (docs/POSTGRES.md)"
+        )
+    if fmt != FORMAT:
         conn.close()
         raise StorageError(
             f"not a provledger ledger, got no {FORMAT} format record in {store._where},"
             " expected a database initialised by `provledger init`"
         )
     return store
+
+
+def migrate_store(location: PostgresURL) -> str | None:
+    """Bring a ledger made by an earlier release to this format, in one transaction: the
+    server then derives tree nodes and totals, and the writer role may only read them.
+    Returns the format migrated from, or None when the ledger is already current."""
+    conn = _connect(location, readonly=False)
+    where = redact(location.url)
+    try:
+        with conn.transaction():
+            row = conn.execute("SELECT value FROM meta WHERE key = 'format' FOR UPDATE").fetchone()
+            fmt = None if row is None else row[0]
+            if fmt == FORMAT:
+                return None
+            if fmt not in OLD_FORMATS:
+                raise StorageError(
+                    f"cannot migrate {where}, got format {fmt!r},"
+                    f" expected one of {', '.join(OLD_FORMATS)}"
+                )
+            writer = conn.execute("SELECT value FROM meta WHERE key = 'pg_writer_role'").fetchone()
+            # The format row is updated once, here: the append-only guard steps aside.
+            conn.execute("ALTER TABLE meta DISABLE TRIGGER meta_no_update")
+            for statement in migrate_statements(str(writer[0])):
+                conn.execute(statement)
+            conn.execute("ALTER TABLE meta ENABLE TRIGGER meta_no_update")
+            return str(fmt)
+    except psycopg.Error as exc:
+        raise _storage_error(exc, where) from None
+    finally:
+        conn.close()

@@ -4,9 +4,11 @@ The PostgreSQL half of ``AuditSource.storage_findings``: the database must hold 
 the schema ``create_store`` made (tables, columns with type, nullability and the byte
 collation "C", indexes, no rewrite rules, no row-level policies), the append-only guard
 function with its exact body, every trigger enabled, BEFORE its operation and calling
-the guard (no other trigger on a ledger table), and the roles ``init`` recorded with
-exactly their rights: the writer INSERT and SELECT (and UPDATE on ``kind_totals``, whose
-own guard lets a total only grow), the auditor SELECT, PUBLIC nothing, neither role
+the guard, the server's derivations (tree nodes, totals) with their exact bodies, run
+with the owner's rights by statement-level AFTER INSERT triggers on ``entries`` and
+``objects`` (no other trigger on a ledger table), and the roles ``init`` recorded with
+exactly their rights: the writer INSERT and SELECT (SELECT only on the derived
+``tree_nodes`` and ``kind_totals``), the auditor SELECT, PUBLIC nothing, neither role
 owning a ledger table (an owner could drop a trigger).
 
 Finding codes match SQLite's where the meaning is the same (``schema-missing``,
@@ -22,6 +24,8 @@ from typing import Any, Protocol
 from ledger.store.base import StorageFinding
 from ledger.store.postgres_schema import (
     ALL_TABLES,
+    DEFINER_FUNCTIONS,
+    DERIVE_TRIGGERS,
     FUNCTIONS,
     privileges,
     triggers,
@@ -206,6 +210,19 @@ def _triggers(store: Catalog) -> list[StorageFinding]:
                     "trigger-altered", f"append-only function {function} has another body"
                 )
             )
+    for function in DEFINER_FUNCTIONS:
+        definer = store.catalog(
+            "SELECT p.prosecdef FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace"
+            " WHERE p.proname = %s AND n.nspname = current_schema()",
+            (function,),
+        )
+        if definer and not all(row[0] for row in definer):
+            found.append(
+                StorageFinding(
+                    "trigger-altered",
+                    f"function {function} does not run with the ledger owner's rights",
+                )
+            )
     present = {
         (str(table), str(name)): (str(enabled), int(tgtype), str(func))
         for table, name, enabled, tgtype, func in store.catalog(
@@ -238,6 +255,25 @@ def _triggers(store: Catalog) -> list[StorageFinding]:
         elif enabled not in ("O", "A"):
             found.append(
                 StorageFinding("trigger-disabled", f"append-only trigger {name} is disabled")
+            )
+    for table, name, _new, function in DERIVE_TRIGGERS:
+        expected.add((table, name))
+        got = present.get((table, name))
+        if got is None:
+            found.append(StorageFinding("trigger-missing", f"derivation trigger {name} is missing"))
+            continue
+        enabled, tgtype, func = got
+        # AFTER (no BEFORE bit), INSERT (4), FOR EACH STATEMENT (no ROW bit).
+        if tgtype != 4 or func != function:
+            found.append(
+                StorageFinding(
+                    "trigger-altered",
+                    f"derivation trigger {name} is not {function} after each insert on {table}",
+                )
+            )
+        elif enabled not in ("O", "A"):
+            found.append(
+                StorageFinding("trigger-disabled", f"derivation trigger {name} is disabled")
             )
     for table, name in sorted(set(present) - expected):
         found.append(

@@ -1,17 +1,28 @@
 """The schema of a PostgreSQL ledger: tables, the append-only guards, their triggers, roles.
 
-One definition, used by ``create_store`` to make a ledger and by ``postgres_audit`` to
-check one. The tables mean what SQLite's mean: ``objects.data`` holds the canonical
-bytes (``bytea``), ``entries.seq`` is the Merkle leaf index, ``tree_nodes`` holds every
-complete subtree hash, ``checkpoints`` the signed notes. Text columns use the byte
-collation "C", as SQLite's BINARY compares.
+One definition, used by ``create_store`` to make a ledger, by ``migrate_statements`` to
+bring an earlier one up to date, and by ``postgres_audit`` to check one. The tables mean
+what SQLite's mean: ``objects.data`` holds the canonical bytes (``bytea``),
+``entries.seq`` is the Merkle leaf index, ``tree_nodes`` holds every complete subtree
+hash, ``checkpoints`` the signed notes. Text columns use the byte collation "C", as
+SQLite's BINARY compares.
+
+Every writer login holds the writer role's rights, and may use them with its own
+client, past provledger's code. So what the store derives is derived by the server:
+``tree_nodes`` and ``kind_totals`` are written only by triggers on ``entries`` and
+``objects`` (functions running with the ledger owner's rights), which also refuse an
+entry that does not extend the log (a gap, a seq already past) and an object row with
+no log entry of its seq and digest. The writer role may read those two tables, not
+write them. The worst a writer login can do is append entries, which ``verify`` judges
+(and flags when admission would have refused them).
 """
 
 from __future__ import annotations
 
 from ledger.store.base import LEDGER_META_KEYS, LEDGER_TABLES
 
-SCHEMA_VERSION = "1"
+SCHEMA_VERSION = "2"  # 2: tree nodes and totals derived by the server
+OLD_FORMATS = ("provledger-postgres/1",)
 FORMAT = f"provledger-postgres/{SCHEMA_VERSION}"
 
 # The one table that is updated: per-kind totals (entries, objects, bytes) the append
@@ -104,8 +115,88 @@ GROWTH_DDL = (
     f"CREATE FUNCTION {GROWTH_FUNCTION}() RETURNS trigger LANGUAGE plpgsql AS"
     f" $grow${GROWTH_BODY}$grow$"
 )
-# Each guard function with its exact body (``verify`` compares them).
-FUNCTIONS = {GUARD_FUNCTION: GUARD_BODY, GROWTH_FUNCTION: GROWTH_BODY}
+# The server's derivations. Entries: each new one (a statement's transition table, in seq
+# order) must extend the log; its leaf hash (RFC 9162: SHA-256 of 0x00 and the entry
+# record, ``ledger.log.leaf``: RFC 8785 of appended_at, digest, kind, seq, whose string
+# escapes are PostgreSQL's ``to_json``) and every subtree it completes go into
+# ``tree_nodes``; the entries are counted per kind. Objects: each new row must be the
+# object of a log entry (same seq, digest and kind) and its bytes must hash to its digest;
+# objects and bytes are counted per kind.
+ENTRIES_FUNCTION = "provledger_entries_added"
+ENTRIES_BODY = (
+    "DECLARE e record; expected bigint; lvl integer; i bigint; h bytea; sibling bytea;"
+    " BEGIN"
+    " SELECT coalesce(max(seq), -1) + 1 INTO expected FROM entries"
+    " WHERE seq < (SELECT min(seq) FROM new_entries);"
+    " FOR e IN SELECT * FROM new_entries ORDER BY seq LOOP"
+    " IF e.seq <> expected THEN RAISE EXCEPTION"
+    " 'provledger: entry % does not extend the log, expected seq %', e.seq, expected;"
+    " END IF;"
+    " h := sha256('\\x00'::bytea || convert_to('{\"appended_at\":'"
+    " || to_json(e.appended_at)::text || ',\"digest\":' || to_json(e.digest)::text"
+    " || ',\"kind\":' || to_json(e.kind)::text || ',\"seq\":' || e.seq::text || '}',"
+    " 'UTF8'));"
+    " lvl := 0; i := e.seq;"
+    " INSERT INTO tree_nodes(level, idx, hash) VALUES (lvl, i, h);"
+    " WHILE i % 2 = 1 LOOP"
+    " SELECT hash INTO sibling FROM tree_nodes WHERE level = lvl AND idx = i - 1;"
+    " h := sha256('\\x01'::bytea || sibling || h); lvl := lvl + 1; i := i / 2;"
+    " INSERT INTO tree_nodes(level, idx, hash) VALUES (lvl, i, h);"
+    " END LOOP;"
+    " expected := expected + 1;"
+    " END LOOP;"
+    " INSERT INTO kind_totals(kind, entries, objects, bytes)"
+    " SELECT kind, count(*), 0, 0 FROM new_entries GROUP BY kind"
+    " ON CONFLICT (kind) DO UPDATE SET entries = kind_totals.entries + EXCLUDED.entries;"
+    " RETURN NULL; END"
+)
+OBJECTS_FUNCTION = "provledger_objects_added"
+OBJECTS_BODY = (
+    "DECLARE bad record; BEGIN"
+    " SELECT o.seq, o.digest INTO bad FROM new_objects o WHERE NOT EXISTS (SELECT 1 FROM"
+    " entries e WHERE e.seq = o.seq AND e.digest = o.digest AND e.kind = o.kind) LIMIT 1;"
+    " IF FOUND THEN RAISE EXCEPTION"
+    " 'provledger: object % at seq % has no log entry', bad.digest, bad.seq; END IF;"
+    " SELECT o.seq, o.digest INTO bad FROM new_objects o"
+    " WHERE o.digest <> 'sha256:' || encode(sha256(o.data), 'hex') LIMIT 1;"
+    " IF FOUND THEN RAISE EXCEPTION"
+    " 'provledger: object % at seq % is not the digest of its bytes', bad.digest, bad.seq;"
+    " END IF;"
+    " INSERT INTO kind_totals(kind, entries, objects, bytes)"
+    " SELECT kind, 0, count(*), sum(length(data)) FROM new_objects GROUP BY kind"
+    " ON CONFLICT (kind) DO UPDATE SET objects = kind_totals.objects + EXCLUDED.objects,"
+    " bytes = kind_totals.bytes + EXCLUDED.bytes;"
+    " RETURN NULL; END"
+)
+#: Functions that run with the rights of their owner (the login that made the ledger).
+DEFINER_FUNCTIONS = (ENTRIES_FUNCTION, OBJECTS_FUNCTION)
+
+
+def _definer_ddl(name: str, body: str) -> str:
+    return (
+        f"CREATE FUNCTION {name}() RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER"
+        f" SET search_path FROM CURRENT AS $derive${body}$derive$"
+    )
+
+
+DERIVE_DDL = (
+    _definer_ddl(ENTRIES_FUNCTION, ENTRIES_BODY),
+    _definer_ddl(OBJECTS_FUNCTION, OBJECTS_BODY),
+)
+#: (table, trigger, transition table, function) of the statement-level AFTER INSERT
+#: triggers by which the server derives rows.
+DERIVE_TRIGGERS = (
+    ("entries", "entries_derive", "new_entries", ENTRIES_FUNCTION),
+    ("objects", "objects_derive", "new_objects", OBJECTS_FUNCTION),
+)
+
+# Each function with its exact body (``verify`` compares them).
+FUNCTIONS = {
+    GUARD_FUNCTION: GUARD_BODY,
+    GROWTH_FUNCTION: GROWTH_BODY,
+    ENTRIES_FUNCTION: ENTRIES_BODY,
+    OBJECTS_FUNCTION: OBJECTS_BODY,
+}
 
 
 def trigger_names() -> list[tuple[str, str, str]]:
@@ -137,7 +228,15 @@ def trigger_ddl() -> list[str]:
             f"CREATE TRIGGER {name} BEFORE {op} ON {table}"
             f" FOR EACH {each} EXECUTE FUNCTION {function}()"
         )
-    return out
+    return out + derive_trigger_ddl()
+
+
+def derive_trigger_ddl() -> list[str]:
+    return [
+        f"CREATE TRIGGER {name} AFTER INSERT ON {table} REFERENCING NEW TABLE AS {new}"
+        f" FOR EACH STATEMENT EXECUTE FUNCTION {function}()"
+        for table, name, new, function in DERIVE_TRIGGERS
+    ]
 
 
 def default_roles(dbname: str) -> tuple[str, str]:
@@ -145,29 +244,42 @@ def default_roles(dbname: str) -> tuple[str, str]:
     return f"{dbname}_writer", f"{dbname}_auditor"
 
 
+#: Tables only the server's triggers write; the writer role may read them.
+DERIVED_TABLES = ("tree_nodes", TOTALS_TABLE)
+
+
 def grant_statements(writer: str, auditor: str) -> list[str]:
     """The SQL that gives the two roles exactly their rights (documented for DBAs)."""
-    tables = ", ".join(LEDGER_TABLES)
+    written = ", ".join(t for t in LEDGER_TABLES if t not in DERIVED_TABLES)
     w, a = ident(writer), ident(auditor)
     return [
         f"CREATE ROLE {w} NOLOGIN",
         f"CREATE ROLE {a} NOLOGIN",
         f"REVOKE ALL ON {', '.join(ALL_TABLES)} FROM PUBLIC",
-        f"GRANT SELECT, INSERT ON {tables} TO {w}",
-        f"GRANT SELECT ON {tables} TO {a}",
-        # The writer adds to the totals in place (their triggers keep them growing).
-        f"GRANT SELECT, INSERT, UPDATE ON {TOTALS_TABLE} TO {w}",
-        f"GRANT SELECT ON {TOTALS_TABLE} TO {a}",
+        f"GRANT SELECT, INSERT ON {written} TO {w}",
+        f"GRANT SELECT ON {', '.join(ALL_TABLES)} TO {a}",
+        # The server derives these (triggers on entries and objects): read only.
+        f"GRANT SELECT ON {', '.join(DERIVED_TABLES)} TO {w}",
     ]
 
 
 def privileges(table: str, label: str) -> frozenset[str]:
     """The rights the ``writer`` or ``auditor`` role has on ``table``, exactly."""
-    if label == "auditor":
+    if label == "auditor" or table in DERIVED_TABLES:
         return frozenset({"SELECT"})
-    if table == TOTALS_TABLE:
-        return frozenset({"SELECT", "INSERT", "UPDATE"})
     return frozenset({"INSERT", "SELECT"})
+
+
+def migrate_statements(writer: str) -> list[str]:
+    """What brings a format-1 ledger to this format: the server's derivations, and the
+    writer role's rights on the derived tables taken back."""
+    return [
+        *DERIVE_DDL,
+        *derive_trigger_ddl(),
+        f"REVOKE ALL ON {', '.join(DERIVED_TABLES)} FROM {ident(writer)}",
+        f"GRANT SELECT ON {', '.join(DERIVED_TABLES)} TO {ident(writer)}",
+        f"UPDATE meta SET value = '{FORMAT}' WHERE key = 'format'",
+    ]
 
 
 def ident(name: str) -> str:

@@ -18,6 +18,8 @@ from typing import Protocol, TypeVar
 
 from ledger.encoding.digest import is_digest
 from ledger.errors import InputError, NotFound
+from ledger.store.aliases import by_legacy_digest
+from ledger.store.base import LedgerReader, StoredObject
 
 PREFIX = re.compile(r"sha256:[0-9a-f]{4,63}\Z")
 BARE_HEX = re.compile(r"[0-9a-f]{8,64}\Z")
@@ -87,3 +89,28 @@ def resolve(store: ObjectIndex[T], ref: str) -> T:
         f"object not found, got {ref}, expected a digest, a unique digest prefix, an id or"
         " id@version in the ledger"
     )
+
+
+def resolve_stored(store: LedgerReader, ref: str) -> StoredObject:
+    """``resolve`` over a ledger, where a legacy digest also finds an object stored in
+    another upstream spelling, through an alias that holds (``ledger.store.aliases``)."""
+    return resolve(_WithAliases(store), ref)
+
+
+class _WithAliases:
+    """A ledger as an ``ObjectIndex`` whose legacy lookups follow aliases."""
+
+    def __init__(self, store: LedgerReader) -> None:
+        self._store = store
+
+    def get(self, digest: str) -> StoredObject | None:
+        return self._store.get(digest)
+
+    def by_legacy(self, legacy: str) -> list[StoredObject]:
+        return [obj for obj, _hints in by_legacy_digest(self._store, legacy)]
+
+    def by_digest_prefix(self, prefix: str, limit: int = 2) -> list[str]:
+        return self._store.by_digest_prefix(prefix, limit)
+
+    def by_id(self, object_id: str, version: int | None = None) -> list[StoredObject]:
+        return self._store.by_id(object_id, version)

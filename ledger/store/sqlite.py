@@ -551,6 +551,7 @@ class SQLiteStore(SQLStore):
     # -- the rest of ``AuditSource``: SQLite's own checks (``sqlite_audit``) -------------
     format_name = FORMAT
     meta_keys: tuple[str, ...] = META_KEYS
+
     @contextmanager
     def audit_session(self) -> Iterator[None]:
         """One read transaction for the whole audit, TEXT read tolerantly

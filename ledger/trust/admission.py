@@ -36,36 +36,15 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from types import MappingProxyType
 from typing import TYPE_CHECKING, Final, Protocol
 
 from ledger.errors import NotFound, RuleViolation
 from ledger.store.base import LedgerReader, SignatureVerdicts, StoredObject
 from ledger.trust.policy import GENERIC_POLICY, AttestationPolicy
+from ledger.trust.refusal import Governed, Refusal, attestation_refusal, governance_refusal
 
 if TYPE_CHECKING:
     from ledger.store.prepared import Prepared
-
-
-@dataclass(frozen=True)
-class Governed:
-    """Why an object needs the authority's signature, and the command that gives it one."""
-
-    what: str
-    remedy: str
-
-
-@dataclass(frozen=True)
-class Refusal:
-    """One object the policy refuses: what is missing, and the command that does it properly."""
-
-    digest: str
-    kind: str
-    missing: str
-    remedy: str
-
-    def text(self) -> str:
-        return f"{self.kind} {self.digest} refused, {self.missing} (use: {self.remedy})"
 
 
 class AdmissionRefused(RuleViolation):
@@ -83,10 +62,22 @@ class Governance(Protocol):
     def governed(self, obj: StoredObject, reader: LedgerReader) -> Governed | None: ...
 
 
-class StateRule(Protocol):
-    """Checks a new object against the stored state before it (None: admissible)."""
+class StandingView(Protocol):
+    """Which earlier records count (``ledger.trust.standing.Standing``), for state rules."""
 
-    def check(self, obj: StoredObject, reader: LedgerReader) -> Refusal | None: ...
+    def has_standing(self, obj: StoredObject, as_of: int | None = None) -> bool: ...
+
+
+class StateRule(Protocol):
+    """Checks a new object against the state before it (None: admissible).
+
+    ``reader`` holds only the entries before ``obj`` (``ledger.store.prefix.Prefix``);
+    ``standing`` says which of them count, as of any position. A rule judges the same
+    way at write time, when ``verify`` replays it and when a read computes standing."""
+
+    def check(
+        self, obj: StoredObject, reader: LedgerReader, standing: StandingView
+    ) -> Refusal | None: ...
 
 
 @dataclass(frozen=True)
@@ -119,31 +110,18 @@ class CoreGovernance:
                 f"verifier identity {who!r}",
                 "provledger identity register --verifier-id ID --adapter NAME"
                 " --adapter-version V --public-key KEY.pub",
+                "identity-not-authorized",
+                history=False,
             )
         if obj.kind == _REVOCATION_KIND:
             key = value.get("key_id") if isinstance(value, dict) else None
             return Governed(
-                f"revocation of key {key}", "provledger identity revoke KEY_ID --reason REASON"
+                f"revocation of key {key}",
+                "provledger identity revoke KEY_ID --reason REASON",
+                "revocation-not-authorized",
+                history=False,
             )
         return None
-
-
-_SIGN_REMEDY = "provledger sign SUBJECT --key KEY (the authority or a registered verifier key)"
-_REGISTER = (
-    "provledger identity register --verifier-id ID --adapter NAME --adapter-version V"
-    " --public-key KEY.pub"
-)
-_ATTESTATION_REMEDY: Final = MappingProxyType(
-    {
-        "unregistered-key": _REGISTER,
-        "identity-not-authorized": _REGISTER,
-        "wrong-verifier-id": _REGISTER,
-        "wrong-adapter-version": _REGISTER,
-        "revoked-retired": _REGISTER + " (a new, unrevoked key)",
-        "revoked-compromised": _REGISTER + " (a new, unrevoked key)",
-        "subject-missing": "provledger append FILE (the subject first)",
-    }
-)
 
 
 @dataclass(frozen=True)
@@ -220,13 +198,20 @@ class AdmissionPolicy:
         history: bool,
         signatures: SignatureVerdicts | None = None,
     ) -> list[Refusal]:
+        """Every refusal of one batch: ``new`` are its objects in log order, readable
+        through ``reader`` at their positions. Each object is judged as of its own
+        position: it reads only the entries before it (``ledger.store.prefix.Prefix``),
+        except that a governed object looks for the authority's attestation among the
+        batch's own attestations. Listed in log order."""
+        from ledger.store.prefix import Prefix
         from ledger.trust.attestation import ATTESTATION_KIND
         from ledger.trust.identity import authority_key, trust_index
         from ledger.trust.judgement import check_attestation
         from ledger.trust.keys import key_id
+        from ledger.trust.standing import Standing
 
         # Attestations first: whether a governed object is signed by the authority in
-        # this batch is their verdict. Refusals are then listed in log order.
+        # this batch is their verdict.
         refused: dict[str, Refusal] = {}
         authority_signed: set[str] = set()
         signers: dict[str, list[str]] = {}  # subject -> key ids that attest it in the batch
@@ -237,46 +222,33 @@ class AdmissionPolicy:
                 verdict = check_attestation(reader, att, self, index, signatures)
                 signers.setdefault(verdict.subject_digest, []).append(verdict.key_id)
                 if not verdict.ok:
-                    first = verdict.failures[0]
-                    refused[att.digest] = Refusal(
-                        att.digest,
-                        att.kind,
-                        f"{', '.join(verdict.codes)}: {first.message}",
-                        _ATTESTATION_REMEDY.get(first.code, _SIGN_REMEDY),
-                    )
+                    refused[att.digest] = attestation_refusal(att, verdict)
                 elif verdict.signer == "authority":
                     # The subject the judgement read from the attestation's bytes.
                     authority_signed.add(verdict.subject_digest)
         authority = authority_key(reader)
         authority_id = None if authority is None else key_id(authority)
+        standing: Standing | None = None
         refusals: list[Refusal] = []
         for obj in new:
             if obj.kind == ATTESTATION_KIND:
                 if obj.digest in refused:
                     refusals.append(refused[obj.digest])
                 continue
-            if not history and obj.digest not in authority_signed:
-                need = self.governed(obj, reader)
-                if need is not None:
-                    others = sorted(set(signers.get(obj.digest, ())) - {authority_id})
-                    got = (
-                        f"got an attestation by key {', '.join(others)} instead"
-                        if others
-                        else "got no valid attestation by it"
+            need = None if obj.digest in authority_signed else self.governed(obj, reader)
+            if need is not None and (not history or not need.history):
+                refusals.append(
+                    governance_refusal(
+                        obj, need, authority_id, signers.get(obj.digest, ()), history
                     )
-                    refusals.append(
-                        Refusal(
-                            obj.digest,
-                            obj.kind,
-                            f"{need.what} is authority-governed, {got} in the same batch,"
-                            f" expected one by the ledger's authority key {authority_id}",
-                            need.remedy,
-                        )
-                    )
-            for rule in self.state_rules:
-                refusal = rule.check(obj, reader)
-                if refusal is not None:
-                    refusals.append(refusal)
+                )
+            if self.state_rules:
+                standing = standing or Standing(reader, self)
+                before = Prefix(reader, obj.seq)
+                for rule in self.state_rules:
+                    refusal = rule.check(obj, before, standing)
+                    if refusal is not None:
+                        refusals.append(refusal)
         return refusals
 
 

@@ -4,12 +4,17 @@ Protocol knowledge (which kinds only a verifier may sign, what a subject says ab
 signer) comes from the policy passed in (``policy.attestation``, a
 ``ledger.trust.policy.AttestationPolicy``; IDKMesh's is ``verifiers.attestation_policy``).
 An attestation is judged at its own log position S (its seq; an envelope from outside
-is judged as if appended now). The payload is always the
+is judged as if appended now), reading only the entries before S
+(``ledger.store.prefix.Prefix``): its subject, and whatever the attestation policy looks
+up (the manifest naming a result's worker), so nothing appended later changes the
+verdict. The one exception is a ``compromised`` revocation, the authority's statement
+that every signature by the key is suspect. The payload is always the
 subject's STORED bytes and the PAE is rebuilt from them. Failure codes (stable; documented
 in docs/IDENTITIES.md):
 
 * ``malformed``: the attestation object cannot be read.
-* ``subject-missing``: no stored object has the subject digest (or envelope payload).
+* ``subject-missing``: no object appended before S has the subject digest (or
+  envelope payload).
 * ``subject-kind-mismatch``: ``subject.kind`` is not the stored object's kind.
 * ``payload-type-mismatch``: payloadType is not ``payload_type_for(stored kind)``.
 * ``bad-signature``: the signature does not verify over PAE(payloadType, stored bytes).
@@ -40,6 +45,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from ledger.encoding.digest import sha256_digest
 from ledger.errors import InputError, NotFound
 from ledger.store.base import LedgerReader, SignatureVerdicts, StoredObject
+from ledger.store.prefix import Prefix
 from ledger.trust.attestation import (
     ATTESTATION_KIND,
     DetachedAttestation,
@@ -238,13 +244,15 @@ def _judge(
 ) -> AttestationVerdict:
     failures: list[Failure] = []
     keyid = detached.signature.keyid
+    # The judgement reads only the ledger before the attestation (its subject included).
+    reader = Prefix(reader, seq)
     subject = reader.get(detached.subject_digest)
     if subject is None:
         failures.append(
             Failure(
                 "subject-missing",
-                f"subject, got {detached.subject_digest} not in the ledger,"
-                " expected the attested object's stored bytes",
+                f"subject, got {detached.subject_digest} not in the ledger before seq {seq},"
+                " expected the attested object's stored bytes, appended first",
             )
         )
     else:

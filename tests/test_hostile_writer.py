@@ -1,0 +1,265 @@
+"""A hostile writer with write access but no keys cannot undo a burn, and verify says so.
+
+Each attack writes rows past admission, as a file editor with write access to the
+SQLite file would (``hostile_writer.sqlite_insert``: plain ``sqlite3``, the rows the
+store itself would write, tree and totals kept consistent, no batch record), or reaches
+a ledger through ``provledger copy`` of such a file. For each: what admission refuses
+has no standing anywhere (``cohort audit``, ``cohort list``, the gates of ``cohort
+freeze|burn``) before anyone runs ``verify``, and ``verify`` replays admission and names
+the entry, the rule and the remedy (exit 1). The same attacks by a PostgreSQL writer
+login are in ``tests/test_pg_hostile_writer.py``.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from hostile_writer import sqlite_insert
+from typer.testing import CliRunner, Result
+
+from cohorts.definition import definition_digests
+from ledger.cli import app
+from ledger.store.prepared import prepare_value
+from ledger.trust.attestation import attest_prepared
+from ledger.trust.keys import Ed25519Signer
+
+TOY = Path(__file__).resolve().parents[1] / "examples" / "cohorts" / "toy"
+V1 = "example/toy-v1"
+
+
+class Led:
+    def __init__(self, runner: CliRunner, db: Path) -> None:
+        self.runner, self.db = runner, db
+
+    def run(self, *args: str, code: int = 0) -> Result:
+        result = self.runner.invoke(app, [*args, "--db", str(self.db)])
+        assert result.exit_code == code, (args, result.exit_code, result.output)
+        return result
+
+    def json(self, *args: str, code: int = 0) -> Any:
+        return json.loads(self.run(*args, "--json", code=code).stdout)
+
+    def authority(self) -> Ed25519Signer:
+        return Ed25519Signer.from_file(self.db.with_name(self.db.name + ".authority.key"))
+
+
+def _v1(stage: str, **changes: Any) -> dict[str, Any]:
+    value: dict[str, Any] = json.loads((TOY / "cohort-v1.json").read_text())
+    value.update(stage=stage, **changes)
+    return value
+
+
+@pytest.fixture
+def burned(ledger_path: Path, runner: CliRunner, tmp_path: Path) -> Led:
+    """The toy lineage's first cohort frozen and burned by the authority, through the CLI."""
+    led = Led(runner, ledger_path)
+    files = sorted((TOY / "work-units").glob("*.json")) + sorted(
+        (TOY / "evaluators").glob("*.json")
+    )
+    led.run("append", *map(str, files))
+    frozen = tmp_path / "v1.json"
+    frozen.write_text(json.dumps(_v1("frozen")))
+    led.run("cohort", "freeze", str(frozen))
+    led.run("cohort", "burn", V1, "--reason", "seen")
+    assert led.json("verify")["ok"] is True
+    return led
+
+
+def _stage(led: Led) -> str:
+    stage: str = led.json("cohort", "audit", V1)["stage"]
+    return stage
+
+
+def _findings(led: Led) -> list[dict[str, Any]]:
+    report = led.json("verify", code=1)
+    assert report["ok"] is False
+    findings: list[dict[str, Any]] = report["findings"]
+    return findings
+
+
+def test_walk_back_written_with_sqlite3_has_no_standing_and_verify_flags_it(
+    burned: Led, tmp_path: Path
+) -> None:
+    (seq,) = sqlite_insert(burned.db, [prepare_value(_v1("collecting"))])
+    # No standing anywhere, before anyone runs verify.
+    assert _stage(burned) == "burned"
+    audit = burned.json("cohort", "audit", V1)
+    assert any(f["code"] == "cohort.refused" for f in audit["findings"])
+    [row] = [r for r in burned.json("cohort", "list") if r["id"] == V1]
+    assert (row["stage"], row["standing"]) == ("burned", "counts")
+    # The authority's freeze of another definition under the burned id stays refused.
+    other = tmp_path / "other.json"
+    value = _v1("frozen", title="another definition")
+    value["definition_digest"] = definition_digests(value).legacy
+    other.write_text(json.dumps(value))
+    out = burned.run("cohort", "freeze", str(other), code=4).stderr
+    assert "not a legal successor" in out
+    # verify replays admission: the entry, the rule and the remedy.
+    [finding] = _findings(burned)
+    assert (finding["seq"], finding["code"]) == (seq, "cohort-lifecycle")
+    assert "burned -> collecting" in finding["message"] and finding["remedy"]
+
+
+def test_governed_record_written_with_sqlite3_never_counts(burned: Led) -> None:
+    # A second burn notice and a re-frozen definition, unsigned: governed, no attestation.
+    notice = json.loads((TOY / "burn-notice.json").read_text())
+    notice["reason"] = "a different story"
+    refrozen = _v1("burned", title="edited after the burn")
+    refrozen["definition_digest"] = definition_digests(refrozen).legacy
+    seqs = sqlite_insert(burned.db, [prepare_value(notice), prepare_value(refrozen)])
+    audit = burned.json("cohort", "audit", V1)
+    assert audit["stage"] == "burned" and len(audit["relations"]["burn_notices"]) == 1
+    found = {(f["seq"], f["code"]) for f in _findings(burned)}
+    assert (seqs[0], "authority-governed") in found and (seqs[1], "authority-governed") in found
+    assert (seqs[1], "cohort-lifecycle") in found  # and no legal successor either
+
+
+def test_later_unsigned_manifest_does_not_invalidate_an_earlier_attestation(
+    ledger_path: Path, runner: CliRunner, tmp_path: Path
+) -> None:
+    """A keyless writer appends, after a verifier attested a result, a ResultManifest
+    with the same id naming the verifier as its worker: the attestation stays valid."""
+    import random
+
+    import bench_corpus
+
+    led = Led(runner, ledger_path)
+    rng = random.Random(3)
+    wu = bench_corpus.work_unit(rng, 1, "late", "b" * 40)
+    rm = bench_corpus.result_manifest(rng, wu, bench_corpus._digest(wu), 1, 1.79e9)
+    vr = bench_corpus.verification_result(
+        rng, wu, bench_corpus._digest(wu), rm, "sha256:" + "e" * 64, "sha256:" + "f" * 64, 1.79e9
+    )
+    vr["provenance"]["result_manifest_digest"] = "sha256:" + "e" * 64  # not stored: by id
+    key = tmp_path / "verifier.key"
+    runner.invoke(app, ["key", "generate", str(key)])
+    led.run(
+        "identity", "register", "--verifier-id", "idkmesh-local-verifier",
+        "--adapter", "deterministic-patch-verifier", "--adapter-version", "0.3.0",
+        "--public-key", f"{key}.pub",
+    )  # fmt: skip
+    for value in (wu, rm, vr):
+        path = tmp_path / "doc.json"
+        path.write_text(json.dumps(value))
+        led.run("append", str(path))
+    subject = prepare_value(vr).digest
+    led.run("sign", subject, "--key", str(key))
+    assert led.json("attestation", "check", subject)["ok"] is True
+    # The late manifest: same id, its worker is the verifier. Appended without keys.
+    late = copy.deepcopy(rm)
+    late["worker"]["id"] = "idkmesh-local-verifier"
+    late["self_report"]["summary"] = "appended after the attestation"
+    path = tmp_path / "late.json"
+    path.write_text(json.dumps(late))
+    led.run("append", str(path))
+    assert led.json("attestation", "check", subject)["ok"] is True
+    assert led.json("verify")["ok"] is True
+
+
+def test_copy_of_a_tampered_file_carries_no_standing_and_verify_flags_it(
+    burned: Led, tmp_path: Path
+) -> None:
+    (seq,) = sqlite_insert(burned.db, [prepare_value(_v1("collecting"))])
+    dst = tmp_path / "copy.db"
+    copied = burned.runner.invoke(app, ["copy", str(burned.db), str(dst), "--json"])
+    assert copied.exit_code == 0, copied.output
+    led = Led(burned.runner, dst)
+    assert _stage(led) == "burned"
+    [finding] = _findings(led)
+    assert (finding["seq"], finding["code"]) == (seq, "cohort-lifecycle")
+
+
+def test_forged_authority_attestation_written_with_sqlite3_is_flagged(burned: Led) -> None:
+    # The walk-back with an attestation by a key the writer made: no standing either.
+    back = prepare_value(_v1("collecting"))
+    forged = attest_prepared(back, Ed25519Signer(Ed25519PrivateKey.generate()))
+    seqs = sqlite_insert(burned.db, [back, forged])
+    assert _stage(burned) == "burned"
+    found = {(f["seq"], f["code"]) for f in _findings(burned)}
+    assert {(seqs[0], "cohort-lifecycle"), (seqs[1], "unregistered-key")} <= found
+
+
+def test_browse_database_counts_only_what_has_standing(burned: Led, tmp_path: Path) -> None:
+    import sqlite3
+
+    (seq,) = sqlite_insert(burned.db, [prepare_value(_v1("collecting"))])
+    # Unsigned history of another cohort: burned upstream, its notice never signed.
+    notice = json.loads((TOY / "burn-notice.json").read_text())
+    notice["cohort_id"] = "example/history-only"
+    history = _v1("burned", id="example/history-only")
+    history["definition_digest"] = definition_digests(history).legacy
+    from ledger.store.backends import open_store
+
+    with open_store(burned.db) as store:
+        store.append_many([prepare_value(history), prepare_value(notice)], history=True)
+    out = tmp_path / "browse.db"
+    burned.run("index", "--out", str(out))
+    conn = sqlite3.connect(out)
+    rows = dict(conn.execute("SELECT seq, standing FROM cohorts"))
+    assert rows[seq] == "refused by admission: cohort-lifecycle"
+    latest = dict(conn.execute("SELECT cohort_id, stage FROM latest_cohorts"))
+    assert latest[V1] == "burned" and "example/history-only" not in latest
+    notices = dict(conn.execute("SELECT cohort_id, standing FROM burn_notices"))
+    assert notices == {V1: "counts", "example/history-only": "unattested history"}
+    burned_at = dict(
+        conn.execute("SELECT cohort_id, burn_notice_digest FROM cohorts WHERE stage = 'burned'")
+    )
+    assert burned_at["example/history-only"] is None  # never shown as authority-issued
+    assert burned_at[V1] is not None
+
+
+def test_legacy_digest_alias_never_hides_the_upstream_document(
+    ledger_path: Path, runner: CliRunner, tmp_path: Path
+) -> None:
+    """A manifest first appended with ``0`` for upstream's ``0.0`` (same canonical bytes,
+    another upstream digest) does not hide the real upstream file: appending the file
+    logs an alias, and its upstream digest finds it, in its own spelling."""
+    import random
+
+    import bench_corpus
+
+    from ledger.encoding.digest import legacy_digest
+
+    led = Led(runner, ledger_path)
+    rng = random.Random(5)
+    wu = bench_corpus.work_unit(rng, 1, "alias", "c" * 40)
+    rm = bench_corpus.result_manifest(rng, wu, bench_corpus._digest(wu), 1, 1.79e9)
+    assert rm["resources"]["compute_units"] == 0.0  # upstream writes the double
+    ints = copy.deepcopy(rm)
+    ints["resources"]["compute_units"] = ints["resources"]["human_minutes"] = 0
+    upstream, squatted = legacy_digest(rm), legacy_digest(ints)
+    assert upstream != squatted and prepare_value(rm).digest == prepare_value(ints).digest
+    for name, value in (("ints.json", ints), ("upstream.json", rm)):
+        (tmp_path / name).write_text(json.dumps(value))
+    led.run("append", str(tmp_path / "ints.json"))
+    rows = led.json("append", str(tmp_path / "upstream.json"))
+    assert rows[0]["status"] == "present"
+    assert [e["kind"] for e in led.json("log")][-1] == "legacy-alias"
+    # Both upstream digests find the one stored object.
+    for digest in (upstream, squatted):
+        assert led.json("show", digest)["digest"] == prepare_value(rm).digest
+    # The audit's view: the document the record names, in the spelling it names.
+    from cohorts.store_lookup import StoreLookup
+    from ledger.store.backends import open_store
+
+    with open_store(ledger_path, readonly=True) as store:
+        doc = StoreLookup(store).by_digest(upstream)
+        assert doc is not None and doc.legacy_digest == upstream
+        assert doc.value["resources"]["compute_units"] == 0.0
+    assert led.json("verify")["ok"] is True
+    # An alias written by hand that does not hold is never followed, and verify says so.
+    from ledger.store.aliases import alias_record
+
+    with open_store(ledger_path, readonly=True) as store:
+        stored = store.get(prepare_value(rm).digest)
+        assert stored is not None
+        bogus = alias_record(stored, "sha256:" + "9" * 64, None)
+    (seq,) = sqlite_insert(ledger_path, [bogus])
+    led.run("show", "sha256:" + "9" * 64, code=3)
+    [finding] = _findings(led)
+    assert (finding["seq"], finding["code"]) == (seq, "alias-invalid")
