@@ -74,11 +74,12 @@ def test_without_postgresql_tests_skip_locally_and_fail_in_ci(
         unavailable("no initdb/pg_ctl found")
 
 
-def test_migrate_is_for_sqlite_files_only() -> None:
+def test_migrate_of_an_unreachable_server_is_one_line() -> None:
+    # migrate also brings a PostgreSQL ledger of an earlier layout up to date
+    # (tests/test_pg_hostile_writer.py); a server that is not there is one line, exit 3.
     result = CliRunner().invoke(app, ["migrate", "--db", "postgresql://u@/led?host=/nowhere"])
     assert result.exit_code == 3
-    assert result.stderr.startswith("error: migrate, got the PostgreSQL ledger postgresql://u@/led")
-    assert result.stderr.count("\n") == 1
+    assert result.stderr.startswith("error: ") and result.stderr.count("\n") == 1
 
 
 def test_serve_gives_result_pages_a_database_and_a_file_only_when_there_is_one(

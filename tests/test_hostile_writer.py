@@ -263,3 +263,21 @@ def test_legacy_digest_alias_never_hides_the_upstream_document(
     led.run("show", "sha256:" + "9" * 64, code=3)
     [finding] = _findings(led)
     assert (finding["seq"], finding["code"]) == (seq, "alias-invalid")
+
+
+def test_incremental_verify_replays_new_entries_against_the_state_before_them(
+    burned: Led, tmp_path: Path
+) -> None:
+    """``verify --since-checkpoint`` judges only what came after the checkpoint, but
+    against everything before it: the walk-back is refused by the burn it never saw."""
+    checkpoint = burned.run("checkpoint").stdout
+    note = tmp_path / "seen.checkpoint"
+    note.write_text(checkpoint)
+    honest = _v1("scaffold", id="example/another")
+    (tmp_path / "another.json").write_text(json.dumps(honest))
+    burned.run("append", str(tmp_path / "another.json"))  # logs the checkpoint's record
+    (seq,) = sqlite_insert(burned.db, [prepare_value(_v1("collecting"))])
+    report = burned.json("verify", "--since-checkpoint", str(note), code=1)
+    assert report["since_checkpoint"] is not None
+    [finding] = report["findings"]
+    assert (finding["seq"], finding["code"]) == (seq, "cohort-lifecycle")

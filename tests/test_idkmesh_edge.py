@@ -25,10 +25,16 @@ from ledger.trust.keys import Ed25519Signer
 from verifiers.attestation_policy import IDKMeshAttestationPolicy
 
 ROOT = Path(__file__).resolve().parents[1]
-# Core kinds: "checkpoint" and "batch" records are written by the store itself, a
-# "history-import" marker by an importer (all in ledger.log).
+# Core kinds: "checkpoint", "batch" and "legacy-alias" records are written by the store
+# itself, a "history-import" marker by an importer.
 CORE_KINDS = {
-    "attestation", "verifier-identity", "revocation", "checkpoint", "batch", "history-import"
+    "attestation",
+    "verifier-identity",
+    "revocation",
+    "checkpoint",
+    "batch",
+    "legacy-alias",
+    "history-import",
 }
 IDKMESH_KINDS = set(kinds.KINDS) - CORE_KINDS
 SMOKE_VR = "examples/results/phase0-smoke.verification-result.json"
