@@ -60,7 +60,11 @@ class StandingLookup:
         return None
 
     def of_kind(self, kind: str) -> Sequence[StoredDoc]:
-        return tuple(d for d in self.raw.of_kind(kind) if self.standing(d))
+        return tuple(
+            doc
+            for obj in self.reader.by_kind(kind)
+            if self.counts.has_standing(obj) and (doc := self.raw.doc(obj)) is not None
+        )
 
     def unattested(self, kind: str) -> Sequence[StoredDoc]:
         """Stored records of ``kind`` without standing that admission accepts: governed
