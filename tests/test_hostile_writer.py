@@ -103,6 +103,8 @@ def test_walk_back_written_with_sqlite3_has_no_standing_and_verify_flags_it(
     [finding] = _findings(burned)
     assert (finding["seq"], finding["code"]) == (seq, "cohort-lifecycle")
     assert "burned -> collecting" in finding["message"] and finding["remedy"]
+    text = burned.run("verify", code=1).stdout
+    assert f"FAIL cohort-lifecycle seq {seq}" in text and "(use: a new cohort id" in text
 
 
 def test_governed_record_written_with_sqlite3_never_counts(burned: Led) -> None:

@@ -272,7 +272,8 @@ def verify(
         for f in report.findings:
             where = f" seq {f.seq}" if f.seq is not None else ""
             what = f" {f.digest}" if f.digest else ""
-            out.print(f"FAIL {f.code}{where}{what}: {f.message}", markup=False)
+            use = f" (use: {f.remedy})" if f.remedy else ""
+            out.print(f"FAIL {f.code}{where}{what}: {f.message}{use}", markup=False)
         if witness_report is not None and witness_report.info["checkpoint"] is not None:
             info = witness_report.info
             names = ", ".join(c["witness"] for c in info.get("cosigners", [])) or "nobody"
