@@ -38,6 +38,11 @@ class StandingLookup:
         obj = self.reader.get(doc.jcs_digest)
         return "not stored" if obj is None else self.counts.why_not(obj)
 
+    def standing_since(self, obj: StoredObject) -> int | None:
+        """The first log position from which ``obj`` counts (``Standing.since``): what a
+        judgement about entry N may count is what has standing before N."""
+        return self.counts.since(obj)
+
     def refused(self, doc: StoredDoc) -> bool:
         """True when replaying admission refuses ``doc`` (it was written past it)."""
         obj = self.reader.get(doc.jcs_digest)

@@ -318,3 +318,18 @@ def test_library_store_refuses_a_cohort_walk_back(tmp_path: Path) -> None:
     assert "not a legal successor" in out["default"] and "burned -> collecting" in out["default"]
     assert out["size"] == 6  # two batches of 3 (with their batch records); nothing refused
     assert out["core_only_size"] == 7
+
+
+def test_standing_is_counted_from_the_authority_attestation_on(state: State) -> None:
+    from ledger.trust.standing import Standing
+
+    frozen = _cohort("frozen")
+    state.ledger.add(frozen)  # kept without the authority (as history)
+    scaffold = _cohort("scaffold", id="example/anyone")
+    state.ledger.add(scaffold)
+    state.ledger.add(attest_prepared(frozen, AUTHORITY))
+    standing = Standing(state.ledger)
+    f, s, a = state.ledger.objects[-3:]
+    assert standing.since(s) == s.seq and standing.has_standing(s, s.seq + 1)
+    assert standing.since(f) == a.seq  # from its attestation on, not from its own entry
+    assert not standing.has_standing(f, a.seq) and standing.has_standing(f, a.seq + 1)
