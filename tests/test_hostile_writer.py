@@ -213,6 +213,14 @@ def test_browse_database_counts_only_what_has_standing(burned: Led, tmp_path: Pa
     )
     assert burned_at["example/history-only"] is None  # never shown as authority-issued
     assert burned_at[V1] is not None
+    from cohorts.browse.queries import CANNED_QUERIES
+
+    burns = CANNED_QUERIES["burned_cohorts"]["sql"]
+    standing = {row[0]: row[2] for row in conn.execute(burns)}
+    assert standing == {V1: "counts", "example/history-only": "unattested history"}
+    timeline = CANNED_QUERIES["cohort_timeline"]["sql"]
+    events = [row[2] for row in conn.execute(timeline, {"cohort": V1})]
+    assert "record, stage collecting (refused by admission: cohort-lifecycle)" in events
 
 
 def test_legacy_digest_alias_never_hides_the_upstream_document(

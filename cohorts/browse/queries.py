@@ -17,6 +17,8 @@ _REPORT = "(CASE WHEN json_valid(a.report) THEN a.report END)"
 #: Pre-registration statuses the audit counts (``cohorts.timeline``).
 PREREGISTRATION = ("pre_registered", "not_pre_registered", "order_not_attested", "not_judged")
 _COVERED = "(SELECT min(k.size) FROM checkpoints k WHERE k.size > {seq})"
+# A record's standing in a timeline event when it does not count (docs/BROWSE.md).
+_STANDING = "(CASE WHEN {t}.standing = 'counts' THEN '' ELSE ' (' || {t}.standing || ')' END)"
 
 CANNED_QUERIES: dict[str, dict[str, Any]] = {
     "cohort_overview": {
@@ -81,14 +83,14 @@ CANNED_QUERIES: dict[str, dict[str, Any]] = {
         "sql": (
             "SELECT t.seq, o.appended_at, t.event, t.digest, t.detail,"
             f" {_COVERED.format(seq='t.seq')} AS checkpoint FROM ("
-            " SELECT c.seq, 'record, stage ' || coalesce(c.stage, '?') AS event, c.digest,"
-            "  c.title AS detail FROM cohorts c WHERE c.cohort_id = :cohort"
-            " UNION ALL SELECT b.seq, 'burn notice', b.digest, b.reason FROM burn_notices b"
-            "  WHERE b.cohort_id = :cohort"
-            " UNION ALL SELECT g.seq, 'bound as successor of ' || coalesce(g.predecessor_id, '?'),"
-            "  g.digest, g.carried_over FROM bindings g WHERE g.successor_id = :cohort"
-            " UNION ALL SELECT g.seq, 'successor ' || coalesce(g.successor_id, '?') || ' bound',"
-            "  g.digest, g.carried_over FROM bindings g WHERE g.predecessor_id = :cohort"
+            " SELECT c.seq, 'record, stage ' || coalesce(c.stage, '?') || {c} AS event,"
+            "  c.digest, c.title AS detail FROM cohorts c WHERE c.cohort_id = :cohort"
+            " UNION ALL SELECT b.seq, 'burn notice' || {b}, b.digest, b.reason"
+            "  FROM burn_notices b WHERE b.cohort_id = :cohort"
+            " UNION ALL SELECT g.seq, 'bound as successor of ' || coalesce(g.predecessor_id, '?')"
+            "  || {g}, g.digest, g.carried_over FROM bindings g WHERE g.successor_id = :cohort"
+            " UNION ALL SELECT g.seq, 'successor ' || coalesce(g.successor_id, '?') || ' bound'"
+            "  || {g}, g.digest, g.carried_over FROM bindings g WHERE g.predecessor_id = :cohort"
             " UNION ALL SELECT a.seq, 'attestation of the ' || coalesce(a.subject_kind, '?')"
             "  || ' at seq ' || s.seq || ' by ' || coalesce(a.signer, 'an unregistered key')"
             "  || CASE WHEN a.signature_valid THEN '' ELSE ' (signature NOT valid)' END,"
@@ -99,7 +101,7 @@ CANNED_QUERIES: dict[str, dict[str, Any]] = {
             "    WHERE successor_id = :cohort OR predecessor_id = :cohort"
             "  ) s ON s.digest = a.subject_digest"
             ") t LEFT JOIN objects o ON o.digest = t.digest ORDER BY t.seq"
-        ),
+        ).format(c=_STANDING.format(t="c"), b=_STANDING.format(t="b"), g=_STANDING.format(t="g")),
         "params": ["cohort"],
     },
     "cohort_findings": {
@@ -140,10 +142,12 @@ CANNED_QUERIES: dict[str, dict[str, Any]] = {
         "title": "Which cohorts are burned, why, and when?",
         "description": (
             "Every burn notice with the cohort it burned, the reason, the burn date it records"
-            " (empty when upstream recorded none) and when the ledger recorded it."
+            " (empty when upstream recorded none), when the ledger recorded it, and its"
+            " standing: only a notice that counts was issued by the ledger's authority."
         ),
         "sql": (
-            "SELECT b.cohort_id, c.title, b.issued_at AS burned_at, b.recorded_at, b.reason,"
+            "SELECT b.cohort_id, c.title, b.standing, b.issued_at AS burned_at, b.recorded_at,"
+            " b.reason,"
             " b.excluded_count AS excluded_outcomes, b.digest AS burn_notice_digest,"
             " b.cohort_digest FROM burn_notices b"
             " LEFT JOIN cohorts c ON c.digest = b.cohort_digest ORDER BY b.seq"
@@ -153,7 +157,8 @@ CANNED_QUERIES: dict[str, dict[str, Any]] = {
         "title": "Which outcomes were excluded?",
         "description": "Excluded task outcomes with the reason; leave cohort empty for all.",
         "sql": (
-            "SELECT e.cohort_id, e.task_id, t.title, e.reason, e.burn_notice_digest"
+            "SELECT e.cohort_id, e.task_id, t.title, e.reason, e.burn_notice_digest,"
+            " b.standing AS notice_standing"
             " FROM excluded_outcomes e"
             " LEFT JOIN burn_notices b ON b.digest = e.burn_notice_digest"
             " LEFT JOIN tasks t ON t.cohort_digest = b.cohort_digest AND t.task_id = e.task_id"
