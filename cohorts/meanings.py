@@ -31,6 +31,10 @@ EXACT: dict[str, str] = {
     "cohort.unattested": (
         "the cohort record is unattested history: no authority attestation, so it does not count"
     ),
+    "cohort.refused": (
+        "a record of this cohort was written past admission (replaying the rules refuses it),"
+        " so it counts nowhere; provledger verify names it"
+    ),
     "task.attempt_ids": "two attempts of a task share an id",
     "task.evidence.attempts": "attempts are listed on a task whose evidence is not verified",
     "task.source.revision": "the task's source revision is not a full commit id",
