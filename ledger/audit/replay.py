@@ -30,7 +30,6 @@ follows it).
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -169,8 +168,8 @@ class AdmissionReplay:
     def _batch(self, obj: StoredObject, reader: LedgerReader) -> list[LedgerFinding]:
         """A batch record: check it, then judge the governed records of its batch."""
         try:
-            batch = boundary_of(json.loads(obj.data), obj.seq)
-        except (LedgerError, ValueError) as exc:
+            batch = boundary_of(obj.json(), obj.seq)
+        except LedgerError as exc:
             return [LedgerFinding("batch-record-invalid", str(exc), obj.seq, obj.digest)]
         found: list[LedgerFinding] = []
         last = self._last_batch

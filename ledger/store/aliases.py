@@ -22,7 +22,6 @@ covered by the log's hashes.
 
 from __future__ import annotations
 
-import json
 from typing import TYPE_CHECKING, Any
 
 from ledger.errors import InputError, LedgerError
@@ -54,7 +53,7 @@ def alias_target(reader: LedgerReader, alias: StoredObject) -> tuple[StoredObjec
     """The object an alias names and the hints it gives it; ``InputError`` when the alias
     does not hold (its subject is missing or later, or the hints give another digest)."""
     try:
-        value = json.loads(alias.data)
+        value = alias.json()
         digest, kind = value["subject"]["digest"], value["subject"]["kind"]
         legacy, hints = value["legacy_digest"], value["legacy_hints"]
     except (ValueError, KeyError, TypeError) as exc:
