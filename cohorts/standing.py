@@ -48,11 +48,6 @@ class StandingLookup:
         obj = self.reader.get(doc.jcs_digest)
         return obj is not None and not self.counts.admitted(obj)
 
-    def standing_since(self, obj: StoredObject) -> int | None:
-        """The first log position from which ``obj`` counts (``Standing.since``): what a
-        judgement about entry N may count is what has standing before N."""
-        return self.counts.since(obj)
-
     def by_digest(self, digest: str) -> StoredDoc | None:
         doc = self.raw.by_digest(digest)
         return doc if doc is not None and self.standing(doc) else None
