@@ -446,7 +446,7 @@ def test_http_witness_through_the_installed_cli(
     fork = runner.invoke(app, ["checkpoint", "--db", str(view_b)])  # same size 4 exists
     assert fork.exit_code == 0
     fork_run = subprocess.run(
-        [str(EXE), "checkpoint", "--db", str(view_b), "--witness", url],
+        [str(EXE), "checkpoint", "--db", str(view_b), "--witness", url, "--witness-key", vkey],
         capture_output=True,
         text=True,
         timeout=120,
@@ -454,9 +454,9 @@ def test_http_witness_through_the_installed_cli(
     assert fork_run.returncode == 0  # same view so far: cosigned again
     append(runner, view_b, b"e-fork")
     append(runner, ledger_path, b"e-real")
-    ok(runner, "checkpoint", "--db", db, "--witness", url)
+    ok(runner, "checkpoint", "--db", db, "--witness", url, "--witness-key", vkey)
     refused = subprocess.run(
-        [str(EXE), "checkpoint", "--db", str(view_b), "--witness", url],
+        [str(EXE), "checkpoint", "--db", str(view_b), "--witness", url, "--witness-key", vkey],
         capture_output=True,
         text=True,
         timeout=120,
@@ -469,17 +469,21 @@ def test_http_witness_through_the_installed_cli(
     wrong = runner.invoke(
         app, ["checkpoint", "--db", db, "--witness", url, "--witness-key", other, "--json"]
     )
-    assert wrong.exit_code == 1 and "no cosignature by w.test/other" in wrong.stderr
-    assert "\u2014 w.test/http " not in json.loads(wrong.stdout)["note"]
+    assert wrong.exit_code == 1 and "not stored: cosignature by w.test/http+" in wrong.stderr
+    assert "expected one by w.test/other+" in wrong.stderr
+    answered = json.loads(wrong.stdout)
+    assert "\u2014 w.test/http " not in answered["note"]
+    assert answered["witnesses"][0]["cosignatures"] == []
+    assert answered["witnesses"][0]["rejected"][0]["witness"].startswith("w.test/http+")
 
 
 def test_unreachable_witness_is_one_error_line(
     tmp_path: Path, ledger_path: Path, runner: CliRunner
 ) -> None:
     append(runner, ledger_path, b"a")
-    result = runner.invoke(
-        app, ["checkpoint", "--db", str(ledger_path), "--witness", "http://127.0.0.1:9/"]
-    )
+    wkey = make_witness(runner, tmp_path / "w.json", "w.test/away", ledger_path)
+    away = ["--witness", "http://127.0.0.1:9/", "--witness-key", wkey]
+    result = runner.invoke(app, ["checkpoint", "--db", str(ledger_path), *away])
     assert result.exit_code == 3 and result.stderr.startswith("error: witness http://127.0.0.1:9/")
     bad_url = runner.invoke(app, ["checkpoint", "--db", str(ledger_path), "--witness", "ftp://x"])
     assert bad_url.exit_code == 3

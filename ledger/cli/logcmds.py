@@ -42,7 +42,8 @@ def checkpoint(
         list[str] | None,
         typer.Option(
             "--witness-key",
-            help="Verifier key of a URL witness (repeatable); its answer must verify under it.",
+            help="Verifier key of a URL witness (repeatable, required with a URL --witness):"
+            " only cosignatures that verify under a key named here are stored.",
         ),
     ] = None,
     dry_run: DryRunOption = False,
@@ -50,16 +51,25 @@ def checkpoint(
 ) -> None:
     """Sign the current tree head as a C2SP checkpoint and store it; collect cosignatures.
 
+    A cosignature is stored only if it verifies under a --witness-key (or, for a local
+    witness, under its own key); any other line a witness returns is reported, not stored.
     With --dry-run nothing is stored and no witness is asked."""
     from ledger.cli.common import fail_line
     from ledger.cli.core import log_key_path
     from ledger.cli.witnesscmds import witness_keys
+    from ledger.errors import UsageError
     from ledger.log.checkpoints import make_checkpoint
-    from ledger.log.cosigning import collect, cosigned_note
+    from ledger.log.cosigning import collect, cosigned_note, is_url
     from ledger.store.backends import open_store
     from ledger.trust.keys import load_private_key
 
     trusted = witness_keys(witness_key)
+    unkeyed = [w for w in witness or [] if is_url(w)] if not trusted else []
+    if unkeyed:
+        raise UsageError(
+            f"--witness {unkeyed[0]}, got no --witness-key, expected the verifier key its"
+            " cosignature must verify under"
+        )
     outcomes = []
     # The ledger first: a path that is no ledger is reported as such, not as a key.
     with open_store(db, dry_run=dry_run) as store:

@@ -3,9 +3,14 @@
 A witness is named by an ``http(s)://`` URL (c2sp.org/tlog-witness over HTTP) or by the
 path of a local witness state file (the same decision, taken in-process under the
 witness's lock). For each, the request carries a consistency proof from the size the
-witness last cosigned, built from this store. Returned lines are kept only if they are
-well-formed cosignatures over this checkpoint; a line from a witness whose key is known
-here (a local witness, or one given with ``--witness-key``) must also verify.
+witness last cosigned, built from this store.
+
+Invariant: a cosignature line is stored only if it verifies over this checkpoint under a
+witness key the operator named (``--witness-key`` for a URL witness; a local witness's own
+key, read from its state). Every other line of a response (unknown key, bad signature,
+future timestamp) is rejected: reported in the witness's outcome, never stored. So a
+hostile or impersonating witness cannot put a line into the ledger that would later make
+``verify --witness-key`` or ``bundle verify`` fail for an honest witness's key.
 
 :func:`cosigned_note` is the checkpoint note with every stored cosignature appended: the
 form bundles carry and that ``golang.org/x/mod/sumdb/note`` reads.
@@ -17,13 +22,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ledger.errors import LedgerError
+from ledger.errors import LedgerError, UsageError
 from ledger.log import merkle
 from ledger.log.cosignature import (
     CosignatureError,
     WitnessKey,
-    check_cosignatures,
     from_note_signature,
+    verify_cosignature,
 )
 from ledger.log.note import parse_note
 from ledger.log.witness import AddCheckpoint, WitnessError, WitnessFiles
@@ -58,30 +63,43 @@ def witness_request(store: LedgerReader, row: CheckpointRow, old_size: int) -> A
 
 @dataclass(frozen=True)
 class WitnessOutcome:
-    """What one witness answered: stored lines, or the refusal."""
+    """What one witness answered: the lines stored, the lines rejected, or the refusal."""
 
     witness: str
     lines: tuple[str, ...] = ()
+    rejected: tuple[tuple[str, str], ...] = ()  # (signer label, why), never stored
     error: LedgerError | None = None
 
     def to_json(self) -> dict[str, object]:
         out: dict[str, object] = {"witness": self.witness, "ok": self.error is None}
-        if self.error is None:
-            out["cosignatures"] = list(self.lines)
-        else:
+        out["cosignatures"] = list(self.lines)
+        out["rejected"] = [{"witness": w, "error": e} for w, e in self.rejected]
+        if self.error is not None:
             out["error"] = str(self.error)
             out["exit_code"] = self.error.exit_code
         return out
 
 
-def _is_url(spec: str) -> bool:
+def is_url(spec: str) -> bool:
+    """Whether a ``--witness`` value names an HTTP witness (else a local state file)."""
     return spec.startswith(("http://", "https://"))
 
 
-def _accept_lines(
-    body: bytes, response: bytes, known: Sequence[WitnessKey], witness: str
-) -> tuple[str, ...]:
-    """Signature lines of a witness response that are cosignatures over ``body``."""
+@dataclass(frozen=True)
+class Judged:
+    """A witness response, line by line: the lines to store and the lines rejected."""
+
+    kept: tuple[str, ...]
+    rejected: tuple[tuple[str, str], ...]
+
+
+def judge_response(
+    body: bytes, response: bytes, keys: Sequence[WitnessKey], witness: str
+) -> Judged:
+    """Split a witness response into lines that verify under ``keys`` and the rest.
+
+    A response that is not signature lines at all is refused whole (nothing kept).
+    """
     try:
         text = response.decode("utf-8")
         parsed = parse_note(body + b"\n" + response).signatures
@@ -89,16 +107,44 @@ def _accept_lines(
         raise CosignatureError(
             f"witness {witness} response, got no signature lines: {exc}"
         ) from None
-    lines = tuple(line for line in text.split("\n") if line)
-    for sig in parsed:
-        from_note_signature(sig)  # right length: timestamp + Ed25519 signature
-    result = check_cosignatures(body, parsed, known)
-    if result.invalid:
-        raise CosignatureError(f"witness {witness}: {result.invalid[0][1]}")
-    if known and not result.valid:
-        labels = ", ".join(k.label for k in known)
-        raise CosignatureError(f"witness {witness}, got no cosignature by {labels}")
-    return lines
+    lines = [line for line in text.split("\n") if line]
+    if len(lines) != len(parsed):  # the note parser read every line as a signature
+        raise CosignatureError(
+            f"witness {witness} response, got {len(lines)} lines and {len(parsed)}"
+            " signatures, expected only signature lines"
+        )
+    by_id = {(k.name, k.key_id): k for k in keys}
+    named = ", ".join(k.label for k in keys)
+    kept: list[str] = []
+    rejected: list[tuple[str, str]] = []
+    for line, sig in zip(lines, parsed, strict=True):
+        label = f"{sig.name}+{sig.key_id.hex()}"
+        key = by_id.get((sig.name, sig.key_id))
+        if key is None:
+            why = f"cosignature by {label}, got a key no one named, expected one by {named}"
+            rejected.append((label, why))
+            continue
+        try:
+            verify_cosignature(body, from_note_signature(sig), key)
+        except CosignatureError as exc:
+            rejected.append((label, str(exc)))
+            continue
+        if line not in kept:
+            kept.append(line)
+    return Judged(tuple(kept), tuple(rejected))
+
+
+def _outcome(spec: str, judged: Judged, keys: Sequence[WitnessKey]) -> WitnessOutcome:
+    error: LedgerError | None = None
+    if judged.rejected:
+        why = judged.rejected[0][1]
+        more = len(judged.rejected) - 1
+        extra = f" (and {more} more line(s))" if more else ""
+        error = CosignatureError(f"rejected, not stored: {why}{extra}")
+    elif not judged.kept:
+        labels = ", ".join(k.label for k in keys)
+        error = CosignatureError(f"got no cosignature by {labels}")
+    return WitnessOutcome(spec, judged.kept, judged.rejected, error)
 
 
 def collect(
@@ -107,16 +153,25 @@ def collect(
     witnesses: Sequence[str],
     trusted: Sequence[WitnessKey] = (),
 ) -> list[WitnessOutcome]:
-    """Ask every witness to cosign ``row``; store the accepted lines; one outcome each."""
+    """Ask every witness to cosign ``row``; store the lines that verify; one outcome each.
+
+    A URL witness is judged by ``trusted`` (no key named: refused, nothing asked); a local
+    witness by its own key.
+    """
     from ledger.log.witness_http import request_cosignature
 
     body = parse_note(row.note).body
     outcomes = []
     for spec in witnesses:
         try:
-            if _is_url(spec):
+            if is_url(spec):
+                if not trusted:
+                    raise UsageError(
+                        f"--witness {spec}, got no --witness-key, expected the verifier key"
+                        " its cosignature must verify under"
+                    )
+                keys: Sequence[WitnessKey] = trusted
                 response = request_cosignature(spec, lambda old: witness_request(store, row, old))
-                lines = _accept_lines(body, response, trusted, spec)
             else:
                 files = WitnessFiles(Path(spec))
                 state = files.read()
@@ -125,10 +180,12 @@ def collect(
                     None,
                 )
                 old = 0 if view is None or view.size is None else view.size
-                result = files.add_checkpoint(witness_request(store, row, old))
-                lines = _accept_lines(body, result.response, [files.identity()], spec)
-            store.add_cosignatures(row.size, lines)
-            outcomes.append(WitnessOutcome(spec, lines))
+                keys = [files.identity()]
+                response = files.add_checkpoint(witness_request(store, row, old)).response
+            outcome = _outcome(spec, judge_response(body, response, keys, spec), keys)
+            if outcome.lines:
+                store.add_cosignatures(row.size, outcome.lines)
+            outcomes.append(outcome)
         except LedgerError as exc:
             outcomes.append(WitnessOutcome(spec, error=exc))
     return outcomes
