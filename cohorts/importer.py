@@ -26,14 +26,20 @@ Accepted folders: a repository root (``benchmarks/``, ``examples/``,
 ``verification/fixtures/``), any folder below one of those inside a repository (a
 ``benchmarks/`` folder, a cohort folder such as ``benchmarks/phase-b2-first-five``,
 ``examples/``...), or a cohort folder / folder of cohort folders on its own. Paths are
-recorded relative to the upstream repository root. Symlinks that leave the folder are
-refused. Idempotent: a second run adds nothing.
+recorded relative to the upstream repository root. Idempotent: a second run adds nothing.
+
+Reads as the verifiers read a candidate root (``ledger.confined``): every file is opened
+from a descriptor of FOLDER one path component at a time with ``O_NOFOLLOW``, so an entry
+swapped for a symlink while the import runs is refused, never followed. Any entry that is
+not a regular file or a directory inside the tree (a symlink, wherever it points; a FIFO,
+socket or device) refuses the whole import with one ``InputError``, and every file is read
+(each bounded by the document limit) before anything is written.
 """
 
 from __future__ import annotations
 
+import os
 from collections import Counter
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -41,10 +47,12 @@ from typing import Any, Literal
 from cohorts.burn import Reference, burn_facts_from_extensions, upstream_burn_date
 from cohorts.lookup import BENCHMARK_COHORT, BURN_NOTICE
 from cohorts.validation import schema_validator
-from ledger.bounded import DOCUMENT_LIMIT, check_size, read_bounded
+from ledger.bounded import DOCUMENT_LIMIT, too_large
+from ledger.confined import list_tree, read_in_root
 from ledger.encoding.canonical import parse_strict
 from ledger.encoding.digest import canonical_digest, legacy_digest, sha256_digest
 from ledger.errors import InputError, KindError, LedgerError, NotFound
+from ledger.files import shown
 from ledger.log.history import history_markers
 from ledger.schema.kinds import detect_kind, get_kind, schema_version_of
 from ledger.store.base import AppendResult, Store
@@ -243,23 +251,71 @@ def locate(folder: Path) -> tuple[list[Path], str]:
     )
 
 
-def _files(walk: list[Path], anchor: Path) -> Iterator[tuple[Path, str | None]]:
-    """(file, refusal) under the walked folders, sorted; refusal names an escaping link."""
-    real_root = anchor.resolve()
+def _tree_files(walk: list[Path], root: Path) -> list[str]:
+    """Every regular file under the walked folders, as POSIX paths relative to ``root``.
+
+    Anything else on the way (a symlink, wherever it points; a FIFO, socket or device) is
+    ``InputError``: the import is refused before anything is read.
+    """
+    found: list[str] = []
     for base in walk:
-        for path in sorted(base.rglob("*")):
-            # Resolve every path, not only links: a symlinked directory on the way (or the
-            # sub-root itself) would otherwise lead the walk out of PATH.
-            target = path.resolve()
-            if not target.is_relative_to(real_root):
-                if path.is_file() or path.is_symlink():
-                    yield (
-                        path,
-                        f"symlink leaves PATH, got {target}, expected a target under {real_root}",
-                    )
-                continue
-            if path.is_file():
-                yield path, None
+        base_rel = base.relative_to(root).as_posix()
+        parts = [] if base_rel == "." else base_rel.split("/")
+        for depth in range(1, len(parts) + 1):
+            if os.path.islink(root.joinpath(*parts[:depth])):
+                raise _not_in_tree(root, "/".join(parts[:depth]), "a symlink")
+        listing = list_tree(base)
+        for problem in listing.problems[:1]:
+            for head, why in _LISTED:
+                if problem.startswith(head):
+                    raise _not_in_tree(root, "/".join([*parts, problem.removeprefix(head)]), why)
+            raise InputError(
+                f"import folder {shown(base)}, got {problem}, expected a readable tree"
+            )
+        found += ["/".join([*parts, rel]) for rel in listing.files]
+    return sorted(set(found))
+
+
+# How ``list_tree`` words what is not a regular file or a directory.
+_LISTED = (
+    ("symlink ", "a symlink"),
+    ("not a regular file ", "not a regular file (a FIFO, socket or device)"),
+)
+
+
+def _not_in_tree(root: Path, rel: str, why: str) -> InputError:
+    return InputError(
+        f"import file {shown(rel)}, got {why}, expected a regular file inside {shown(root)}"
+    )
+
+
+_REFUSED = {
+    "symlink": "a symlink",
+    "not_regular": "not a regular file",
+    "missing": "no file (it went away during the import)",
+    "unsafe_locator": "an unsafe name",
+    "unreadable": "an unreadable file",
+}
+
+
+def _read_tree(root: Path, rels: list[str]) -> dict[str, bytes]:
+    """The bytes of every listed file, each read through ``ledger.confined``.
+
+    Every file is opened from a descriptor of ``root`` one component at a time with
+    ``O_NOFOLLOW``, so an entry swapped for a symlink after the listing is refused, never
+    followed. Everything is read before anything is written: a refusal leaves the ledger
+    as it was.
+    """
+    data: dict[str, bytes] = {}
+    for rel in rels:
+        seen = read_in_root(root, rel, max_bytes=DOCUMENT_LIMIT)
+        if seen.status == "too_large":
+            raise too_large("import file", shown(root / rel), f"{seen.size} bytes", DOCUMENT_LIMIT)
+        if seen.data is None:
+            why = f"{_REFUSED.get(seen.status, seen.status)}: {seen.detail}"
+            raise _not_in_tree(root, rel, why)
+        data[rel] = seen.data
+    return data
 
 
 # --- one file -------------------------------------------------------------------------------
@@ -342,30 +398,19 @@ def import_idkmesh(store: Store, root: Path, authority: Signer | None = None) ->
     """
     walk, prefix = locate(root)
     items: list[ImportItem] = []
-    cohorts: list[tuple[str, Path]] = []
+    cohorts: list[tuple[str, str]] = []
     pending: Pending = []
-    files = list(_files(walk, root))
-    # Every size is checked before anything is read or written: one oversized file
-    # refuses the whole import (exit 3) and leaves the ledger as it was.
-    for path, refusal in files:
-        if refusal is None:
-            check_size(path, DOCUMENT_LIMIT, "import file")
-            prose = path.parent / "BURN_NOTICE.md"
-            if path.name == "cohort.json" and prose.is_file() and not prose.is_symlink():
-                check_size(prose, DOCUMENT_LIMIT, "import file")
-    for path, refusal in files:
-        rel = _join(prefix, path.relative_to(root).as_posix())
-        if refusal is not None:
-            items.append(ImportItem(rel, "invalid", refusal, new=False))
+    data = _read_tree(root, _tree_files(walk, root))
+    for local, raw in data.items():
+        rel = _join(prefix, local)
+        name = local.rpartition("/")[2]
+        if name == "cohort.json":
+            cohorts.append((rel, local))
             continue
-        if path.name == "cohort.json":
-            cohorts.append((rel, path))
+        if not name.endswith(".json"):
+            pending.append((rel, "imported", "appended", [prepare_blob(raw)]))
             continue
-        data = read_bounded(path, DOCUMENT_LIMIT, "import file")
-        if path.suffix != ".json":
-            pending.append((rel, "imported", "appended", [prepare_blob(data)]))
-            continue
-        objects, status, reason, _shown = classify(rel, data)
+        objects, status, reason, _shown = classify(rel, raw)
         if status == "imported" and objects[-1].kind in _NOT_HISTORY:
             items.append(
                 ImportItem(
@@ -383,8 +428,9 @@ def import_idkmesh(store: Store, root: Path, authority: Signer | None = None) ->
     batch = _Batch(store, authority, prefix)
     items += _append(batch, pending)
     cohort_ids: dict[str, tuple[str | None, str | None]] = {}
-    for rel, path in cohorts:
-        found, cohort_id, stage = _import_cohort(batch, rel, path)
+    for rel, local in cohorts:
+        prose = data.get(local.removesuffix("cohort.json") + "BURN_NOTICE.md")
+        found, cohort_id, stage = _import_cohort(batch, rel, data[local], prose)
         items += found
         cohort_ids[group_of(rel)] = (cohort_id, stage)
     return ImportReport(
@@ -459,9 +505,8 @@ def _item(rel: str, status: Status, reason: str, prep: Prepared, new: bool) -> I
 
 
 def _import_cohort(
-    batch: _Batch, rel: str, path: Path
+    batch: _Batch, rel: str, raw: bytes, prose: bytes | None
 ) -> tuple[list[ImportItem], str | None, str | None]:
-    raw = read_bounded(path, DOCUMENT_LIMIT, "import file")
     objects, status, reason, _shown = classify(rel, raw, BENCHMARK_COHORT)
     try:
         value: Any = parse_strict(raw)
@@ -475,13 +520,15 @@ def _import_cohort(
     out = [_item(rel, status, reason, objects[-1], results[-1].new)]
     stage = as_str(cohort.get("stage"))
     if stage == "burned" and status == "imported":
-        notice = _burn_notice(batch, rel, path, cohort)
+        notice = _burn_notice(batch, rel, prose, cohort)
         if notice is not None:
             out.append(notice)
     return out, as_str(cohort.get("id")), stage
 
 
-def _burn_notice(batch: _Batch, rel: str, path: Path, cohort: dict[str, Any]) -> ImportItem | None:
+def _burn_notice(
+    batch: _Batch, rel: str, prose: bytes | None, cohort: dict[str, Any]
+) -> ImportItem | None:
     where = f"{rel}#burn"
     try:
         facts = burn_facts_from_extensions(cohort)
@@ -491,15 +538,10 @@ def _burn_notice(batch: _Batch, rel: str, path: Path, cohort: dict[str, Any]) ->
         # Nothing upstream to record; the audit reports the burned cohort's missing notice.
         return None
     refs: list[Reference] = []
-    prose = path.parent / "BURN_NOTICE.md"
-    if prose.is_file() and not prose.is_symlink():
+    if prose is not None:
         refs.append(
             Reference(
-                "notice",
-                "document",
-                prose.name,
-                sha256_digest(read_bounded(prose, DOCUMENT_LIMIT, "import file")),
-                facts.repository,
+                "notice", "document", "BURN_NOTICE.md", sha256_digest(prose), facts.repository
             )
         )
     try:

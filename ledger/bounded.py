@@ -80,13 +80,3 @@ def read_bounded(path: str | Path, limit: int, what: str) -> bytes:
     if total > limit:
         raise too_large(what, path, f"more than {limit} bytes", limit)
     return b"".join(chunks)
-
-
-def check_size(path: str | Path, limit: int, what: str) -> None:
-    """Refuse a regular file larger than ``limit`` without reading it (for pre-checks)."""
-    try:
-        size = os.stat(path).st_size
-    except OSError:
-        return  # the read itself reports it
-    if size > limit:
-        raise too_large(what, path, f"{size} bytes", limit)

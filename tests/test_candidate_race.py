@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from verifiers.candidate import read_in_root
+from ledger.confined import read_in_root
 
 READS = 20_000
 INSIDE, OUTSIDE = b"inside the root\n", b"SECRET outside the root\n"

@@ -189,21 +189,26 @@ def test_import_cohort_folder_and_refusals(
     assert "cohort folder holding cohort.json" in result.stderr
 
 
-def test_symlink_leaving_path_is_refused(
+def test_symlinks_refuse_the_whole_import(
     tmp_path: Path, ledger_path: Path, runner: CliRunner
 ) -> None:
     root = tmp_path / "repo"
     (root / "examples").mkdir(parents=True)
     outside = tmp_path / "secret.json"
     outside.write_text('{"a": 1}')
-    (root / "examples" / "leak.json").symlink_to(outside)
     (root / "examples" / "note.txt").write_bytes(b"hello\n")
-    code, report = _import(runner, ledger_path, root)
-    items = _by_path(report)
-    assert code == 3
-    assert items["examples/leak.json"]["status"] == "invalid"
-    assert "symlink leaves PATH" in items["examples/leak.json"]["reason"]
-    assert items["examples/note.txt"]["status"] == "imported"
+    leak = root / "examples" / "leak.json"
+    for target in (outside, root / "examples" / "note.txt"):  # out of the tree, and inside it
+        leak.unlink(missing_ok=True)
+        leak.symlink_to(target)
+        result = runner.invoke(app, ["import", "idkmesh", str(root), "--db", str(ledger_path)])
+        assert result.exit_code == 3 and result.stdout == ""
+        assert result.stderr == (
+            f"error: import file examples/leak.json, got a symlink, expected a regular file"
+            f" inside {root}\n"
+        )
+    with open_store(ledger_path, readonly=True) as store:
+        assert store.size() == 0
 
 
 def test_frozen_cohort_imported_through_gate(

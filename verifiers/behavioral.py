@@ -42,9 +42,9 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ledger.bounded import DOCUMENT_LIMIT, read_bounded
+from ledger.confined import list_tree, locator_problem
 from ledger.encoding.canonical import canonicalize
 from ledger.encoding.digest import canonical_digest, sha256_digest
-from verifiers.candidate import list_tree, locator_problem
 from verifiers.diff import parse_patch
 from verifiers.errors import DiffError, PatchApplyError, ProbeError
 from verifiers.model.json import at, str_list

@@ -14,7 +14,7 @@ from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any
 
-from verifiers.candidate import FileObservation, read_in_root
+from ledger.confined import FileObservation, read_in_root
 from verifiers.model import ResultManifest, WorkUnit
 from verifiers.model.json import at, str_list
 from verifiers.report import InputArtifact, ResultFinding

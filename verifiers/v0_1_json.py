@@ -14,9 +14,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ledger.confined import list_tree, locator_problem
 from ledger.encoding.canonical import parse_strict
 from ledger.errors import LedgerError
-from verifiers.candidate import list_tree, locator_problem
 from verifiers.checks import artifact_digest_check, read_artifact
 from verifiers.errors import SovereigntyError
 from verifiers.fields import require_int, require_str, require_str_list

@@ -1,4 +1,8 @@
-"""Reading worker-controlled files from a candidate root without trusting them.
+"""Confined reads: files read from inside a root directory without trusting the tree.
+
+The one way to read a tree someone else controls: a worker's candidate root (the
+verifiers) and a folder given to ``import idkmesh``. Whoever controls the tree may swap
+any entry for a symlink, FIFO or device at any moment, also while we read.
 
 Invariants:
 - a locator is a relative POSIX path without empty, ``.`` or ``..`` components;
@@ -12,7 +16,8 @@ Invariants:
 - reads are bounded: a file larger than ``max_bytes`` (by ``fstat`` before reading, or
   while streaming if it grows) is ``too_large`` with its size and no digest, and at most
   ``max_bytes + 1`` bytes are ever read; a ``read`` observation's digest covers every byte.
-Problems become an observation with a ``status``, never an exception.
+Problems become an observation with a ``status``, never an exception. The ``detail``
+texts are recorded in verifier evidence, so they keep their wording ("candidate root").
 """
 
 from __future__ import annotations
