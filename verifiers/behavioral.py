@@ -7,7 +7,8 @@ Unlike the metadata verifiers it *does* execute candidate code, so:
 
 - the evaluator-owned source tree is copied (regular files and directories only) to a
   fresh temporary directory and the patch is applied there by ``patch_apply`` (pure
-  Python, strict, no fuzz); the original tree is never written;
+  Python, strict, no fuzz, within the patched-tree byte budget ``TreeBudget``); the
+  original tree is never written; a patch that cannot apply is evidence too;
 - probes are argv lists run without a shell, with ``cwd`` = the copy, stdin closed,
   a timeout (the whole process group is killed on expiry) and an environment of
   exactly ``PATH`` (inherited) and ``HOME`` (an empty temporary directory): no other

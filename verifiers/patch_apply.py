@@ -6,7 +6,13 @@ Invariants:
 - files are UTF-8 text; ``\\ No newline at end of file`` markers are honoured;
 - writes stay inside ``root``: no path through a symlink, nothing outside the real root;
 - a section with ``/dev/null`` as new path deletes the file (its result must be empty);
-  a rename writes the new path and removes the old one; mode lines are ignored.
+  a rename writes the new path and removes the old one; mode lines are ignored;
+- the patched tree stays within a :class:`TreeBudget`, checked before every write: at
+  most ``total_bytes`` in all its files together and ``file_bytes`` in any one, so
+  ``copy from``/``copy to`` sections (each duplicating a whole file for a few bytes of
+  patch) cannot fill the disk the copy lives on;
+- every way a patch can fail to apply, a file system refusal included (a file where
+  the patch needs a directory), is ``PatchApplyError``, never another exception.
 Used only by the behavioral channel, on a throw-away copy of an evaluator-owned tree.
 """
 
@@ -14,12 +20,47 @@ from __future__ import annotations
 
 import os
 import stat
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Final
 
+from ledger.bounded import DOCUMENT_LIMIT
 from verifiers.diff import FileDiff, ParsedDiff
 from verifiers.errors import PatchApplyError
 
 Line = tuple[str, bool]  # text, followed by a newline
+
+# The patched tree must fit the sandbox's /sandbox tmpfs (256 MiB, verifiers.sandbox)
+# with room left for what the probes write; every file is read back under the document
+# limit (its digest goes into the evidence).
+PATCHED_TREE_BYTES: Final = 128 << 20
+
+
+@dataclass(frozen=True)
+class TreeBudget:
+    """The most a patched tree may hold: all files together, and any one file."""
+
+    total_bytes: int = PATCHED_TREE_BYTES
+    file_bytes: int = DOCUMENT_LIMIT
+
+
+def tree_bytes(root: Path) -> int:
+    """Bytes in the regular files under ``root`` (symlinks not followed)."""
+    total = 0
+    for base, _dirs, files in os.walk(root):
+        for name in files:
+            info = os.lstat(os.path.join(base, name))
+            if stat.S_ISREG(info.st_mode):
+                total += info.st_size
+    return total
+
+
+def _size(path: Path) -> int:
+    try:
+        info = os.lstat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return 0
+    return info.st_size if stat.S_ISREG(info.st_mode) else 0
 
 
 def _fail(patch_line: int, found: str, expected: str) -> PatchApplyError:
@@ -106,35 +147,76 @@ def _write(path: Path, data: bytes) -> None:
         os.close(fd)
 
 
-def apply_patch(root: Path, diff: ParsedDiff) -> tuple[str, ...]:
+def apply_patch(root: Path, diff: ParsedDiff, budget: TreeBudget | None = None) -> tuple[str, ...]:
     """Apply every section of ``diff`` to the tree at ``root``; return touched paths.
 
-    Sections apply one after another (a later section sees earlier results). On
-    ``PatchApplyError`` the tree may be partly modified: use a throw-away copy.
+    Sections apply one after another (a later section sees earlier results). A write
+    that would take the tree past ``budget`` (default :class:`TreeBudget`) is refused
+    before a byte is written. On ``PatchApplyError`` the tree may be partly modified (but
+    within the budget): use a throw-away copy.
     """
     real_root = Path(os.path.realpath(root))
+    limits = TreeBudget() if budget is None else budget
+    total = tree_bytes(real_root)
     touched: list[str] = []
     for section in diff.files:
         no = section.patch_line
-        if section.old_path is None:
-            target = _target(real_root, section.header_new, no)
-            if os.path.lexists(target):
-                raise _fail(no, f"existing file {section.header_new!r}", "a new file")
-            old: list[Line] = []
-        else:
-            source = _target(real_root, section.old_path, no)
-            old = _read_lines(source, section.old_path, no)
-        new = apply_file(old, section)
-        if section.new_path is None:
-            if new:
-                raise _fail(no, f"{len(new)} lines left in a deleted file", "an empty result")
-            os.unlink(_target(real_root, section.header_old, no))
-            touched.append(section.header_old)
-            continue
-        _write(_target(real_root, section.new_path, no), _render(new))
-        touched.append(section.new_path)
-        is_copy = any(h.startswith("copy from ") for h in section.extended_headers)
-        if section.old_path is not None and section.old_path != section.new_path and not is_copy:
-            os.unlink(_target(real_root, section.old_path, no))
-            touched.append(section.old_path)
+        try:
+            total = _apply_section(real_root, section, limits, total, touched)
+        except OSError as exc:
+            where = section.header_new if section.new_path is not None else section.header_old
+            raise _fail(
+                no, f"{exc.strerror or exc} at {where!r}", "a path the patch can write"
+            ) from None
     return tuple(touched)
+
+
+def _apply_section(
+    real_root: Path, section: FileDiff, budget: TreeBudget, total: int, touched: list[str]
+) -> int:
+    """Apply one section; return the tree's new total size."""
+    no = section.patch_line
+    if section.old_path is None:
+        target = _target(real_root, section.header_new, no)
+        if os.path.lexists(target):
+            raise _fail(no, f"existing file {section.header_new!r}", "a new file")
+        old: list[Line] = []
+    else:
+        source = _target(real_root, section.old_path, no)
+        old = _read_lines(source, section.old_path, no)
+    new = apply_file(old, section)
+    if section.new_path is None:
+        if new:
+            raise _fail(no, f"{len(new)} lines left in a deleted file", "an empty result")
+        gone = _target(real_root, section.header_old, no)
+        freed = _size(gone)
+        os.unlink(gone)
+        touched.append(section.header_old)
+        return total - freed
+    data = _render(new)
+    target = _target(real_root, section.new_path, no)
+    is_copy = any(h.startswith("copy from ") for h in section.extended_headers)
+    moved = section.old_path is not None and section.old_path != section.new_path and not is_copy
+    after = total - _size(target) + len(data)
+    if moved:
+        assert section.old_path is not None
+        after -= _size(_target(real_root, section.old_path, no))
+    if len(data) > budget.file_bytes:
+        raise _fail(
+            no,
+            f"{len(data)} bytes for {section.new_path!r}",
+            f"at most {budget.file_bytes} bytes in one file of the patched tree",
+        )
+    if after > budget.total_bytes:
+        raise _fail(
+            no,
+            f"a patched tree of {after} bytes",
+            f"at most {budget.total_bytes} bytes (the patched-tree budget)",
+        )
+    _write(target, data)
+    touched.append(section.new_path)
+    if moved:
+        assert section.old_path is not None
+        os.unlink(_target(real_root, section.old_path, no))
+        touched.append(section.old_path)
+    return after
