@@ -343,3 +343,55 @@ def test_serve_missing_browse_file(tmp_path: Path) -> None:
     result = CliRunner().invoke(app, ["serve", "--browse", str(tmp_path / "none.db")])
     assert result.exit_code == 3
     assert "provledger index" in result.output
+
+
+def test_a_redefined_view_or_index_is_a_finding(built: BuiltLedger, tmp_path: Path) -> None:
+    """The browse database is checked whole: views, triggers, full-text indexes."""
+    bad = tmp_path / "views.db"
+    shutil.copyfile(built.browse, bad)
+    with sqlite3.connect(bad) as c:
+        columns = [r[1] for r in c.execute("PRAGMA table_info(cohorts)")]
+        shown = ", ".join(
+            "CASE WHEN c.stage = 'burned' THEN 'frozen' ELSE c.stage END AS stage"
+            if name == "stage"
+            else f"c.{name}"
+            for name in columns
+        )
+        latest = next(v for v in VIEWS if v.name == "latest_cohorts").sql
+        c.execute("DROP VIEW latest_cohorts")
+        c.execute(f"CREATE VIEW latest_cohorts AS {latest.replace('c.*', shown, 1)}")
+        # The attack works: the latest object of the burned cohort now reads as frozen.
+        stage = c.execute(
+            "SELECT stage FROM latest_cohorts WHERE cohort_id = ?", (BURNED,)
+        ).fetchone()
+        assert stage == ("frozen",)
+    runner = CliRunner()
+    result = run(runner, ["verify", "--db", str(built.db), "--browse", str(bad), "--json"], 1)
+    findings = json.loads(result.stdout)["browse"]["findings"]
+    assert [(f["code"], f["table"]) for f in findings] == [
+        ("browse.schema.altered", "latest_cohorts")
+    ]
+    assert findings[0]["message"].startswith("view latest_cohorts, got the definition")
+
+    # A trigger added, and a burned cohort's task removed from the search index only.
+    other = tmp_path / "index.db"
+    shutil.copyfile(built.browse, other)
+    with sqlite3.connect(other) as c:
+        c.execute("CREATE TRIGGER hush AFTER INSERT ON cohorts BEGIN SELECT 1; END")
+        rowid, title, objective, task_id, reason = c.execute(
+            "SELECT t.rowid, t.title, t.objective, t.task_id, t.exclusion_reason FROM tasks t"
+            " JOIN cohorts k ON k.digest = t.cohort_digest WHERE k.cohort_id = ? LIMIT 1",
+            (BURNED,),
+        ).fetchone()
+        c.execute(
+            "INSERT INTO tasks_fts(tasks_fts, rowid, task_id, title, objective, exclusion_reason)"
+            " VALUES('delete', ?, ?, ?, ?, ?)",
+            (rowid, task_id, title, objective, reason),
+        )
+        hits = c.execute(
+            "SELECT count(*) FROM tasks_fts WHERE tasks_fts MATCH ?", (f'"{title}"',)
+        ).fetchone()[0]
+        assert hits == 0  # the task no longer shows up in search
+    with open_store(built.db, readonly=True) as store:
+        codes = {(f.code, f.table) for f in check_browse(store, other)}
+    assert codes == {("browse.schema.extra", "hush"), ("browse.fts", "tasks")}

@@ -1,13 +1,21 @@
 """``verify --browse FILE``: does a browse database match the ledger?
 
 The check re-derives the projection from the ledger into a temporary file with the same
-code as ``provledger index`` and compares every declared table row by row (a row
-missing, a row extra, or one column different is a finding). Nothing in FILE is
-trusted: a projection built from an older log position is reported as stale.
+code as ``provledger index`` and compares FILE with it whole. Nothing in FILE is trusted:
+
+- its schema: every object of ``sqlite_master`` (tables, views, indexes, triggers, the
+  full-text tables and their shadow tables) must exist with exactly the definition
+  ``index`` gives it, and nothing else may exist: a view redefined to show a burned
+  cohort as frozen, or a trigger added, is a finding;
+- every declared table, row by row (a row missing, a row extra, or one column
+  different is a finding); a projection built from an older log position is stale;
+- every full-text index, token by token (``fts5vocab``, ``instance``): an index edited
+  to hide a row from search is a finding, however its segments are laid out.
 """
 
 from __future__ import annotations
 
+import itertools
 import sqlite3
 import tempfile
 from dataclasses import dataclass
@@ -58,14 +66,15 @@ def check_browse(store: LedgerReader, file: Path) -> list[BrowseFinding]:
         build_index(store, fresh, full=True)
         given, expected = _readonly(file), _readonly(fresh)
         try:
-            have = {r[0] for r in given.execute("SELECT name FROM sqlite_master")}
+            schema_findings, altered = _compare_schema(given, expected)
+            findings.extend(schema_findings)
             for table in TABLES:
-                if table.name not in have:
-                    findings.append(
-                        BrowseFinding("browse.table.missing", table.name, "table missing")
-                    )
-                    continue
+                if ("table", table.name) in altered:
+                    continue  # missing or not a table: its rows cannot be read as such
                 findings.extend(_compare(table.name, table.pk, given, expected))
+                fts = f"{table.name}_fts"
+                if table.fts and not any(name.startswith(fts) for _, name in altered):
+                    findings.extend(_compare_fts(table.name, fts, given, expected))
         except sqlite3.DatabaseError as exc:
             findings.append(
                 BrowseFinding("browse.unreadable", "", f"got '{exc}', expected a browse database")
@@ -74,6 +83,70 @@ def check_browse(store: LedgerReader, file: Path) -> list[BrowseFinding]:
             given.close()
             expected.close()
     return findings
+
+
+Schema = dict[tuple[str, str], tuple[str, str | None]]
+
+
+def _schema(conn: sqlite3.Connection) -> Schema:
+    """(type, name) -> (table it belongs to, its SQL) for every object of the file."""
+    rows = conn.execute("SELECT type, name, tbl_name, sql FROM sqlite_master")
+    return {(kind, name): (table, sql) for kind, name, table, sql in rows}
+
+
+def _compare_schema(
+    given: sqlite3.Connection, expected: sqlite3.Connection
+) -> tuple[list[BrowseFinding], set[tuple[str, str]]]:
+    """Findings for every schema object missing, extra or defined otherwise; their keys."""
+    got, want = _schema(given), _schema(expected)
+    out: list[BrowseFinding] = []
+    for kind, name in sorted(want.keys() - got.keys()):
+        code = "browse.table.missing" if kind == "table" else "browse.schema.missing"
+        out.append(BrowseFinding(code, name, f"{kind} missing"))
+    for kind, name in sorted(got.keys() - want.keys()):
+        out.append(
+            BrowseFinding(
+                "browse.schema.extra", name, f"{kind} {name} is not one `provledger index` makes"
+            )
+        )
+    changed = sorted(k for k in got.keys() & want.keys() if got[k] != want[k])
+    for kind, name in changed:
+        out.append(
+            BrowseFinding(
+                "browse.schema.altered",
+                name,
+                f"{kind} {name}, got the definition {_short(got[kind, name][1])},"
+                f" expected {_short(want[kind, name][1])}",
+            )
+        )
+    return out, (want.keys() - got.keys()) | set(changed)
+
+
+def _compare_fts(
+    table: str, fts: str, given: sqlite3.Connection, expected: sqlite3.Connection
+) -> list[BrowseFinding]:
+    """The first difference between two full-text indexes, token by token."""
+    vocab = f"provledger_vocab_{fts}"
+    # Index order (term, row, column, offset): equal indexes iterate equally.
+    query = f"SELECT term, doc, col, offset FROM temp.[{vocab}]"
+    for conn in (given, expected):
+        # In the connection's own temp schema: FILE stays read-only.
+        conn.execute(
+            f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.[{vocab}]"
+            f" USING fts5vocab(main, '{fts}', 'instance')"
+        )
+    pairs = itertools.zip_longest(given.execute(query), expected.execute(query))
+    for got, want in pairs:
+        if got != want:
+            return [
+                BrowseFinding(
+                    "browse.fts",
+                    table,
+                    f"full-text index {fts} (term, row, column, offset), got {_short(got)},"
+                    f" expected {_short(want)}",
+                )
+            ]
+    return []
 
 
 def _compare(
