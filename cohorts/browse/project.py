@@ -61,17 +61,32 @@ class Projection:
         self.rows.setdefault(table, []).append(row)
 
 
+# objects.text holds at most this many characters: every served value and every page of
+# the objects table must stay within the served-SQL bounds (cohorts.browse.web.BOUNDS).
+TEXT_LIMIT = 256 * 1024
+
+
 def pretty_text(obj: StoredObject) -> str | None:
-    """Canonical JSON pretty-printed (member order kept); a blob as UTF-8 text or None."""
+    """Canonical JSON pretty-printed (member order kept); a blob as UTF-8 text or None.
+
+    Longer than ``TEXT_LIMIT`` characters: the first ``TEXT_LIMIT``, then a line saying so.
+    """
     if obj.kind == "blob":
         try:
-            return obj.data.decode("utf-8")
+            text = obj.data.decode("utf-8")
         except UnicodeDecodeError:
             return None
-    try:
-        return json.dumps(json.loads(obj.data), indent=2, ensure_ascii=False)
-    except (ValueError, RecursionError):
-        return obj.data.decode("utf-8", errors="replace")
+    else:
+        try:
+            text = json.dumps(json.loads(obj.data), indent=2, ensure_ascii=False)
+        except (ValueError, RecursionError):
+            text = obj.data.decode("utf-8", errors="replace")
+    if len(text) <= TEXT_LIMIT:
+        return text
+    return (
+        text[:TEXT_LIMIT] + f"\n[cut at {TEXT_LIMIT} of {len(text)} characters;"
+        f" `provledger show --raw {obj.digest}` prints the whole object]"
+    )
 
 
 _LEADING_NUMBER = re.compile(r"^(task-)?\d+-")

@@ -10,11 +10,22 @@ nodes and checked against that checkpoint's root and signature), and, for a
 VerificationResult, its provenance checks run live on the ledger (``--db``).
 Datasette 0.65 has no write API; no canned query is writable.
 
+Bounded SQL (``BOUNDS``; docs/BROWSE.md): every connection to the browse file caps any one
+string or blob at ``value_bytes`` (``SQLITE_LIMIT_LENGTH``), so a single long C call such
+as ``randomblob(999999999)`` fails at once instead of running past the time limit (which
+Datasette checks from SQLite's progress handler, between virtual-machine steps only);
+keeps temporary tables and sorts in memory, not in the host's /tmp; and refuses a result
+whose values together exceed ``result_bytes``. Datasette's own limits are set explicitly
+(time limit, rows returned, CSV size). ``serve`` also caps all of SQLite's memory in the
+process (``PRAGMA hard_heap_limit``), so one wide row cannot take the host's memory.
+
 Datasette is optional (``pip install 'provledger[web]'``); only ``serve`` needs it.
 """
 
 from __future__ import annotations
 
+import sqlite3
+import urllib.parse
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -27,6 +38,117 @@ from ledger.store.location import DbLocation
 
 TEMPLATES = Path(__file__).parent / "templates"
 STATIC = Path(__file__).parent / "static"
+
+
+@dataclass(frozen=True)
+class SqlBounds:
+    """What one query against the served browse database may take (sizes in bytes)."""
+
+    time_limit_ms: int = 1000  # Datasette's sql_time_limit_ms
+    max_returned_rows: int = 1000  # Datasette's max_returned_rows
+    max_csv_mb: int = 64  # Datasette's max_csv_mb: a streamed CSV download
+    value_bytes: int = 32 << 20  # SQLITE_LIMIT_LENGTH: one string or blob, made or read
+    result_bytes: int = 64 << 20  # the values of one query's rows together
+    heap_bytes: int = 256 << 20  # PRAGMA hard_heap_limit: all of SQLite's memory in serve
+
+    def settings(self) -> dict[str, Any]:
+        return {
+            "sql_time_limit_ms": self.time_limit_ms,
+            "max_returned_rows": self.max_returned_rows,
+            "max_csv_mb": self.max_csv_mb,
+        }
+
+
+BOUNDS = SqlBounds()
+
+
+class _BoundedCursor(sqlite3.Cursor):
+    """A cursor that refuses results larger than ``BOUNDS.result_bytes`` in all.
+
+    Datasette fetches a query's rows with ``fetchmany``/``fetchall``; every way of reading
+    rows goes through :meth:`fetchone` here, which counts the bytes of each row's values.
+    """
+
+    used = 0
+
+    def execute(self, sql: str, parameters: Any = (), /) -> _BoundedCursor:
+        self.used = 0
+        try:
+            super().execute(sql, parameters)
+        except MemoryError:
+            raise _out_of_memory() from None
+        return self
+
+    def fetchone(self) -> Any:
+        try:
+            row = super().fetchone()
+        except MemoryError:
+            raise _out_of_memory() from None
+        if row is not None:
+            self.used += sum(len(v) if isinstance(v, str | bytes) else 8 for v in tuple(row))
+            if self.used > BOUNDS.result_bytes:
+                raise sqlite3.OperationalError(
+                    f"result too large, got more than {BOUNDS.result_bytes} bytes of values,"
+                    " expected less: select fewer rows or columns"
+                )
+        return row
+
+    def fetchmany(self, size: int | None = None) -> list[Any]:
+        wanted = self.arraysize if size is None else size
+        rows: list[Any] = []
+        while len(rows) < wanted and (row := self.fetchone()) is not None:
+            rows.append(row)
+        return rows
+
+    def fetchall(self) -> list[Any]:
+        rows: list[Any] = []
+        while (row := self.fetchone()) is not None:
+            rows.append(row)
+        return rows
+
+    def __next__(self) -> Any:
+        row = self.fetchone()
+        if row is None:
+            raise StopIteration
+        return row
+
+
+def _out_of_memory() -> sqlite3.OperationalError:
+    return sqlite3.OperationalError(
+        f"out of memory, got a query needing more than the {BOUNDS.heap_bytes} bytes SQLite"
+        " may use in this server, expected less"
+    )
+
+
+class _BoundedConnection(sqlite3.Connection):
+    """Every cursor is a :class:`_BoundedCursor`, ``execute`` on the connection included
+    (``sqlite3.Connection.execute`` would make a plain cursor)."""
+
+    def cursor(self, factory: Any = _BoundedCursor) -> Any:
+        return super().cursor(factory)
+
+    def execute(self, sql: str, parameters: Any = (), /) -> Any:
+        return self.cursor().execute(sql, parameters)
+
+    def executemany(self, sql: str, parameters: Any, /) -> Any:
+        raise sqlite3.OperationalError("the browse database is served read-only")
+
+    def executescript(self, script: str, /) -> Any:
+        raise sqlite3.OperationalError("the browse database is served read-only")
+
+
+def bounded_connection(path: Path) -> sqlite3.Connection:
+    """A read-only (immutable) connection to ``path`` under ``BOUNDS``."""
+    uri = "file:" + urllib.parse.quote(str(path.absolute())) + "?immutable=1"
+    conn = sqlite3.connect(uri, uri=True, check_same_thread=False, factory=_BoundedConnection)
+    conn.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, BOUNDS.value_bytes)
+    conn.execute("PRAGMA temp_store = MEMORY")  # sorts and temporary tables off the disk
+    return conn
+
+
+def limit_sqlite_heap() -> None:
+    """Cap all of SQLite's memory in this process (``serve`` only: it is process-wide)."""
+    sqlite3.connect(":memory:").execute(f"PRAGMA hard_heap_limit = {BOUNDS.heap_bytes}")
 
 
 class WebUnavailable(LedgerError):
@@ -93,17 +215,26 @@ def make_app(
 
     if not pm.is_registered(plugin):
         pm.register(plugin, name="provledger-browse")
+
+    class BoundedDatabase(Database):  # type: ignore[misc]
+        """The browse file, read through :func:`bounded_connection` only."""
+
+        def connect(self, write: bool = False) -> sqlite3.Connection:
+            if write:
+                raise sqlite3.OperationalError("the browse database is served read-only")
+            return bounded_connection(browse)
+
     ds = Datasette(
         [],
         metadata=metadata(title or "provledger ledger"),
         template_dir=str(TEMPLATES),
         static_mounts=[("provledger-static", str(STATIC))],
-        settings={"allow_download": False},
+        settings={"allow_download": False, **BOUNDS.settings()},
     )
     if "_memory" in ds.databases:
         # No scratch database: the only database served is the browse file.
         ds.remove_database("_memory")
-    ds.add_database(Database(ds, path=str(browse), is_mutable=False), name=DATABASE)
+    ds.add_database(BoundedDatabase(ds, path=str(browse), is_mutable=False), name=DATABASE)
     ds.provledger_ledger = ledger
     return ds
 
@@ -122,6 +253,7 @@ def serve(options: ServeOptions) -> None:
     uvicorn = _require_datasette()
     from datasette.cli import check_databases, run_sync
 
+    limit_sqlite_heap()
     ds = make_app(options.browse, options.title, options.ledger)
 
     run_sync(ds.invoke_startup)
