@@ -48,7 +48,8 @@ def jsonl(
 ) -> None:
     """Validate every line like `append`; append the valid ones in ordered batches.
 
-    Rejected lines (with line numbers and reasons) are never written; the others are.
+    Rejected lines (the first 1,000 listed with line numbers and reasons, the rest
+    counted) are never written; the others are.
     Exit 0 when no line was rejected, 3 when any was. A batch that breaks the ledger's
     admission rules (e.g. a governed record without the authority's attestation in the
     same batch) stops the import with exit 4; earlier batches stay.
@@ -87,11 +88,18 @@ def jsonl(
     else:
         for r in summary.rejected:
             typer.echo(f"error: line {r.line}: {r.reason}", err=True)
+        unlisted = summary.rejected_count - len(summary.rejected)
+        if unlisted:
+            typer.echo(
+                f"error: {unlisted} more line(s) rejected, not listed (only the first"
+                f" {len(summary.rejected)} are)",
+                err=True,
+            )
         sys.stdout.write(
             f"imported {summary.lines} lines: {summary.new} new, {summary.present} already"
-            f" present, {len(summary.rejected)} rejected, {summary.blank} blank;"
+            f" present, {summary.rejected_count} rejected, {summary.blank} blank;"
             f" ledger size {summary.size}\n"
         )
     dry_run_note(dry_run)
     if not summary.ok:
-        raise RejectionsReported(f"{len(summary.rejected)} line(s) rejected")
+        raise RejectionsReported(f"{summary.rejected_count} line(s) rejected")

@@ -47,6 +47,7 @@ from ledger.encoding.strict import (
     MAX_SAFE_INTEGER,
     Limits,
     legacy_bytes,
+    nesting_exceeds,
     parse_strict,
     reference_canonical_bytes,
     reference_float_hints,
@@ -370,8 +371,8 @@ def parse_encode(data: bytes, limits: Limits = DEFAULT_LIMITS) -> Encoded:
     """
     if len(data) > limits.max_bytes or data.startswith(_BOM):
         return _reference(data, limits)
-    if not _depth_at_most(data, limits.max_depth):
-        return _reference(data, limits)
+    if nesting_exceeds(data, limits.max_depth):
+        return _reference(data, limits)  # refused there, before any parsing
     numbers = _NUMBERS
     numbers.floats = numbers.odd = False
     numbers.integral = 0
@@ -619,26 +620,6 @@ def float_hints(value: Any) -> list[list[Any]]:
 _ROOT = object()
 
 
-_NOT_CONTAINER = bytes(c for c in range(256) if c not in b"[]{}")
-_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"')
-_EMPTY_PAIR = re.compile(rb"\[\]|\{\}")
-
-
-def _depth_at_most(data: bytes, limit: int) -> bool:
-    """True when the JSON text ``data`` nests fewer than ``limit`` containers deep."""
-    if data.count(b"[") + data.count(b"{") < limit:
-        return True
-    brackets = _STRING.sub(b"", data).translate(None, _NOT_CONTAINER)
-    depth = 0
-    while brackets:
-        if depth >= limit:
-            return False
-        # Each pass removes the pairs that are empty before it: one nesting level.
-        brackets = _EMPTY_PAIR.sub(b"", brackets)
-        depth += 1
-    return True
-
-
 def _canonical_float(text: str) -> float:
     number = float(text)
     shown = repr(number)
@@ -718,7 +699,7 @@ def canonical_value(data: bytes, limits: Limits = DEFAULT_LIMITS) -> tuple[bool,
     and size are checked against ``limits``, and text with characters above U+FFFF
     (where the two member orders may differ) is left out.
     """
-    if len(data) > limits.max_bytes or not _depth_at_most(data, limits.max_depth):
+    if len(data) > limits.max_bytes or nesting_exceeds(data, limits.max_depth):
         return False, None
     if not (_ready or _warm()) or _long_integer(data):
         return _canonical_value_json(data)

@@ -8,6 +8,11 @@ Invariants:
   UTF-8 without BOM, no duplicate member names, no NaN/Infinity, integers within
   +-(2**53 - 1), no lone surrogates, nothing after the value, bounded depth and size.
   Every rejection is its own ``ParseError`` subclass naming the JSON path.
+- Nesting deeper than the limit is refused before the parser runs, by
+  ``nesting_exceeds``: a scan that stops at the first segment past the limit, so the
+  refusal costs time proportional to where the nesting goes too deep (the first 4 KiB,
+  for ``[[[[...``), never a parse or a scan of the whole input. On every document the
+  parser would otherwise accept, its verdict is the parser's (property-tested).
 - ``reference_canonical_bytes`` is RFC 8785 through the ``rfc8785`` package and nothing
   else.
 - ``legacy_bytes`` is upstream IDKMesh's serialization; ``reference_float_hints`` are the
@@ -16,6 +21,7 @@ Invariants:
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 from dataclasses import dataclass
@@ -201,12 +207,93 @@ def decode_utf8(data: bytes) -> str:
         ) from None
 
 
+_NOT_BRACKET = bytes(c for c in range(256) if c not in b"[]{}")
+_AS_SQUARE = bytes.maketrans(b"{}", b"[]")  # one opener and one closer byte to count
+_STEP = [0] * 256
+_STEP[ord("[")], _STEP[ord("]")] = 1, -1
+_COUNTED = 1 << 20  # up to this size, counting the containers first is cheaper
+_FIRST_SEGMENT = 1 << 12  # bytes scanned first; each next segment is twice as long ...
+_LAST_SEGMENT = 1 << 20  # ... up to this
+_NEAR = 32  # closer than this to the limit, depths are followed bracket by bracket ...
+_WINDOW = 1 << 12  # ... over this many brackets at a time
+
+
+def _passes(depth: int, brackets: bytes, limit: int) -> tuple[bool, int]:
+    """(whether the depth passes ``limit`` in ``brackets``, the depth after them).
+
+    ``brackets`` holds only ``[`` and ``]``. Far from the limit, a stretch as long as the
+    room left cannot pass it, so only its count matters; near it, the running depth of
+    a window is followed (``accumulate`` over ``map``: C-speed).
+    """
+    index = 0
+    while index < len(brackets):
+        room = limit - depth
+        if room >= _NEAR:
+            stretch = brackets[index : index + room]
+        else:
+            stretch = brackets[index : index + _WINDOW]
+            running = itertools.accumulate(map(_STEP.__getitem__, stretch), initial=depth)
+            if max(running) > limit:
+                return True, depth
+        depth += 2 * stretch.count(b"[") - len(stretch)
+        index += len(stretch)
+    return False, depth
+
+
+def nesting_exceeds(data: bytes, limit: int) -> bool:
+    """Whether the JSON text ``data`` has more than ``limit`` containers open at once.
+
+    Brackets inside strings do not count. ``data`` is read in segments (4 KiB, then
+    twice as long each time, up to 1 MiB), each cut down to the brackets outside strings
+    with C-speed operations only, and the scan stops after the first segment that
+    passes the limit: ``[[[[...`` of any length is refused after its first 4 KiB, and a
+    document within the limit costs a few passes over its bytes. Text that is not JSON
+    is left to the parser, which refuses it for what it is.
+    """
+    if len(data) <= _COUNTED and data.count(b"[") + data.count(b"{") <= limit:
+        return False  # it cannot nest deeper than it has containers
+    depth, pos, size = 0, 0, _FIRST_SEGMENT
+    in_string = escaped = False  # where the previous segment ended
+    while pos < len(data):
+        segment = data[pos : pos + size]
+        pos, size = pos + len(segment), min(2 * size, _LAST_SEGMENT)
+        if escaped:  # the previous segment ended on a backslash escaping this byte
+            segment = segment[1:]
+        # Escapes pair left to right (as JSON reads them): without them, every quote
+        # left opens or closes a string.
+        plain = segment.replace(b"\\\\", b"").replace(b'\\"', b"")
+        escaped = plain.endswith(b"\\")
+        parts = plain.split(b'"')
+        outside = b"".join(parts[1::2] if in_string else parts[::2])
+        in_string ^= len(parts) % 2 == 0
+        brackets = outside.translate(_AS_SQUARE, _NOT_BRACKET)
+        opened = brackets.count(b"[")
+        if depth + opened > limit:
+            exceeded, depth = _passes(depth, brackets, limit)
+            if exceeded:
+                return True
+        else:
+            depth += 2 * opened - len(brackets)
+    return False
+
+
 def parse_strict(data: bytes, limits: Limits = DEFAULT_LIMITS) -> Any:
     """Parse one JSON document under the strict rules in the module docstring."""
     if len(data) > limits.max_bytes:
         raise DocumentTooLargeError(
             f"document too large, got {len(data)} bytes, expected at most {limits.max_bytes}"
         )
+    if nesting_exceeds(data, limits.max_depth):
+        raise NestingDepthError(
+            f"nesting too deep, got more than {limits.max_depth} levels,"
+            f" expected at most {limits.max_depth}"
+        )
+    return _parse(data, limits)
+
+
+def _parse(data: bytes, limits: Limits) -> Any:
+    """The parser proper (size and the nesting pre-scan already checked); its depth check
+    is the definition ``nesting_exceeds`` is tested against."""
     text = decode_utf8(data)
     try:
         value, end = _DECODER.raw_decode(text, _skip_ws(text, 0))

@@ -4,7 +4,10 @@ Guarantees (docs/PERFORMANCE.md states them for users):
 - Each non-blank line is one document, prepared exactly as ``provledger append`` does
   (``ledger.store.prepared.prepare_json``: strict parse, kind, schema, canonical bytes).
 - Lines that fail are rejected with their line number and a one-line reason and are
-  never written; blank (whitespace-only) lines are skipped.
+  never written; blank (whitespace-only) lines are skipped. Every rejection is counted,
+  but only the first ``MAX_REJECTIONS`` (by line number) are kept with their reasons,
+  in a block's result and in the summary, so memory does not grow with the number of
+  bad lines.
 - Valid lines are appended in input order, ``batch`` at a time, each batch one
   transaction. After a crash the ledger therefore holds exactly a prefix of the
   input's valid lines; appends are idempotent, so re-running the import completes it
@@ -57,6 +60,7 @@ RECENT_SUBJECTS = 1024  # documents a worker keeps to pair an attestation with i
 BLOCKS_PER_WORKER = 2
 SPANS_PER_WORKER = 10
 _BLANK = b" \t\r"
+MAX_REJECTIONS = 1000  # rejections kept with their reasons (the rest are only counted)
 
 
 def default_workers() -> int:
@@ -89,11 +93,17 @@ class ImportSummary:
     last_seq: int | None = None
     size: int = 0
     canonical_bytes: int = 0
-    rejected: list[Rejection] = field(default_factory=list)
+    rejected: list[Rejection] = field(default_factory=list)  # the first MAX_REJECTIONS
+    rejected_count: int = 0  # every rejected line
 
     @property
     def ok(self) -> bool:
-        return not self.rejected
+        return self.rejected_count == 0
+
+    def reject(self, kept: list[Rejection], count: int) -> None:
+        """Add a block's rejections (in line order): all counted, the first few kept."""
+        self.rejected_count += count
+        self.rejected.extend(kept[: MAX_REJECTIONS - len(self.rejected)])
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -102,8 +112,8 @@ class ImportSummary:
             "blank": self.blank,
             "new": self.new,
             "present": self.present,
-            "rejected": len(self.rejected),
-            "rejections": [r.to_json() for r in self.rejected],
+            "rejected": self.rejected_count,
+            "rejections": [r.to_json() for r in self.rejected],  # the first MAX_REJECTIONS
             "batches": self.batches,
             "first_seq": self.first_seq,
             "last_seq": self.last_seq,
@@ -193,11 +203,12 @@ class BlockResult:
     and the signature verdicts computed ahead for its attestations (workers only)."""
 
     prepared: list[PreparedFields]
-    rejected: list[Rejection]
+    rejected: list[Rejection]  # the block's first MAX_REJECTIONS, in line order
     blank: int
     lines: int
     nbytes: int
     verdicts: list[Verdict] = field(default_factory=list)
+    rejected_count: int = 0  # every rejected line of the block
 
 
 _fields: Callable[[Prepared], PreparedFields] = operator.attrgetter(*_PREPARED_FIELDS)
@@ -240,11 +251,16 @@ def prepare_block(
     """
     prepared: list[PreparedFields] = []
     rejected: list[Rejection] = []
+    count = 0
     signs: list[tuple[bytes, bytes]] = []
     blank = 0
+    # Oversize lines precede the block's other lines, and both come in line order: the
+    # first MAX_REJECTIONS appended are the block's first by line number.
     for line, size in block.oversize:
-        reason = f"document too large, got {size} bytes, expected at most {limits.max_bytes}"
-        rejected.append(Rejection(line, DocumentTooLargeError.__name__, reason))
+        count += 1
+        if len(rejected) < MAX_REJECTIONS:
+            reason = f"document too large, got {size} bytes, expected at most {limits.max_bytes}"
+            rejected.append(Rejection(line, DocumentTooLargeError.__name__, reason))
     for offset, raw in enumerate(block.lines):
         if not raw.strip(_BLANK):
             blank += 1
@@ -252,19 +268,19 @@ def prepare_block(
         try:
             item = prepare_json(raw, kind, limits)
         except LedgerError as exc:
-            rejected.append(
-                Rejection(block.first + offset, type(exc).__name__, " ".join(str(exc).split()))
-            )
+            count += 1
+            if len(rejected) < MAX_REJECTIONS:
+                reason = " ".join(str(exc).split())
+                rejected.append(Rejection(block.first + offset, type(exc).__name__, reason))
             continue
         prepared.append(_fields(item))
         if presigner is not None:
             pair = presigner.recent.see(item.kind, item.digest, item.data)
             if pair is not None:
                 signs.append(pair)
-    rejected.sort(key=lambda r: r.line)
     lines = len(block.lines) + len(block.oversize)
     verdicts = presign_verdicts(signs, presigner.keys) if signs and presigner else []
-    return BlockResult(prepared, rejected, blank, lines, block.nbytes, verdicts)
+    return BlockResult(prepared, rejected, blank, lines, block.nbytes, verdicts, count)
 
 
 def _warm(block: Block, kind: str | None, limits: Limits, lines: int = WARM_LINES) -> None:
@@ -483,7 +499,7 @@ def _import(
                     memo.add(*verdict)
             summary.lines += result.lines
             summary.blank += result.blank
-            summary.rejected.extend(result.rejected)
+            summary.reject(result.rejected, result.rejected_count)
             for values in result.prepared:
                 pending.append(_prepared(values))
                 if len(pending) >= batch:
