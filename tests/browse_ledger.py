@@ -15,10 +15,18 @@ from __future__ import annotations
 
 import contextlib
 import json
+import socket
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import pytest
 from typer.testing import CliRunner
 
 from ledger.cli import app
@@ -155,3 +163,51 @@ def _build(tmp: Path, corpus: Path, db: Path | str) -> BuiltLedger:
     run(runner, ["checkpoint", "--db", d])
     reports.append(_index(runner, db, browse))
     return BuiltLedger(db, browse, tuple(reports), repair, decoy, key_id)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+@dataclass
+class Served:
+    """A running ``provledger serve``: its base URL, process and output files."""
+
+    base: str
+    proc: subprocess.Popen[bytes]
+    stdout: Path
+    stderr: Path
+
+
+@contextmanager
+def serving(db: Path, browse: Path) -> Iterator[Served]:
+    """The installed ``provledger serve`` on a free loopback port. Its output goes to
+    files next to ``browse`` (a pipe nobody reads could block the server)."""
+    exe = ROOT / ".venv" / "bin" / "provledger"
+    assert exe.exists(), "the package must be installed in .venv (pip install -e '.[test]')"
+    port = _free_port()
+    args = ["serve", "--db", str(db), "--browse", str(browse), "--port", str(port)]
+    out, err = browse.with_suffix(".stdout"), browse.with_suffix(".stderr")
+    with out.open("wb") as stdout, err.open("wb") as stderr:
+        proc = subprocess.Popen([str(exe), *args], stdout=stdout, stderr=stderr)
+    served = Served(f"http://127.0.0.1:{port}", proc, out, err)
+    try:
+        # Bounded readiness poll (not a timed assertion): up to 300 tries.
+        for _ in range(300):
+            if proc.poll() is not None:
+                pytest.fail(f"provledger serve exited {proc.returncode}: {err.read_text()}")
+            try:
+                with urllib.request.urlopen(served.base + "/-/versions.json") as reply:
+                    if reply.status == 200:
+                        break
+            except (urllib.error.URLError, ConnectionError):
+                time.sleep(0.1)
+        else:
+            pytest.fail("provledger serve never answered")
+        yield served
+    finally:
+        proc.terminate()
+        proc.wait()

@@ -19,10 +19,7 @@ import json
 import os
 import re
 import shutil
-import socket
 import sqlite3
-import subprocess
-import time
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -32,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from browse_ledger import BURNED, TOY_V1, BuiltLedger, build
+from browse_ledger import BURNED, TOY_V1, BuiltLedger, build, serving
 from typer.testing import CliRunner
 
 from ledger.cli import app
@@ -66,13 +63,6 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> BuiltLedger:
     return build(tmp_path_factory.mktemp("browser"), CORPUS)
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
-
-
 @pytest.fixture(scope="module")
 def server(built: BuiltLedger) -> Iterator[str]:
     with _serving(built) as base:
@@ -81,33 +71,8 @@ def server(built: BuiltLedger) -> Iterator[str]:
 
 @contextlib.contextmanager
 def _serving(built: BuiltLedger) -> Iterator[str]:
-    """The installed ``provledger serve`` on a free port; its output goes to a file (a
-    pipe nobody reads could block it)."""
-    exe = ROOT / ".venv" / "bin" / "provledger"
-    assert exe.exists(), "the package must be installed in .venv (pip install -e '.[test]')"
-    port = _free_port()
-    args = ["serve", "--db", str(built.db), "--browse", str(built.browse), "--port", str(port)]
-    log = built.browse.with_suffix(".serve.log")
-    with log.open("wb") as out:
-        proc = subprocess.Popen([str(exe), *args], stdout=out, stderr=subprocess.STDOUT)
-    base = f"http://127.0.0.1:{port}"
-    try:
-        # Bounded readiness poll (not a timed assertion): up to 300 tries.
-        for _ in range(300):
-            if proc.poll() is not None:
-                pytest.fail(f"provledger serve exited {proc.returncode}: {log.read_text()}")
-            try:
-                with urllib.request.urlopen(base + "/-/versions.json") as reply:
-                    if reply.status == 200:
-                        break
-            except (urllib.error.URLError, ConnectionError):
-                time.sleep(0.1)
-        else:
-            pytest.fail("provledger serve never answered")
-        yield base
-    finally:
-        proc.terminate()
-        proc.wait()
+    with serving(built.db, built.browse) as served:
+        yield served.base
 
 
 @pytest.fixture(scope="module")

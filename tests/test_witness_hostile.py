@@ -23,6 +23,7 @@ from pathlib import Path
 
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from test_witness_cli import log_vkey, ok
 from typer.testing import CliRunner
 
 from ledger.cli import app
@@ -32,19 +33,6 @@ from ledger.store.sqlite import open_store
 
 EXE = Path(sys.executable).parent / "provledger"
 HOSTILE_NAME = "w.test/hostile"
-
-
-def ok(runner: CliRunner, *args: str, input: bytes | None = None) -> str:
-    result = runner.invoke(app, list(args), input=input)
-    assert result.exit_code == 0, (args, result.output)
-    return result.stdout
-
-
-def log_vkey(db: Path) -> str:
-    with open_store(db, readonly=True) as store:
-        vkey = store.get_meta("log_verifier_key")
-    assert vkey is not None
-    return vkey
 
 
 def stored_lines(db: Path) -> list[str]:

@@ -7,7 +7,9 @@ Registered by ``web.make_app``; never loaded by plain ``datasette`` runs.
 - ``render_cell``: digests link to their object page, cohort ids to their cohort page,
   key ids to their identities; a result's own status reads as its claim;
 - ``asgi_wrapper``: a request path that is not ASCII gets a 404 that says why;
-- ``handle_exception``: a bad table parameter Datasette answers with a 500 gets a 400.
+- ``handle_exception``: every error answered without a traceback on the server's output,
+  except an internal one (a 500), whose traceback goes to stderr; a bad table parameter
+  Datasette raises as a 500 is a 400.
 
 Every value shown comes from the browse database and is escaped by Jinja (or
 ``markupsafe``) before it is placed in HTML.
@@ -15,6 +17,7 @@ Every value shown comes from the browse database and is escaped by Jinja (or
 
 from __future__ import annotations
 
+import traceback
 import urllib.parse
 from collections.abc import Mapping
 from typing import Any
@@ -59,6 +62,50 @@ def render_cell(row: Any, value: Any, column: str, table: str | None, database: 
 
 
 @hookimpl  # type: ignore[untyped-decorator]
+def handle_exception(datasette: Any, request: Any, exception: Exception) -> Any:
+    """Answer every error; Datasette's own handler is unregistered (``web.make_app``).
+
+    That handler prints each exception with its local variables (through rich) on
+    stdout: some 190 KB for every query past a bound, enough to block ``serve`` on a pipe
+    nobody reads. Here a refusal (4xx) is answered with nothing printed, and only an
+    unexpected error (500, a bug) prints its traceback, on stderr.
+    """
+    from datasette.utils.asgi import Base400, Response
+    from datasette.views.base import DatasetteError
+
+    title: str | None = None
+    message: str
+    if bad_parameter(exception):
+        status, message = 400, f"Bad request: {exception}"
+    elif isinstance(exception, Base400):
+        status, message = exception.status, str(exception.args[0])
+    elif isinstance(exception, DatasetteError):
+        status, title = exception.status, exception.title
+        message = Markup(exception.message) if exception.message_is_html else exception.message
+    else:
+        status, message = 500, str(exception)
+    if status >= 500:
+        traceback.print_exception(exception)
+
+    async def answer() -> Any:
+        info = {"ok": False, "error": message, "status": status, "title": title}
+        if request.path.split("?")[0].endswith(".json"):
+            return Response.json(info, status=status)
+        template = datasette.jinja_env.select_template([f"{status}.html", "error.html"])
+        page = await template.render_async(
+            {
+                **info,
+                "urls": datasette.urls,
+                "app_css_hash": datasette.app_css_hash(),
+                "menu_links": lambda: [],
+            }
+        )
+        return Response.html(page, status=status)
+
+    return answer
+
+
+@hookimpl  # type: ignore[untyped-decorator]
 def register_routes() -> list[tuple[str, Any]]:
     """Our pages (``pages``); Datasette's own stay under ``/browse`` and ``/-/``."""
     from cohorts.browse import pages
@@ -97,20 +144,6 @@ def bad_parameter(exception: BaseException) -> bool:
         and exception.status == 500
         and str(exception.message).startswith(BAD_PARAMETER)
     )
-
-
-@hookimpl  # type: ignore[untyped-decorator]
-def handle_exception(datasette: Any, request: Any, exception: Exception) -> Any:
-    """A bad table parameter (``bad_parameter``) is answered 400 with its one line; any
-    other error is left to Datasette's handler (None)."""
-    if not bad_parameter(exception):
-        return None
-    from datasette.utils.asgi import Response
-
-    line = f"Bad request: {exception}"
-    if request.path.endswith(".json"):
-        return Response.json({"ok": False, "error": line, "status": 400}, status=400)
-    return Response.text(line + "\n", status=400)
 
 
 def refusal(scope: Mapping[str, Any]) -> tuple[int, bytes] | None:

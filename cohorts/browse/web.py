@@ -215,6 +215,9 @@ def make_app(
 
     if not pm.is_registered(plugin):
         pm.register(plugin, name="provledger-browse")
+    if pm.get_plugin("datasette.handle_exception") is not None:
+        # plugin.handle_exception answers every error instead (it prints no locals).
+        pm.unregister(name="datasette.handle_exception")
 
     class BoundedDatabase(Database):  # type: ignore[misc]
         """The browse file, read through :func:`bounded_connection` only."""
