@@ -127,12 +127,8 @@ def test_hostile_witness_cannot_store_a_forged_cosignature(
     # The honest key named: the forged line fails under it, is reported, and is not stored.
     if not EXE.exists():
         pytest.skip(f"installed console script missing: {EXE}")
-    run = subprocess.run(
-        [str(EXE), "checkpoint", "--db", db, "--witness", url, "--witness-key", honest, "--json"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    cmd = [str(EXE), "checkpoint", "--db", db, "--witness", url, "--witness-key", honest]
+    run = subprocess.run([*cmd, "--json"], capture_output=True, text=True, timeout=120)
     assert run.returncode == 1, run.stderr
     assert run.stderr.count("\n") == 1 and "rejected, not stored" in run.stderr
     assert "invalid signature" in run.stderr and witness.asked == 1
@@ -157,19 +153,8 @@ def test_hostile_witness_cannot_store_a_forged_cosignature(
     bundle = tmp_path / "a.bundle.json"
     ok(runner, "bundle", "export", digest, "--db", db, "-o", str(bundle))
     lk = log_vkey(ledger_path)
-    verified = json.loads(
-        ok(
-            runner,
-            "bundle",
-            "verify",
-            str(bundle),
-            "--log-key",
-            lk,
-            "--witness-key",
-            honest,
-            "--json",
-        )
-    )
+    check = ["bundle", "verify", str(bundle), "--log-key", lk, "--witness-key", honest]
+    verified = json.loads(ok(runner, *check, "--json"))
     assert [c["witness"] for c in verified["witnesses"]["cosigners"]] == [witness.honest.label]
 
     # What the attack would have done had the forged line been stored: verify fails.
