@@ -312,7 +312,9 @@ def _read_tree(root: Path, rels: list[str]) -> dict[str, bytes]:
         if seen.status == "too_large":
             raise too_large("import file", shown(root / rel), f"{seen.size} bytes", DOCUMENT_LIMIT)
         if seen.data is None:
-            why = f"{_REFUSED.get(seen.status, seen.status)}: {seen.detail}"
+            why = _REFUSED.get(seen.status, seen.status)
+            if seen.status != "missing":  # its detail speaks of a candidate root
+                why += f": {seen.detail}"
             raise _not_in_tree(root, rel, why)
         data[rel] = seen.data
     return data

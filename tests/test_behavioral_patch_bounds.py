@@ -18,7 +18,13 @@ from ledger.cli import app
 from ledger.store.sqlite import open_store
 from verifiers.diff import parse_patch
 from verifiers.errors import PatchApplyError
-from verifiers.patch_apply import PATCHED_TREE_BYTES, TreeBudget, apply_patch, tree_bytes
+from verifiers.patch_apply import (
+    DIRECTORY_BYTES,
+    PATCHED_TREE_BYTES,
+    TreeBudget,
+    apply_patch,
+    tree_bytes,
+)
 
 LINE = b"x" * ((1 << 16) - 1) + b"\n"  # long lines: few for the applier to split
 
@@ -107,3 +113,20 @@ def test_unappliable_and_amplifying_patches_are_recorded_as_not_applied(
     assert f"at most {PATCHED_TREE_BYTES} bytes (the patched-tree budget)" in str(
         info["apply_error"]
     )
+
+
+def test_directories_the_patch_creates_count_against_the_budget(tmp_path: Path) -> None:
+    """Deep paths create thousands of directories per file section: each one is charged."""
+    tree = _source(tmp_path / "tree", 4096)
+    deep = "/".join(["d"] * 500)
+    patch = "".join(
+        f"diff --git a/{deep}/{i}.txt b/{deep}/{i}.txt\nnew file mode 100644\n"
+        f"--- /dev/null\n+++ b/{deep}/{i}.txt\n@@ -0,0 +1 @@\n+x\n"
+        for i in range(3)
+    ).encode()
+    budget = TreeBudget(total_bytes=DIRECTORY_BYTES * 400)
+    with pytest.raises(PatchApplyError, match="the patched-tree budget"):
+        apply_patch(tree, parse_patch(patch), budget)
+    assert not (tree / "d").exists()  # refused before the first directory was made
+    apply_patch(tree, parse_patch(patch), TreeBudget(total_bytes=DIRECTORY_BYTES * 600))
+    assert (tree / deep / "2.txt").read_bytes() == b"x\n"  # 500 directories, made once

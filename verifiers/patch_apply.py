@@ -8,7 +8,8 @@ Invariants:
 - a section with ``/dev/null`` as new path deletes the file (its result must be empty);
   a rename writes the new path and removes the old one; mode lines are ignored;
 - the patched tree stays within a :class:`TreeBudget`, checked before every write: at
-  most ``total_bytes`` in all its files together and ``file_bytes`` in any one, so
+  most ``total_bytes`` in all its files together (each directory the patch creates
+  counted as ``DIRECTORY_BYTES``) and ``file_bytes`` in any one, so
   ``copy from``/``copy to`` sections (each duplicating a whole file for a few bytes of
   patch) cannot fill the disk the copy lives on;
 - every way a patch can fail to apply, a file system refusal included (a file where
@@ -34,6 +35,9 @@ Line = tuple[str, bool]  # text, followed by a newline
 # with room left for what the probes write; every file is read back under the document
 # limit (its digest goes into the evidence).
 PATCHED_TREE_BYTES: Final = 128 << 20
+# What a directory the patch creates is charged: a file system block, so that deep paths
+# (thousands of directories for one file) cannot fill the disk's inodes for free.
+DIRECTORY_BYTES: Final = 4096
 
 
 @dataclass(frozen=True)
@@ -53,6 +57,14 @@ def tree_bytes(root: Path) -> int:
             if stat.S_ISREG(info.st_mode):
                 total += info.st_size
     return total
+
+
+def _missing_directories(path: Path) -> int:
+    """How many directories writing ``path`` creates."""
+    count, parent = 0, path.parent
+    while not os.path.lexists(parent):
+        count, parent = count + 1, parent.parent
+    return count
 
 
 def _size(path: Path) -> int:
@@ -197,7 +209,7 @@ def _apply_section(
     target = _target(real_root, section.new_path, no)
     is_copy = any(h.startswith("copy from ") for h in section.extended_headers)
     moved = section.old_path is not None and section.old_path != section.new_path and not is_copy
-    after = total - _size(target) + len(data)
+    after = total - _size(target) + len(data) + DIRECTORY_BYTES * _missing_directories(target)
     if moved:
         assert section.old_path is not None
         after -= _size(_target(real_root, section.old_path, no))
