@@ -43,10 +43,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal, Protocol
 
+from ledger.confined import locator_problem
 from ledger.encoding.canonical import parse_strict
 from ledger.encoding.digest import legacy_digest, sha256_digest
 from ledger.errors import LedgerError
-from verifiers.candidate import locator_problem
 from verifiers.errors import SovereigntyError, VerifierError
 from verifiers.model import EvaluatorPlan, ResultManifest, VerificationResult, WorkUnit
 from verifiers.model.json import as_str, at
