@@ -9,9 +9,13 @@ exit 3 and record nothing, though the docs promise evidence with ``patch_applied
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
+from test_sandbox_escape import needs_sandbox
 from typer.testing import CliRunner
 
 from ledger.cli import app
@@ -77,15 +81,26 @@ def _plan(path: Path) -> Path:
     return path
 
 
-def _run(runner: CliRunner, db: Path, tree: Path, patch: Path, plan: Path) -> dict[str, object]:
+EXE = Path(sys.executable).parent / "provledger"
+
+
+def _args(db: Path, tree: Path, patch: Path, plan: Path) -> list[str]:
     args = ["behavioral", "run", "--source-tree", str(tree), "--patch", str(patch)]
-    result = runner.invoke(
-        app, [*args, "--probes", str(plan), "--unsandboxed", "--db", str(db), "--json"]
-    )
+    return [*args, "--probes", str(plan), "--db", str(db), "--json"]
+
+
+def _run(runner: CliRunner, db: Path, tree: Path, patch: Path, plan: Path) -> dict[str, object]:
+    result = runner.invoke(app, [*_args(db, tree, patch, plan), "--unsandboxed"])
     # Not applied: every probe is not_run, so no expectation is met (exit 1), and the
     # evidence is recorded all the same.
     assert result.exit_code == 1, (result.stdout, result.stderr)
     info: dict[str, object] = json.loads(result.stdout)
+    _recorded(db, info)
+    return info
+
+
+def _recorded(db: Path, info: dict[str, object]) -> dict[str, object]:
+    """The stored evidence of a run whose patch was not applied."""
     with open_store(db, readonly=True) as store:
         digest = info["evidence_digest"]
         assert isinstance(digest, str)
@@ -94,7 +109,8 @@ def _run(runner: CliRunner, db: Path, tree: Path, patch: Path, plan: Path) -> di
         evidence = json.loads(stored.data)
     assert evidence["patch_applied"] is False and evidence["patched_tree_digest"] is None
     assert [p["status"] for p in evidence["probes"]] == ["not_run"]
-    return info
+    assert isinstance(evidence, dict)
+    return evidence
 
 
 def test_unappliable_and_amplifying_patches_are_recorded_as_not_applied(
@@ -130,3 +146,32 @@ def test_directories_the_patch_creates_count_against_the_budget(tmp_path: Path) 
     assert not (tree / "d").exists()  # refused before the first directory was made
     apply_patch(tree, parse_patch(patch), TreeBudget(total_bytes=DIRECTORY_BYTES * 600))
     assert (tree / deep / "2.txt").read_bytes() == b"x\n"  # 500 directories, made once
+
+
+@needs_sandbox
+def test_the_installed_cli_records_both_in_the_sandbox(tmp_path: Path, ledger_path: Path) -> None:
+    """The real CLI in a subprocess with the bubblewrap sandbox (no --unsandboxed): both
+    patches are evidence of a confined run, and the host's temporary folder is left empty."""
+    if not EXE.exists():
+        pytest.skip(f"installed console script missing: {EXE}")
+    tree = _source(tmp_path / "tree", 8 << 20)
+    plan = _plan(tmp_path / "plan.json")
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    env = {**os.environ, "TMPDIR": str(scratch)}
+    cases = {
+        "unappliable": (UNAPPLIABLE, "Not a directory at 'a.txt/x'"),
+        "amplifier": (_amplifier(20), f"at most {PATCHED_TREE_BYTES} bytes (the patched-tree"),
+    }
+    for name, (body, why) in cases.items():
+        patch = tmp_path / f"{name}.patch"
+        patch.write_bytes(body)
+        cmd = [str(EXE), *_args(ledger_path, tree, patch, plan)]
+        run = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=300)
+        assert run.returncode == 1, (name, run.stdout, run.stderr)
+        info = json.loads(run.stdout)
+        assert why in info["apply_error"], (name, info)
+        evidence = _recorded(ledger_path, info)
+        environment = evidence["environment"]
+        assert isinstance(environment, dict) and environment["sandbox"]["confined"] is True
+        assert list(scratch.iterdir()) == []  # the patched copy is gone with the run
