@@ -515,6 +515,10 @@ HOSTILE_PATHS: tuple[bytes, ...] = (
 )
 
 
+# A bad _facet is refused (400) after Datasette made its facet coroutines; they are
+# finalized unawaited when the refusal is answered (Datasette's own handler kept the
+# traceback, and them, alive).
+@pytest.mark.filterwarnings("ignore:coroutine .* was never awaited:RuntimeWarning")
 def test_no_address_gives_a_500(built: BuiltLedger, client: Client) -> None:
     """A few hundred hostile and generated paths, through the served app: each is
     answered below 500 (a page, a redirect or a 4xx that says why)."""
