@@ -286,6 +286,11 @@ class CohortAuditReport:
     burn_recorded: Recorded | None = None
     #: Set by ``cohort audit --replay`` (``cohorts.service.with_replay``); None: not run.
     replay: tuple[AttemptReplay, ...] | None = None
+    #: Whether the audited record counts (``ledger.trust.standing``): "counts", or,
+    #: set by ``cohorts.service.audit_stored_cohort`` for a cohort stored only without
+    #: standing, "unattested history" or "refused by admission". Such a report is never
+    #: the authority's word: what it says the record says, nothing more.
+    standing: str = "counts"
 
     @property
     def ok(self) -> bool:
@@ -345,6 +350,7 @@ class CohortAuditReport:
             "preregistration_counts": self.preregistration_counts(),
             "burn_recorded": None if self.burn_recorded is None else self.burn_recorded.to_json(),
             "replay": None if self.replay is None else [r.to_json() for r in self.replay],
+            "standing": self.standing,
         }
 
     def preregistration_counts(self) -> dict[str, int]:

@@ -47,7 +47,10 @@ def audit_lines(
     counts = report.counts()
     digests = report.definition_digest
     lines.append(f"cohort {report.cohort_id}")
-    lines.append(f"stage {report.stage}, {len(report.tasks)} task(s)")
+    unsure = ""
+    if report.standing != "counts":
+        unsure = f" ({report.standing}: does not count, never the authority's)"
+    lines.append(f"stage {report.stage}{unsure}, {len(report.tasks)} task(s)")
     if report.recorded_definition_digest is not None or digests is not None:
         scheme = (
             digests.scheme_for(report.recorded_definition_digest)

@@ -750,6 +750,7 @@ def audit_stored_cohort(reader: LedgerReader, cohort_id: str) -> CohortAuditRepo
     standing = StandingLookup(reader)
     doc = standing.latest_cohort(cohort_id)
     extra: list[CohortFinding] = []
+    counts = "counts"
     if doc is None:
         doc = standing.raw.latest_cohort(cohort_id)
         if doc is None:
@@ -758,6 +759,7 @@ def audit_stored_cohort(reader: LedgerReader, cohort_id: str) -> CohortAuditRepo
                 return in_time(reader, audit_cohort(bad, standing, schema_validator), bad)
             require_cohort(reader, cohort_id)  # raises NotFound with the hint
             raise AssertionError("unreachable")
+        counts = "refused by admission" if standing.refused(doc) else "unattested history"
         if not standing.refused(doc):
             extra.append(
                 warning(
@@ -790,10 +792,11 @@ def audit_stored_cohort(reader: LedgerReader, cohort_id: str) -> CohortAuditRepo
                     )
                 )
     report = audit_cohort(doc.model(Cohort), standing, schema_validator)
-    if extra:
-        report = dataclasses.replace(
-            report, findings=tuple(sorted((*report.findings, *extra), key=sort_key))
-        )
+    report = dataclasses.replace(
+        report,
+        findings=tuple(sorted((*report.findings, *extra), key=sort_key)),
+        standing=counts,
+    )
     return in_time(reader, report, doc.value)
 
 

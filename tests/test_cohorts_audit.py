@@ -262,7 +262,7 @@ def test_report_json_shape_is_stable() -> None:
         "report_version", "cohort_id", "stage", "definition_digest", "ok", "counts",
         "tasks", "excluded_outcomes", "relations", "findings", "finding_categories",
         "burn", "successors", "evidence_strength", "bound", "preregistration",
-        "preregistration_counts", "burn_recorded", "replay",
+        "preregistration_counts", "burn_recorded", "replay", "standing",
     ]  # fmt: skip
     assert set(data["findings"][0]) == {"code", "severity", "task", "attempt", "scheme", "message"}
     assert set(data["tasks"][0]) == {

@@ -291,3 +291,60 @@ def test_incremental_verify_replays_new_entries_against_the_state_before_them(
     assert report["since_checkpoint"] is not None
     [finding] = report["findings"]
     assert (finding["seq"], finding["code"]) == (seq, "cohort-lifecycle")
+
+
+def test_unsigned_history_is_never_the_authority_and_never_blocks_it(
+    ledger_path: Path, runner: CliRunner, tmp_path: Path
+) -> None:
+    """Upstream history imported ``--unsigned`` (a burned cohort under the toy's id, with
+    another definition and its burn notice) is shown as unattested history in the
+    terminal and on the web, never as burned by the authority, and does not stop the
+    authority freezing and burning the real cohort."""
+    led = Led(runner, ledger_path)
+    files = sorted((TOY / "work-units").glob("*.json")) + sorted(
+        (TOY / "evaluators").glob("*.json")
+    )
+    led.run("append", *map(str, files))
+    history = _v1("burned", title="upstream's own definition")
+    history["definition_digest"] = definition_digests(history).legacy
+    folder = tmp_path / "upstream"
+    folder.mkdir()
+    (folder / "cohort.json").write_text(json.dumps(history))
+    (folder / "BURN_NOTICE.md").write_text("# Burn notice\n\nBurned upstream.\n")
+    led.run("import", "idkmesh", str(folder), "--unsigned")
+    # The terminal: the stage line says whose word it is not.
+    text = led.run("cohort", "audit", V1).stdout
+    assert "stage burned (unattested history: does not count, never the authority's)" in text
+    assert led.json("cohort", "audit", V1)["standing"] == "unattested history"
+    # The web: the home page does not count it as burned, both pages say why.
+    pytest.importorskip("datasette")
+    import asyncio
+    import html
+    import re
+
+    from cohorts.browse.web import make_app
+
+    browse = tmp_path / "browse.db"
+    led.run("index", "--out", str(browse))
+    app_ = make_app(browse, ledger=ledger_path)
+    asyncio.run(app_.invoke_startup())
+
+    def page(path: str) -> str:
+        reply = asyncio.run(app_.client.get(path))
+        assert reply.status_code == 200, path
+        return re.sub(r"\s+", " ", html.unescape(re.sub(r"<[^>]+>", " ", reply.text)))
+
+    home = page("/")
+    assert "unattested history: does not count, never the authority's" in home
+    assert "Cohorts (1)" in home and "1 burned" not in home
+    cohort = page("/-/cohort/example%2Ftoy-v1")
+    assert "Stage burned (unattested history: does not count" in cohort
+    # The authority freezes and burns the real cohort regardless.
+    frozen = tmp_path / "v1.json"
+    frozen.write_text(json.dumps(_v1("frozen")))
+    led.run("cohort", "freeze", str(frozen))
+    led.run("cohort", "burn", V1, "--reason", "seen")
+    audit = led.json("cohort", "audit", V1)
+    assert (audit["stage"], audit["standing"]) == ("burned", "counts")
+    assert audit["burn"]["reason"] == "seen"
+    assert led.json("verify")["ok"] is True

@@ -73,6 +73,11 @@ def report_of(text: object) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
+def _counts(row: Mapping[str, Any]) -> bool:
+    """Whether a cohort_overview row's audited record counts (its standing)."""
+    return row.get("standing") in (None, "counts")
+
+
 async def home_page(datasette: Any, request: Any) -> Response:
     db = datasette.get_database(DATABASE)
     overview = await _query(db, "cohort_overview")
@@ -93,7 +98,8 @@ async def home_page(datasette: Any, request: Any) -> Response:
         "checkpoint": None if checkpoint is None else checkpoint[0],
         "results": results,
         "result_count": (await db.execute("SELECT count(*) FROM results")).first()[0],
-        "burned": [c for c in overview if c["stage"] == "burned"],
+        # Burned by the authority: a cohort stored only as unattested history is not.
+        "burned": [c for c in overview if c["stage"] == "burned" and _counts(c)],
     }
     html = await datasette.render_template("provledger_home.html", context, request=request)
     return Response.html(html)

@@ -24,13 +24,17 @@ CANNED_QUERIES: dict[str, dict[str, Any]] = {
     "cohort_overview": {
         "title": "Every cohort: stage, audit status, burn and when the ledger learnt it",
         "description": (
-            "One row per cohort id (the home page): its stage, the audit's status (ok,"
+            "One row per cohort id (the home page): its stage and whether the audited record"
+            " counts (standing: 'counts', else 'unattested history' or 'refused by admission':"
+            " never the authority's), the audit's status (ok,"
             " defects or missing) and counts, and for a burned cohort the reason, the date"
             " upstream recorded (empty: none), the log position and time at which the ledger"
             " recorded the burn notice, and the first signed checkpoint covering it."
         ),
         "sql": (
-            "SELECT a.cohort_id, c.title, a.stage, a.status, a.defects, a.missing,"
+            "SELECT a.cohort_id, c.title, a.stage,"
+            f" json_extract({_REPORT}, '$.standing') AS standing,"
+            " a.status, a.defects, a.missing,"
             " a.warnings, a.outcomes, a.excluded,"
             f" json_extract({_REPORT}, '$.burn.reason') AS burn_reason,"
             f" json_extract({_REPORT}, '$.burn.issued_at') AS burn_date,"
