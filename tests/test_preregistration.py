@@ -78,6 +78,42 @@ def test_outcome_after_the_freeze_is_pre_registered(tmp_path: Path) -> None:
     assert [p["status"] for p in prov["preregistration"]] == ["pre_registered"]
 
 
+def test_a_forged_checkpoint_row_neither_counts_nor_hides_the_genuine_one(
+    tmp_path: Path,
+) -> None:
+    """A writer with the database inserts a checkpoint row between the freeze and the
+    genuine checkpoint, its note signed by a key of its own: the report names the first
+    checkpoint whose note verifies under the log key, never the forged one."""
+    import sqlite3
+
+    toy = Toy(tmp_path).base()
+    toy.freeze(plain_cohort())
+    other = tmp_path / "other.key"
+    assert toy.runner.invoke(app, ["key", "generate", str(other)]).exit_code == 0
+    toy.cli("identity", "register", "--verifier-id", "another-verifier",
+            "--adapter", "deterministic-patch-verifier", "--adapter-version", "0.3.0",
+            "--public-key", f"{other}.pub")  # fmt: skip
+    toy.cli("checkpoint")
+    digest, _ = toy.run()
+    toy.cli("cohort", "record-outcome", PLAIN, "--task", TASK, "--result", digest,
+            "--signature", "solo-baseline-v1")  # fmt: skip
+    (genuine,) = toy.exe_json("cohort", "audit", PLAIN)["preregistration"]
+    size = genuine["checkpoint"]["size"]
+    assert roles(genuine)["cohort frozen"]["since"] < size - 1  # room for a forged row
+    with sqlite3.connect(toy.db) as conn:
+        (note,) = conn.execute("SELECT note FROM checkpoints WHERE size = ?", (size,)).fetchone()
+        forged = bytes(note).replace(f"\n{size}\n".encode(), f"\n{size - 1}\n".encode(), 1)
+        assert forged != bytes(note)
+        conn.execute(
+            "INSERT INTO checkpoints (size, root, note, created_at) VALUES (?, ?, ?, ?)",
+            (size - 1, b"\0" * 32, forged, "2000-01-01T00:00:00Z"),
+        )
+    (judged,) = toy.exe_json("cohort", "audit", PLAIN)["preregistration"]
+    assert judged["checkpoint"]["size"] == size
+    assert judged["checkpoint"]["log_signature"] == "verified"
+    assert "2000-01-01" not in toy.exe("cohort", "audit", PLAIN)
+
+
 def test_outcome_recorded_before_the_freeze_is_not_pre_registered(tmp_path: Path) -> None:
     toy = Toy(tmp_path).base()
     digest, result = toy.run()

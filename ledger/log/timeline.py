@@ -9,8 +9,9 @@ clock (a record, not a proof); a witness cosignature's timestamp is the witness'
 the checkpoint, hence the entry, existed no later than that moment. Witnesses bound how
 late; nothing in the log bounds how early.
 
-``Checkpoints.covering`` reads only stored checkpoints (all signed before the log grew
-past them) and, for the cosignature lines, the cosignatures stored for that size. The
+``Checkpoints.covering`` reads only stored checkpoints whose note verifies under the
+log key (each signed before the log grew past it) and, for the cosignature lines, the
+cosignatures stored for that size. The
 lines are reported as stored: only a trusted witness key turns one into a proof
 (``provledger verify --witness-key``).
 """
@@ -79,16 +80,22 @@ class Checkpoints:
         self._found: dict[int, CoveringCheckpoint] = {}
 
     def covering(self, seq: int, before: int | None = None) -> CoveringCheckpoint | None:
-        """The smallest stored checkpoint covering entry ``seq`` (size > ``seq``) and, with
-        ``before``, signed before entry ``before`` existed (size <= ``before``); None when
-        there is none."""
-        row = next((r for r in self._rows if r.size > seq), None)
-        if row is None or (before is not None and row.size > before):
-            return None
-        found = self._found.get(row.size)
-        if found is None:
-            found = self._found[row.size] = self._vouch(row)
-        return found
+        """The smallest stored checkpoint whose note verifies under the log key, covering
+        entry ``seq`` (size > ``seq``) and, with ``before``, signed before entry
+        ``before`` existed (size <= ``before``); None when there is none. A stored row
+        whose signature does not verify is no statement of the log (``verify`` reports
+        it): it can neither stand in for, nor hide, a genuine checkpoint."""
+        for row in self._rows:
+            if row.size <= seq:
+                continue
+            if before is not None and row.size > before:
+                return None
+            found = self._found.get(row.size)
+            if found is None:
+                found = self._found[row.size] = self._vouch(row)
+            if found.signature_ok:
+                return found
+        return None
 
     def _vouch(self, row: CheckpointRow) -> CoveringCheckpoint:
         try:
