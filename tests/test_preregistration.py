@@ -32,6 +32,21 @@ def roles(judged: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return {r["role"]: r for r in judged["records"]}
 
 
+def browse_rows(toy: Toy) -> list[dict[str, Any]]:
+    """The preregistration rows of the browse database ``provledger index`` writes (the
+    installed program), newest listing of each outcome last."""
+    import sqlite3
+
+    toy.exe("index")
+    with sqlite3.connect(toy.work / "ledger.browse.db") as conn:
+        conn.row_factory = sqlite3.Row
+        rows = conn.execute(
+            "SELECT p.* FROM preregistration p JOIN cohorts c ON c.digest = p.cohort_digest"
+            " ORDER BY c.seq, p.task_position, p.attempt_position"
+        ).fetchall()
+    return [dict(r) for r in rows]
+
+
 def _meta(toy: Toy, key: str) -> str:
     import sqlite3
 
@@ -76,6 +91,11 @@ def test_outcome_after_the_freeze_is_pre_registered(tmp_path: Path) -> None:
     prov = toy.exe_json("provenance", digest)
     assert prov["ok"] is True
     assert [p["status"] for p in prov["preregistration"]] == ["pre_registered"]
+    (row,) = browse_rows(toy)  # the browse view: the same verdict, the same positions
+    assert row["status"] == "pre_registered" and row["result_seq"] == result_seq
+    assert row["freeze_seq"] == found["cohort frozen"]["seq"]
+    assert row["plan_seq"] == found["plan"]["seq"]
+    assert row["checkpoint_size"] == judged["checkpoint"]["size"]
 
 
 def test_a_forged_checkpoint_row_neither_counts_nor_hides_the_genuine_one(
@@ -133,6 +153,7 @@ def test_outcome_recorded_before_the_freeze_is_not_pre_registered(tmp_path: Path
     assert "NOT pre-registered" in text and "it does not count" in text
     prov = toy.exe_json("provenance", digest, code=1)
     assert [p["status"] for p in prov["preregistration"]] == ["not_pre_registered"]
+    assert [r["status"] for r in browse_rows(toy)] == ["not_pre_registered"]
     # record-outcome refuses such an outcome outright (exit 4), appending nothing.
     before = toy.cli_json("stats")["entries"]
     toy.exe("cohort", "record-outcome", PLAIN, "--task", TASK, "--result", digest,
@@ -227,6 +248,7 @@ def test_imported_history_is_order_not_attested(tmp_path: Path) -> None:
     assert judged["imported"]["marker_seq"] < judged["result"]["seq"]
     assert [f["code"] for f in report["findings"]] == []
     assert "order not attested" in toy.exe("cohort", "audit", PLAIN)
+    assert [r["status"] for r in browse_rows(toy)] == ["order_not_attested"]
     # Importing the same folder again adds nothing, not even a marker.
     before = toy.cli_json("stats")["entries"]
     toy.cli("import", "idkmesh", str(folder))
@@ -293,6 +315,7 @@ def test_a_forged_marker_cannot_excuse_an_outcome_seen_before_the_freeze(tmp_pat
     assert [f["code"] for f in report["findings"]] == ["attempt.preregistration"]
     prov = toy.exe_json("provenance", digest, code=1)
     assert [p["status"] for p in prov["preregistration"]] == ["not_pre_registered"]
+    assert [r["status"] for r in browse_rows(toy)] == ["not_pre_registered"]
 
 
 def test_a_later_binding_does_not_change_an_earlier_verdict(tmp_path: Path) -> None:
