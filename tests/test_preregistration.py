@@ -402,11 +402,18 @@ def test_real_corpus_makes_no_false_claim(corpus: Path, tmp_path: Path) -> None:
     assert recorded["imported"]["source"] == "idkmesh"
     assert recorded["since"] > recorded["seq"]  # standing from the authority attestation
     assert recorded["checkpoint"] is None  # no checkpoint yet
-    toy.cli("checkpoint")
+    state = str(tmp_path / "w1.json")
+    toy.runner.invoke(app, ["witness", "init", "w.example/w1", "--state", state,
+                            "--log-key", _meta(toy, "log_verifier_key")])  # fmt: skip
+    toy.cli("checkpoint", "--witness", state)
     again = toy.exe_json("cohort", "audit", "benchmark/phase-b2-first-five")
-    assert again["burn_recorded"]["checkpoint"]["size"] > recorded["since"]
+    covering = again["burn_recorded"]["checkpoint"]
+    assert covering["size"] > recorded["since"] and covering["log_signature"] == "verified"
+    (cosigned,) = covering["cosignatures"]  # the witness bounds how late the burn was learnt
+    assert cosigned["witness"].startswith("w.example/w1+")
     text = toy.exe("cohort", "audit", "benchmark/phase-b2-first-five")
     assert "ledger learnt it: recorded at seq" in text
+    assert f"cosigned by {cosigned['witness']} at {cosigned['time']}" in text
 
 
 def test_history_marker_lists_only_new_objects(tmp_path: Path) -> None:
