@@ -13,9 +13,14 @@ VerificationResult):
 
 Each record counts from the position where it has standing (a governed record from its
 authority attestation). The judgement about an outcome at entry ``R`` reads only entries
-before ``R``: the verdict never depends on what came later. A record missing before
+before ``R``: no record after it can make the outcome pre-registered (the one later
+record read is the cohort's own first fixed record, to tell whether this ledger fixed
+the cohort; it is at or before the listing judged). A record missing before
 ``R`` makes the outcome **not pre-registered**: it does not count (the audit reports an
-error). A result that an earlier ``history-import`` record names (``ledger.log.history``)
+error). So does an earlier VerificationResult of the same ResultManifest recorded
+before all of them had standing: the worker's output was judged, its outcome seen,
+before the evaluator was fixed, and a re-run after the freeze does not make it new.
+A result that an earlier ``history-import`` record names (``ledger.log.history``)
 is imported upstream history: its **order is not attested**, a statement, not a
 failure, and never a claim of pre-registration; unless its cohort was fixed by this
 ledger (the first record fixing the definition is no imported history) and the log
@@ -64,7 +69,8 @@ class Position:
     standing (its authority attestation for a governed record; None: no standing);
     ``in_time`` whether it had standing before the outcome's entry."""
 
-    role: str  # "result", "cohort frozen", "plan", "binding", "calibration record"
+    role: str  # "result", "cohort frozen", "plan", "binding", "calibration record",
+    # "earlier verdict" (another result on the same worker output, before the fixing)
     digest: str | None
     seq: int | None
     since: int | None
@@ -385,6 +391,20 @@ class Timeline:
                 result,
                 tuple(records),
             )
+        fixed_at = max(r.since for r in records if r.since is not None)
+        seen = self._earlier_verdict(verdict, result, fixed_at)
+        if seen is not None:
+            return Preregistration(
+                task,
+                attempt,
+                "not_pre_registered",
+                f"the same worker output (ResultManifest {verdict.result_manifest_digest}) was"
+                f" already judged at seq {seen.seq} ({seen.digest}), before everything that"
+                f" fixes how it is judged was in the log (seq {fixed_at}): the outcome was seen"
+                " first, a later re-run does not count",
+                result,
+                (*records, seen),
+            )
         freeze_since = None if frozen is None else frozen.since
         covering = (
             None if freeze_since is None else self.checkpoints.covering(freeze_since, before=seq)
@@ -395,6 +415,31 @@ class Timeline:
         return Preregistration(
             task, attempt, "pre_registered", reason, result, tuple(records), covering
         )
+
+    def _earlier_verdict(
+        self, verdict: VerificationResult, result: Position, fixed_at: int
+    ) -> Position | None:
+        """The first other VerificationResult naming the same ResultManifest (under
+        either digest) recorded before ``fixed_at``, the entry from which the cohort,
+        plan and binding all had standing; None when there is none."""
+        recorded = as_str(verdict.result_manifest_digest)
+        if recorded is None:
+            return None
+        names = {recorded}
+        manifest = self.standing.raw.by_digest(recorded)
+        if manifest is not None:
+            names |= {manifest.jcs_digest, manifest.legacy_digest}
+        first: Position | None = None
+        for name in sorted(names):
+            for source, _rel in self.reader.refs_to(name, "result-manifest"):
+                obj = self._get(source)
+                if obj is None or obj.digest == result.digest or obj.seq >= fixed_at:
+                    continue
+                if obj.kind != "verification-result":
+                    continue
+                if first is None or obj.seq < (first.seq or 0):
+                    first = Position("earlier verdict", obj.digest, obj.seq, obj.seq, False)
+        return first
 
     def _claims_predecessor(self, frozen: Position | None, cohort: Mapping[str, object]) -> bool:
         """Whether the cohort is a successor by its own claim, read from its frozen record

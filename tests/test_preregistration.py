@@ -47,6 +47,19 @@ def browse_rows(toy: Toy) -> list[dict[str, Any]]:
     return [dict(r) for r in rows]
 
 
+def refused_then_listed(toy: Toy, digest: str, result: dict[str, Any]) -> dict[str, Any]:
+    """``record-outcome`` refuses the result (exit 4, nothing appended); the cohort is
+    then frozen listing it by hand, and the installed program's audit JSON returned."""
+    before = toy.cli_json("stats")["entries"]
+    toy.exe("cohort", "record-outcome", PLAIN, "--task", TASK, "--result", digest,
+            "--signature", "solo-baseline-v1", code=4)  # fmt: skip
+    assert toy.cli_json("stats")["entries"] == before
+    toy.freeze(with_attempt(plain_cohort(), result, digest), "listed.json")
+    report: dict[str, Any] = toy.exe_json("cohort", "audit", PLAIN, code=1)
+    assert [f["code"] for f in report["findings"]] == ["attempt.preregistration"]
+    return report
+
+
 def _meta(toy: Toy, key: str) -> str:
     import sqlite3
 
@@ -159,6 +172,27 @@ def test_outcome_recorded_before_the_freeze_is_not_pre_registered(tmp_path: Path
     toy.exe("cohort", "record-outcome", PLAIN, "--task", TASK, "--result", digest,
             "--signature", "paired-attempts-v1", "--attempt", "attempt-002", code=4)  # fmt: skip
     assert toy.cli_json("stats")["entries"] == before
+
+
+def test_a_re_run_after_the_freeze_of_an_outcome_seen_before_is_not_pre_registered(
+    tmp_path: Path,
+) -> None:
+    """The worker's output was judged before the cohort froze; the same output judged
+    again after the freeze (a new result, new clock readings) is no new outcome: the
+    earlier verdict is named and the re-run does not count; record-outcome refuses it."""
+    toy = Toy(tmp_path).base()
+    seen, _ = toy.run()
+    toy.freeze(plain_cohort())
+    toy.cli("checkpoint")
+    again, result = toy.run()
+    assert again != seen  # other clock readings, so other bytes
+    report = refused_then_listed(toy, again, result)
+    (judged,) = report["preregistration"]
+    assert judged["status"] == "not_pre_registered"
+    earlier = roles(judged)["earlier verdict"]
+    assert earlier["digest"] == seen and earlier["seq"] < roles(judged)["cohort frozen"]["since"]
+    assert "already judged" in judged["reason"]
+    assert "earlier verdict" in toy.exe("cohort", "audit", PLAIN, code=1)
 
 
 def test_outcome_recorded_before_its_plan_is_not_pre_registered(tmp_path: Path) -> None:
@@ -301,18 +335,11 @@ def test_a_forged_marker_cannot_excuse_an_outcome_seen_before_the_freeze(tmp_pat
     toy.cli("append", str(toy.write("marker.json", marker)))
     toy.cli("append", str(toy.write("m.json", manifest)), str(toy.write("r.json", raw)))
     toy.freeze(plain_cohort())
-    before = toy.cli_json("stats")["entries"]
-    toy.exe("cohort", "record-outcome", PLAIN, "--task", TASK, "--result", digest,
-            "--signature", "solo-baseline-v1", code=4)  # fmt: skip
-    assert toy.cli_json("stats")["entries"] == before
-    # Listed by hand in a cohort frozen after the result: the audit says so.
-    toy.freeze(with_attempt(plain_cohort(), result, digest), "listed.json")
-    report = toy.exe_json("cohort", "audit", PLAIN, code=1)
-    (judged,) = report["preregistration"]
+    # Refused by record-outcome; listed by hand in a cohort frozen after the result.
+    (judged,) = refused_then_listed(toy, digest, result)["preregistration"]
     assert judged["status"] == "not_pre_registered"
     assert judged["imported"]["source"] == "idkmesh"  # the marker is shown, not obeyed
     assert "fixed by this ledger" in judged["reason"]
-    assert [f["code"] for f in report["findings"]] == ["attempt.preregistration"]
     prov = toy.exe_json("provenance", digest, code=1)
     assert [p["status"] for p in prov["preregistration"]] == ["not_pre_registered"]
     assert [r["status"] for r in browse_rows(toy)] == ["not_pre_registered"]
