@@ -650,27 +650,3 @@ def import_idkmesh_cmd(
     dry_run_note(dry_run)
     if report.counts()["invalid"]:
         raise RejectionsReported(f"{report.counts()['invalid']} item(s) invalid")
-
-
-def verification_notes(reader: Any, obj: Any) -> list[str]:
-    """``show`` notes for a VerificationResult: what its verdict can mean, behavioral links."""
-    if obj.kind != "verification-result":
-        return []
-    from cohorts.store_lookup import StoreLookup
-    from cohorts.strength import BEHAVIORAL, strength_of, verdict_line
-    from verifiers.model import EvaluatorPlan, VerificationResult
-
-    lookup = StoreLookup(reader)
-    stored = lookup.doc(obj)
-    if stored is None:
-        return []
-    result = stored.model(VerificationResult)
-    plan_digest = result.verifier_config_digest
-    plan = lookup.by_digest(plan_digest) if isinstance(plan_digest, str) else None
-    strength = strength_of(None if plan is None else plan.model(EvaluatorPlan), result)
-    lines = ["verdict " + verdict_line(result, strength)]
-    for source, _rel in reader.refs_to(obj.digest, "verification-result"):
-        linked = reader.get(source)
-        if linked is not None and linked.kind == "behavioral-evidence":
-            lines.append(f"{BEHAVIORAL}: {source}")
-    return lines

@@ -56,6 +56,10 @@ class GateError(CohortError, RuleViolation):
             " expected every gate item to pass"
         )
 
+    def to_json(self) -> dict[str, object]:
+        """What ``cohort freeze|burn|bind --json`` prints for the refusal."""
+        return {"ok": False, "gate": self.gate, "failures": [f.to_json() for f in self.failures]}
+
 
 class AuditFailed(CohortError, CheckFailed):
     """An audit found at least one error-severity finding (exit 1)."""

@@ -23,8 +23,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("ledger", "verifiers", "cohorts")
 EDGE = ("verifiers", "cohorts")
-# ledger.cli.lazy loads the command table.
-DYNAMIC_IMPORT_ALLOWED = {"ledger.cli.lazy"}
+# ledger.cli.lazy loads the command table; ledger.plugins loads the entry points.
+DYNAMIC_IMPORT_ALLOWED = {"ledger.cli.lazy", "ledger.plugins"}
 
 
 @dataclass(frozen=True)

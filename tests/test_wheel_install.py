@@ -1,8 +1,11 @@
-"""``provledger calibrate`` works from an installed wheel: the fixture is package data.
+"""provledger works from an installed wheel: ``calibrate`` (the fixture is package data)
+and every example of docs/API.md, with no ``install_*`` call (the IDKMesh plug-ins come
+from the wheel's own entry points).
 
 Builds the wheel from a copy of the source tree (``pip wheel --no-deps``), installs it
 into a fresh virtual environment (its dependencies come from the test environment's
-site-packages, the project itself only from the wheel) and runs the installed command.
+site-packages, the project itself only from the wheel) and runs the installed command
+and the page's program there.
 """
 
 from __future__ import annotations
@@ -12,7 +15,12 @@ import shutil
 import subprocess
 import sys
 import sysconfig
+from collections.abc import Iterator
 from pathlib import Path
+
+import pytest
+from api_docs import EXAMPLES
+from test_api_docs import run_page
 
 ROOT = Path(__file__).resolve().parents[1]
 SKIP = shutil.ignore_patterns(
@@ -39,7 +47,10 @@ def _run(*args: str | Path, cwd: Path) -> str:
     return done.stdout
 
 
-def test_calibrate_runs_from_an_installed_wheel(tmp_path: Path) -> None:
+@pytest.fixture(scope="module")
+def fresh(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, Path]]:
+    """(the fresh environment, its site-packages) with only the wheel of the project."""
+    tmp_path = tmp_path_factory.mktemp("wheel")
     source = tmp_path / "source"
     shutil.copytree(ROOT, source, ignore=SKIP)
     wheels = tmp_path / "wheels"
@@ -61,9 +72,24 @@ def test_calibrate_runs_from_an_installed_wheel(tmp_path: Path) -> None:
     # editable finder, whose .pth file is not processed for a path added this way).
     (site / "test-deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
     _run(*pip, "--python", python, "install", "-q", "--no-deps", "--no-index", wheel, cwd=tmp_path)
-    where = _run(python, "-c", "import verifiers; print(verifiers.__file__)", cwd=tmp_path)
-    assert Path(where.strip()).is_relative_to(site)
+    for package in ("ledger", "verifiers", "cohorts"):
+        where = _run(python, "-c", f"import {package}; print({package}.__file__)", cwd=tmp_path)
+        assert Path(where.strip()).is_relative_to(site)
+    yield fresh, site
 
-    out = json.loads(_run(fresh / "bin" / "provledger", "calibrate", "--json", cwd=tmp_path))
+
+def test_calibrate_runs_from_an_installed_wheel(fresh: tuple[Path, Path], tmp_path: Path) -> None:
+    venv, site = fresh
+    out = json.loads(_run(venv / "bin" / "provledger", "calibrate", "--json", cwd=tmp_path))
     assert Path(out["fixture"]).is_relative_to(site)
     assert out["rows"] and all(row["matches_expectation"] for row in out["rows"])
+
+
+def test_the_api_page_runs_from_an_installed_wheel(
+    fresh: tuple[Path, Path], tmp_path: Path
+) -> None:
+    venv, _ = fresh
+    assert EXAMPLES.is_dir()
+    done = run_page(venv / "bin" / "python", tmp_path, "ledger.db")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "install_" not in (tmp_path / "api_examples.py").read_text("utf-8")

@@ -28,9 +28,9 @@ import binascii
 import hmac
 import re
 from collections import Counter
-from collections.abc import Callable, Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ledger.audit.aside import Aside
 from ledger.audit.findings import LedgerFinding
@@ -92,15 +92,37 @@ class LedgerAuditReport:
         return not self.findings
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "ok": self.ok,
-            "entries": self.entries,
-            "root": self.root,
-            "checkpoints_checked": self.checkpoints_checked,
-            "from_checkpoint": self.from_checkpoint,
-            "since_checkpoint": self.since_checkpoint,
-            "findings": [f.to_json() for f in self.findings],
-        }
+        return report_json(self)
+
+
+class AuditFigures(Protocol):
+    """What an audit's report says (``LedgerAuditReport``, ``ledger.api.VerifyReport``)."""
+
+    @property
+    def entries(self) -> int: ...
+    @property
+    def root(self) -> str | None: ...
+    @property
+    def checkpoints_checked(self) -> int: ...
+    @property
+    def from_checkpoint(self) -> Mapping[str, object] | None: ...
+    @property
+    def since_checkpoint(self) -> Mapping[str, object] | None: ...
+    @property
+    def findings(self) -> Sequence[LedgerFinding]: ...
+
+
+def report_json(report: AuditFigures) -> dict[str, Any]:
+    """``verify --json``'s members for the audit itself (the one list of them)."""
+    return {
+        "ok": not report.findings,
+        "entries": report.entries,
+        "root": report.root,
+        "checkpoints_checked": report.checkpoints_checked,
+        "from_checkpoint": report.from_checkpoint,
+        "since_checkpoint": report.since_checkpoint,
+        "findings": [f.to_json() for f in report.findings],
+    }
 
 
 def _refs_of(kind: object, data: object) -> list[tuple[str, str]]:

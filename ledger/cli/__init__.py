@@ -4,17 +4,16 @@
 implements it and its one-line help. Nothing listed here is imported until its command
 runs (``ledger.cli.lazy``), so ``provledger --help`` costs typer and rich only. This is
 the only module of ``ledger`` that names ``verifiers`` and ``cohorts``: they are the
-IDKMesh edge, mounted here beside the generic ledger commands, and their ``show`` notes
-and browse check are plugged in (``install_idkmesh``) before any command runs. The
-admission policy is not installed anywhere: every store a command opens applies the
-package's default (``ledger.trust.admission.default_policy``, IDKMesh's rules, found
-through this distribution's ``provledger.policy`` entry points when first needed).
+IDKMesh edge, mounted here beside the generic ledger commands. Nothing is installed:
+each command calls the Python API (``ledger.api``, ``verifiers.api``, ``cohorts.api``),
+which finds IDKMesh's additions to the core (admission rules, ``show`` notes, the
+browse check) through this distribution's entry points (``ledger.plugins``) when first
+needed, exactly as it does for any other Python caller.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from pathlib import Path
+from collections.abc import Callable, Mapping
 from typing import Annotated, Any
 
 import typer
@@ -132,47 +131,6 @@ COMMANDS: Mapping[str, Lazy | LazySubgroup] = {
 }
 
 
-def install_idkmesh() -> None:
-    """Plug IDKMesh's additions to the terminal into the core before any command runs.
-
-    Only stand-ins are installed here; each imports its IDKMesh module the first time
-    the core calls it, so a command that never shows a VerificationResult or checks a
-    browse file loads none of them. (IDKMesh's admission rules are no addition: they are
-    the package's default policy.)
-    """
-    from ledger.cli.common import BROWSE_CHECK, REPLAY_CARRIED, REPLAY_INPUTS, SHOW_NOTES
-
-    if _verification_notes not in SHOW_NOTES:
-        SHOW_NOTES.append(_verification_notes)  # `show` explains a VerificationResult
-    BROWSE_CHECK[:] = [_browse_findings]  # `verify --browse FILE`
-    REPLAY_INPUTS[:] = [_replay_inputs]  # `bundle export --with-inputs`
-    REPLAY_CARRIED[:] = [_replay_carried]  # `bundle verify --replay`
-
-
-def _verification_notes(reader: Any, obj: Any) -> list[str]:
-    from cohorts.cli import verification_notes
-
-    return verification_notes(reader, obj)
-
-
-def _browse_findings(store: Any, file: Path) -> list[dict[str, str]]:
-    from cohorts.browse.cli import browse_findings
-
-    return browse_findings(store, file)
-
-
-def _replay_inputs(store: Any, obj: Any) -> list[str]:
-    from cohorts.rejudge import replay_inputs
-
-    return replay_inputs(store, obj)
-
-
-def _replay_carried(kind: str, data: bytes, carried: Sequence[tuple[str, bytes]]) -> Any:
-    from verifiers.replay import replay_carried
-
-    return replay_carried(kind, data, carried)
-
-
 #: Run once a command is about to run, then forgotten: what ``main`` was given as
 #: ``before_command`` (``ledger.entry`` resumes the garbage collector it paused).
 _BEFORE_COMMAND: list[Callable[[], None]] = []
@@ -181,12 +139,11 @@ _BEFORE_COMMAND: list[Callable[[], None]] = []
 def _before_command() -> None:
     while _BEFORE_COMMAND:
         _BEFORE_COMMAND.pop()()
-    install_idkmesh()
 
 
 class RootGroup(LazyCommandGroup):
-    """The root group: ``COMMANDS``, errors mapped by ``ProvGroup``, IDKMesh plugged in
-    once a command is about to run (``--help`` and usage errors skip it)."""
+    """The root group: ``COMMANDS``, errors mapped by ``ProvGroup``, ``before_command``
+    run once a command is about to run (``--help`` and usage errors skip it)."""
 
     table = COMMANDS
 

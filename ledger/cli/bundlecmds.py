@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -42,20 +42,11 @@ def export(
     json_out: JsonOption = False,
 ) -> None:
     """Write one object, its attestations and their proofs against the newest checkpoint."""
-    from ledger.cli.common import REPLAY_INPUTS
-    from ledger.log.bundle import build_bundle, verify_bundle
-    from ledger.log.checkpoints import verifier_key_of
-    from ledger.store.backends import open_store
-    from ledger.store.resolve import resolve_stored
+    from ledger.api import open_ledger
 
-    with open_store(db, readonly=True) as store:
-        obj = resolve_stored(store, ref)
-        inputs = REPLAY_INPUTS[0](store, obj) if with_inputs and REPLAY_INPUTS else None
-        bundle, omitted = build_bundle(store, obj.digest, inputs)
-        vkey = verifier_key_of(store)
-    data = bundle.encode()
-    # Never hand out a bundle that would not verify (e.g. from a tampered ledger).
-    verified = verify_bundle(data, vkey)
+    with open_ledger(db, readonly=True) as book:
+        exported = book.export_bundle(ref, with_inputs=with_inputs)
+    data, verified, omitted = exported.data, exported.verified, exported.omitted
     if omitted:
         typer.echo(
             f"note: {len(omitted)} attestation(s) appended after checkpoint size"
@@ -69,14 +60,13 @@ def export(
     from ledger.files import write_output
 
     write_output(Path(output), data)
-    info = verified.to_json()
-    info.update({"file": output, "bytes": len(data), "omitted_attestations": list(omitted)})
     if json_out:
-        emit_json(info)
+        emit_json(exported.to_json(output))
         return
     carried = "" if verified.inputs is None else f", {len(verified.inputs)} input(s)"
     sys.stdout.write(
-        f"wrote {output}: {obj.kind} {obj.digest} seq {verified.subject.index},"
+        f"wrote {output}: {verified.subject.kind} {verified.subject.digest}"
+        f" seq {verified.subject.index},"
         f" {len(verified.attestations)} attestation(s){carried},"
         f" checkpoint size {verified.checkpoint.size}\n"
     )
@@ -162,18 +152,14 @@ def verify(
     _replay_exit(replayed)
 
 
-def _replay(verified: VerifiedBundle) -> dict[str, Any]:
-    """The subject re-judged from the carried inputs (``ledger.cli.common.REPLAY_CARRIED``,
-    installed by the composition root; the core knows no verifier)."""
-    from ledger.cli.common import REPLAY_CARRIED
-    from ledger.errors import InputError
+def _replay(verified: VerifiedBundle) -> dict[str, object]:
+    """The subject re-judged from the carried inputs (``ledger.api.replay_bundle``)."""
+    from ledger.api import replay_bundle
 
-    if not REPLAY_CARRIED:
-        raise InputError("bundle verify --replay, got no replay installed, expected the CLI's")
-    return REPLAY_CARRIED[0](verified.subject.kind, verified.data, verified.input_data)
+    return replay_bundle(verified)
 
 
-def _replay_exit(replayed: dict[str, Any] | None) -> None:
+def _replay_exit(replayed: dict[str, object] | None) -> None:
     from ledger.errors import ProblemsReported
 
     if replayed is not None and replayed.get("status") != "reproduced":

@@ -169,27 +169,6 @@ def _after_setup(invoke: Callable[[Any], Any]) -> Callable[[Any], Any]:
     return run
 
 
-#: Extra lines ``show`` prints about an object (and lists under "notes" in --json).
-#: Registered by the composition root, so IDKMesh wording stays out of the core:
-#: e.g. the evidence strength of a VerificationResult's verdict.
-SHOW_NOTES: list[Callable[[Any, Any], list[str]]] = []
-
-#: ``verify --browse FILE``: (open store, FILE) -> findings as {"code", "table", "message"}.
-#: Supplied by the composition root (the browse projection lives outside the core); held
-#: here, beside ``SHOW_NOTES``, so installing it loads no command module.
-BrowseCheck = Callable[[Any, Path], list[dict[str, str]]]
-BROWSE_CHECK: list[BrowseCheck] = []
-
-#: ``bundle export --with-inputs``: (open store, subject ``StoredObject``) -> the digests of
-#: the stored objects a replay of the subject reads; and ``bundle verify --replay``:
-#: (subject kind, subject bytes, carried (kind, bytes) pairs) -> the replay's report
-#: {"status": "reproduced"|"differs"|"cannot_replay", "reason", ...}. Supplied by the
-#: composition root: re-judging is the verifiers' business, never the core's.
-ReplayInputs = Callable[[Any, Any], list[str]]
-ReplayCarried = Callable[[str, bytes, Sequence[tuple[str, bytes]]], dict[str, Any]]
-REPLAY_INPUTS: list[ReplayInputs] = []
-REPLAY_CARRIED: list[ReplayCarried] = []
-
 DB_ENV = "PROVLEDGER_DB"
 _SAVED_ENV = "provledger.saved_db_env"
 

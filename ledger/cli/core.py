@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
 from ledger.cli.common import (
     DEFAULT_DB,
-    SHOW_NOTES,
     DbOption,
     DryRunOption,
     JsonOption,
@@ -138,33 +137,15 @@ def show(
     json_out: JsonOption = False,
 ) -> None:
     """Show one object by digest, legacy digest or id."""
-    import json
+    from ledger.api import open_ledger
 
-    from ledger.store.backends import open_store
-    from ledger.store.resolve import resolve_stored
-
-    with open_store(db, readonly=True) as store:
-        obj = resolve_stored(store, ref)
-        entry = next(store.entries(since=obj.seq, limit=1))
-        notes = [line for note in SHOW_NOTES for line in note(store, obj)]
+    with open_ledger(db, readonly=True) as book:
+        obj = book.get(ref, notes=not raw)
     if raw:
         sys.stdout.buffer.write(obj.data)
         sys.stdout.buffer.flush()
         return
-    info: dict[str, Any] = {
-        "digest": obj.digest,
-        "seq": obj.seq,
-        "kind": obj.kind,
-        "schema_version": obj.schema_version,
-        "object_id": obj.object_id,
-        "object_version": obj.object_version,
-        "legacy_digest": obj.legacy_digest,
-        "appended_at": entry.appended_at,
-        "size": len(obj.data),
-        "object": None if obj.kind == "blob" else json.loads(obj.data),
-    }
-    if notes:  # only kinds that have notes (a VerificationResult's evidence strength)
-        info["notes"] = notes
+    info = obj.to_json()
     if json_out:
         emit_json(info)
         return
@@ -182,7 +163,7 @@ def show(
     ):
         if info[key] is not None:
             out.print(f"{key:15} {info[key]}", markup=False)
-    for note in notes:
+    for note in obj.notes:
         out.print(f"{'note':15} {note}", markup=False)
     if info["object"] is not None:
         out.print_json(data=info["object"])

@@ -9,7 +9,6 @@ from typing import Annotated
 import typer
 
 from ledger.cli.common import (
-    BROWSE_CHECK,
     DEFAULT_DB,
     DbOption,
     DryRunOption,
@@ -20,7 +19,7 @@ from ledger.cli.common import (
     new_app,
     read_verifier_key,
 )
-from ledger.errors import CheckFailed, ProblemsReported, reported_like
+from ledger.errors import ProblemsReported, reported_like
 
 proof_app = new_app("Inclusion and consistency proofs (RFC 9162).")
 
@@ -214,69 +213,32 @@ def verify(
     With --browse FILE, also re-derive the projection and compare it with FILE; the JSON
     output then has "browse": {"file", "ok", "findings": [{"code", "table", "message"}]}.
     """
-    from ledger.audit.full import audit
-    from ledger.cli.common import progress
-    from ledger.store.backends import open_store
+    from ledger.api import open_ledger
+    from ledger.cli.common import progress, read_input
+    from ledger.cli.witnesscmds import read_key_text
 
+    # Every input is read before the ledger is opened (a missing key file is named first).
     trusted = read_verifier_key(log_key) if log_key else None
-    trusted_authority = None
-    if authority_key is not None:
-        import base64
-
-        from ledger.trust.keys import load_public_key, public_key_raw
-
-        raw = public_key_raw(load_public_key(authority_key))
-        trusted_authority = base64.b64encode(raw).decode("ascii")
-    saved = None
-    if from_checkpoint is not None:
-        from ledger.cli.common import read_input
-
-        saved = read_input(str(from_checkpoint))
-    from ledger.cli.witnesscmds import required_quorum, witness_keys
-
-    witnesses = witness_keys(witness_key)
-    required = required_quorum(quorum, len(witnesses))
-    witness_report = None
-    since = None
-    if since_checkpoint is not None:
-        from ledger.cli.common import read_input
-
-        since = read_input(str(since_checkpoint))
-    with open_store(db, readonly=True) as store:
-        if witnesses:
-            from ledger.audit.witnesses import check_witnesses
-
-            witness_report = check_witnesses(store, witnesses, required)
-        total = store.size()
-        with progress(total, "verifying", enabled=not json_out) as advance:
-            report = audit(
-                store,
-                trusted_key=trusted,
-                trusted_authority=trusted_authority,
-                from_checkpoint=saved,
-                advance=advance,
-                workers=workers,
-                since_checkpoint=since,
-            )
-        browse_findings = None
-        if browse is not None:
-            if not BROWSE_CHECK:
-                raise CheckFailed("verify --browse, got no browse check installed, expected one")
-            browse_findings = BROWSE_CHECK[0](store, browse)
-    if witness_report is not None:
-        report.findings.extend(witness_report.findings)
-    ok = report.ok and not browse_findings
+    saved = None if from_checkpoint is None else read_input(str(from_checkpoint))
+    since = None if since_checkpoint is None else read_input(str(since_checkpoint))
+    keys = [read_key_text(k) for k in witness_key or []]
+    with (
+        open_ledger(db, readonly=True) as book,
+        progress(book.store.size(), "verifying", enabled=not json_out) as advance,
+    ):
+        report = book.verify(
+            log_key=trusted,
+            authority_key=authority_key,
+            from_checkpoint=saved,
+            since_checkpoint=since,
+            witness_keys=keys,
+            quorum=quorum,
+            workers=workers,
+            browse=browse,
+            progress=advance,
+        )
     if json_out:
-        out_json = report.to_json()
-        if browse_findings is not None:
-            out_json["browse"] = {
-                "file": str(browse),
-                "ok": not browse_findings,
-                "findings": browse_findings,
-            }
-        if witness_report is not None:
-            out_json["witnesses"] = witness_report.info
-        emit_json(out_json)
+        emit_json(report.to_json())
     else:
         out = console()
         for f in report.findings:
@@ -284,26 +246,36 @@ def verify(
             what = f" {f.digest}" if f.digest else ""
             use = f" (use: {f.remedy})" if f.remedy else ""
             out.print(f"FAIL {f.code}{where}{what}: {f.message}{use}", markup=False)
-        if witness_report is not None and witness_report.info["checkpoint"] is not None:
-            info = witness_report.info
-            names = ", ".join(c["witness"] for c in info.get("cosigners", [])) or "nobody"
+        witnessed = report.witnesses
+        if witnessed is not None and witnessed["checkpoint"] is not None:
+            cosigners = witnessed.get("cosigners")
+            names = (
+                ", ".join(str(c["witness"]) for c in cosigners if isinstance(c, dict))
+                if isinstance(cosigners, list)
+                else ""
+            ) or "nobody"
             out.print(
-                f"witnesses: checkpoint size {info['checkpoint']} cosigned by {names}"
-                f" (quorum {info['quorum']}; {info['unwitnessed_entries']} entries after it)",
+                f"witnesses: checkpoint size {witnessed['checkpoint']} cosigned by {names}"
+                f" (quorum {witnessed['quorum']}; {witnessed['unwitnessed_entries']} entries"
+                " after it)",
                 markup=False,
             )
-        status = "clean" if report.ok else f"{len(report.findings)} problem(s)"
+        audit_ok = not report.findings
+        status = "clean" if audit_ok else f"{len(report.findings)} problem(s)"
         since_note = ""
-        if report.since_checkpoint is not None and report.since_checkpoint["size"] > 0:
-            since_note = f" (checked from entry {report.since_checkpoint['size']} on)"
+        start = None if report.since_checkpoint is None else report.since_checkpoint.get("size")
+        if isinstance(start, int) and start > 0:
+            since_note = f" (checked from entry {start} on)"
         out.print(
             f"verified {report.entries} entries{since_note}, {report.checkpoints_checked}"
             f" checkpoints, root {report.root}: {status}"
         )
-        if browse_findings is not None:
-            for bf in browse_findings:
-                out.print(f"FAIL {bf['code']} {bf['table']}: {bf['message']}", markup=False)
-            verdict = "matches the ledger" if not browse_findings else "does NOT match the ledger"
+        if report.browse is not None:
+            for bf in report.browse_findings:
+                out.print(f"FAIL {bf.code} {bf.table}: {bf.message}", markup=False)
+            verdict = (
+                "matches the ledger" if not report.browse_findings else "does NOT match the ledger"
+            )
             out.print(f"browse database {browse} {verdict}", markup=False)
-    if not ok:
+    if not report.ok:
         raise ProblemsReported(f"{len(report.findings)} problem(s)")

@@ -1,0 +1,302 @@
+"""What the generic API returns: frozen values, each with ``to_json()``.
+
+``to_json()`` is exactly what the matching command prints with ``--json`` (the command
+prints it; ``tests/test_api.py`` checks the two agree), so a program and a shell script
+read the same keys. Where a command adds what only it knows (the file an input was read
+from), the value says so.
+
+Values the lower layers already return whole are used as they are and re-exported by
+``ledger.api``: ``InclusionProof`` and ``ConsistencyProof`` (``proof inclusion|consistency``),
+``VerifiedBundle`` (``bundle verify``), ``LedgerFinding`` (one problem ``verify`` found),
+``AttestationVerdict`` (one attestation judged).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ledger.audit.findings import LedgerFinding
+    from ledger.encoding.values import JSONObject
+    from ledger.log.bundle import VerifiedBundle
+    from ledger.trust.judgement import AttestationVerdict
+
+
+@dataclass(frozen=True)
+class Created:
+    """A new ledger and its two key pairs (``provledger init --json``).
+
+    ``pg_*`` are set for a PostgreSQL ledger only: the writer and auditor roles, and the
+    statements a role administrator must run when the roles could not be created.
+    """
+
+    db: str
+    origin: str
+    log_key_file: str
+    log_key_id: str
+    log_verifier_key: str
+    authority_key_file: str
+    authority_key_id: str
+    pg_writer_role: str | None = None
+    pg_auditor_role: str | None = None
+    pg_grants: tuple[str, ...] | None = None
+
+    def to_json(self) -> JSONObject:
+        out: JSONObject = {
+            "db": self.db,
+            "origin": self.origin,
+            "log_key_file": self.log_key_file,
+            "log_key_id": self.log_key_id,
+            "log_verifier_key": self.log_verifier_key,
+            "authority_key_file": self.authority_key_file,
+            "authority_key_id": self.authority_key_id,
+        }
+        if self.pg_grants is not None:
+            out["pg_writer_role"] = self.pg_writer_role
+            out["pg_auditor_role"] = self.pg_auditor_role
+            out["pg_grants"] = list(self.pg_grants)
+        return out
+
+
+@dataclass(frozen=True)
+class Appended:
+    """One appended object: its entry, and whether it was new or already present.
+
+    ``append --json`` prints one of these per input, with the input's ``file`` added.
+    On a ledger opened with ``dry_run`` it says what would have been written.
+    """
+
+    digest: str
+    seq: int
+    kind: str
+    status: str  # "new" or "present"
+
+    @property
+    def new(self) -> bool:
+        return self.status == "new"
+
+    def to_json(self) -> JSONObject:
+        return {"digest": self.digest, "seq": self.seq, "kind": self.kind, "status": self.status}
+
+
+@dataclass(frozen=True)
+class WitnessAnswer:
+    """What one witness answered when asked to cosign: its stored lines, or why not.
+
+    ``error`` is the ``ledger.errors`` error it failed with (``exit_code`` says how)."""
+
+    witness: str
+    cosignatures: tuple[str, ...] = ()
+    error: str | None = None
+    exit_code: int | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+    def to_json(self) -> JSONObject:
+        out: JSONObject = {"witness": self.witness, "ok": self.ok}
+        if self.error is None:
+            out["cosignatures"] = list(self.cosignatures)
+        else:
+            out["error"] = self.error
+            out["exit_code"] = self.exit_code
+        return out
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    """A signed tree head as stored, with the cosignatures collected (``checkpoint --json``).
+
+    ``note`` is the C2SP signed note with every stored cosignature line."""
+
+    origin: str | None
+    size: int
+    root: str
+    note: str
+    created_at: str
+    witnesses: tuple[WitnessAnswer, ...] = ()
+
+    @property
+    def ok(self) -> bool:
+        """True when every witness asked cosigned."""
+        return all(w.ok for w in self.witnesses)
+
+    def to_json(self) -> JSONObject:
+        return {
+            "origin": self.origin,
+            "size": self.size,
+            "root": self.root,
+            "note": self.note,
+            "created_at": self.created_at,
+            "witnesses": [w.to_json() for w in self.witnesses],
+        }
+
+
+@dataclass(frozen=True)
+class BrowseFinding:
+    """One difference between a browse database and the ledger it was built from."""
+
+    code: str
+    table: str
+    message: str
+
+    def to_json(self) -> JSONObject:
+        return {"code": self.code, "table": self.table, "message": self.message}
+
+
+@dataclass(frozen=True)
+class VerifyReport:
+    """The whole audit (``verify --json``); ``ok`` iff no check found a problem.
+
+    ``findings`` lists every problem (``LedgerFinding``: stable ``code``, message, where),
+    those of the witness quorum included. ``witnesses`` is set when witness keys were
+    given, ``browse`` and ``browse_findings`` when a browse database was compared.
+    """
+
+    entries: int
+    root: str | None
+    checkpoints_checked: int
+    from_checkpoint: JSONObject | None
+    since_checkpoint: JSONObject | None
+    findings: tuple[LedgerFinding, ...]
+    witnesses: JSONObject | None = None
+    browse: str | None = None
+    browse_findings: tuple[BrowseFinding, ...] = ()
+
+    @property
+    def ok(self) -> bool:
+        return not self.findings and not self.browse_findings
+
+    def to_json(self) -> dict[str, object]:
+        from ledger.audit.full import report_json
+
+        out: dict[str, object] = report_json(self)
+        if self.browse is not None:
+            out["browse"] = {
+                "file": self.browse,
+                "ok": not self.browse_findings,
+                "findings": [f.to_json() for f in self.browse_findings],
+            }
+        if self.witnesses is not None:
+            out["witnesses"] = self.witnesses
+        return out
+
+
+@dataclass(frozen=True)
+class Signed:
+    """An attestation appended by ``sign`` (or ``attestation import``), judged at its own
+    log position (``sign --json``): the verdict's members, plus the entry."""
+
+    attestation: str
+    seq: int
+    status: str  # "new" or "present"
+    verdict: AttestationVerdict
+
+    @property
+    def ok(self) -> bool:
+        return self.verdict.ok
+
+    def to_json(self) -> JSONObject:
+        verdict = {
+            k: v for k, v in self.verdict.to_json().items() if k not in ("attestation", "seq")
+        }
+        return {"attestation": self.attestation, "seq": self.seq, "status": self.status, **verdict}
+
+
+@dataclass(frozen=True)
+class AttestationCheck:
+    """Every attestation of one subject judged (``attestation check --json``): ``ok`` iff
+    there is at least one and none is invalid."""
+
+    subject: str
+    ok: bool
+    reason: str
+    attestations: tuple[AttestationVerdict, ...]
+
+    def to_json(self) -> JSONObject:
+        return {
+            "subject": self.subject,
+            "ok": self.ok,
+            "reason": self.reason,
+            "attestations": [v.to_json() for v in self.attestations],
+        }
+
+
+@dataclass(frozen=True)
+class Identity:
+    """A verifier identity appended with the authority's attestation
+    (``identity register --json``)."""
+
+    verifier_id: str
+    key_id: str
+    identity: str
+    identity_seq: int
+    attestation: str
+    status: str  # "new" or "present"
+
+    def to_json(self) -> JSONObject:
+        return {
+            "verifier_id": self.verifier_id,
+            "key_id": self.key_id,
+            "identity": self.identity,
+            "identity_seq": self.identity_seq,
+            "attestation": self.attestation,
+            "status": self.status,
+        }
+
+
+@dataclass(frozen=True)
+class Revoked:
+    """A key revocation appended with the authority's attestation (``identity revoke --json``)."""
+
+    key_id: str
+    reason: str
+    revocation: str
+    seq: int
+    attestation: str
+
+    def to_json(self) -> JSONObject:
+        return {
+            "key_id": self.key_id,
+            "reason": self.reason,
+            "revocation": self.revocation,
+            "seq": self.seq,
+            "attestation": self.attestation,
+        }
+
+
+@dataclass(frozen=True)
+class GeneratedKey:
+    """A new Ed25519 key pair on disk (``key generate --json``)."""
+
+    key_id: str
+    private_key: str
+    public_key: str
+
+    def to_json(self) -> JSONObject:
+        return {
+            "key_id": self.key_id,
+            "private_key": self.private_key,
+            "public_key": self.public_key,
+        }
+
+
+@dataclass(frozen=True)
+class ExportedBundle:
+    """An offline bundle of one object (``bundle export``): ``data`` is the bundle file's
+    bytes, ``verified`` what it proves (checked before it is handed out), ``omitted`` the
+    attestations appended after the checkpoint it is proven against."""
+
+    data: bytes = field(repr=False)
+    verified: VerifiedBundle
+    omitted: tuple[str, ...] = ()
+
+    def to_json(self, file: str) -> JSONObject:
+        """``bundle export --json``: what was verified, written to ``file``."""
+        out: JSONObject = dict(self.verified.to_json())
+        out.update(
+            {"file": file, "bytes": len(self.data), "omitted_attestations": list(self.omitted)}
+        )
+        return out
