@@ -46,10 +46,13 @@ def test_bench_start_smoke(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr[-3000:]
     result = json.loads(proc.stdout)
     assert result["ledger_entries"] == 30
-    assert result["limits"] == {"help": 1.5, "read": 2.0}
+    assert result["limits"] == {"first": 1.2, "help": 1.5, "read": 2.0}
     rows = {r["name"]: r for r in result["results"]}
     kinds = [r["kind"] for r in result["results"]]
-    assert kinds[0] == "floor" and rows[result["results"][0]["name"]]["ratio"] == 1.0
+    assert kinds[:2] == ["floor", "reference"]
+    assert rows[result["results"][0]["name"]]["ratio"] == 1.0
+    assert "typer.Typer" in result["floor"] and '"--db"' in result["floor"]
+    assert rows["--help"]["limit"] == rows["show DIGEST"]["limit"] == 1.2
     help_rows = [r for r in result["results"] if r["kind"] == "help"]
     assert len(help_rows) == 1 + len(list(bench_start.command_paths()))
     assert {"show DIGEST", "show DIGEST --json", "proof inclusion DIGEST", "stats"} <= set(rows)
