@@ -168,7 +168,7 @@ class CohortDigests:
 # --- reading documents -------------------------------------------------------------------
 
 
-def cohort_value(document: CohortDocument) -> dict[str, object]:
+def cohort_value(document: CohortDocument) -> JSONObject:
     """The JSON object of a cohort document, parsed strictly (exit 3 when it is not one)."""
     from cohorts.errors import CohortInputError
     from ledger.api.ledger import document_bytes
@@ -266,7 +266,7 @@ def bind(
     from cohorts.service import bind_cohort, plan_choice
 
     choices = [plan_choice(f"{task}={plan}") for task, plan in (plans or {}).items()]
-    target: str | dict[str, object] = (
+    target: str | JSONObject = (
         successor if isinstance(successor, str) else cohort_value(successor)
     )
     done = bind_cohort(

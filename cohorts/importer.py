@@ -54,7 +54,7 @@ from ledger.encoding.digest import canonical_digest, legacy_digest, sha256_diges
 from ledger.errors import InputError, KindError, LedgerError, NotFound
 from ledger.files import shown
 from ledger.log.history import history_markers
-from ledger.schema.kinds import detect_kind, get_kind, schema_version_of
+from ledger.schema.kinds import detect_kind, document, get_kind, schema_version_of
 from ledger.store.base import AppendResult, Store
 from ledger.store.prepared import Prepared, prepare_blob, prepare_json, prepare_value
 from ledger.trust.attestation import attest_prepared
@@ -368,15 +368,16 @@ def classify(
         record = quarantine_record(path, raw, kind, [f"does not parse: {exc}"])
         return _quarantined(raw, record), "quarantined", record["problems"][0], QUARANTINE
     try:
-        spec = get_kind(kind) if kind is not None else detect_kind(value)
+        doc = document(value)
+        spec = get_kind(kind) if kind is not None else detect_kind(doc)
     except KindError:
         # JSON that names no protocol kind (provenance notes, candidate files): kept as
         # bytes so any digest naming them resolves.
         return [prepare_blob(raw)], "imported", "not a protocol object, stored as bytes", "blob"
     problems: list[str]
     try:
-        schema_version_of(spec, value)
-        problems = list(schema_validator(spec.name, value)) or [first]
+        schema_version_of(spec, doc)
+        problems = list(schema_validator(spec.name, doc)) or [first]
     except KindError as exc:
         problems = [str(exc)]
     record = quarantine_record(path, raw, spec.name, problems)

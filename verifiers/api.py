@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING
 
 from ledger.api.ledger import Ledger, document_bytes
 from ledger.errors import InputError, LedgerError, NotFound
+from verifiers.model.json import as_map, maps
 
 if TYPE_CHECKING:
     from ledger.encoding.canonical import Encoded
@@ -214,8 +215,8 @@ def run_verifier(
         attestation=verdict,
         summary=tuple(outcome.summary.split("; ")),
         checks=tuple(
-            CheckLine(str(c["id"]), str(c["status"]), str(c["summary"]))
-            for c in outcome.result["checks"]
+            CheckLine(str(c.get("id")), str(c.get("status")), str(c.get("summary")))
+            for c in maps(outcome.result.get("checks"))
         ),
         recorded=tuple(recorded),
         not_recorded=tuple(u.as_json() for u in record.unrecorded),
@@ -460,7 +461,7 @@ def _require_identity(ledger: Ledger, table: CalibrationTable, signer: Signer) -
     }
     needed: dict[tuple[str, str], set[str]] = {}
     for outcome in table.outcomes:
-        verifier = outcome.result.get("verifier") or {}
+        verifier = as_map(outcome.result.get("verifier"))
         want = (
             str(verifier.get("id")),
             str(verifier.get("adapter")),

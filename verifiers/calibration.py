@@ -23,7 +23,7 @@ from ledger.encoding.canonical import parse_strict
 from ledger.encoding.digest import canonical_digest
 from verifiers.behavioral import load_probe_plan, run_probes
 from verifiers.errors import VerifierError
-from verifiers.model.json import at
+from verifiers.model.json import as_map, at
 from verifiers.runner import Clock, VerificationOutcome, evaluate
 from verifiers.sovereignty import Validate
 
@@ -193,8 +193,8 @@ def calibration_table(
                     summary=outcome.summary,
                     metrics={
                         k: v
-                        for k, v in result["metrics"].items()
-                        if k.startswith(("matched_", "required_"))
+                        for k, v in as_map(result.get("metrics")).items()
+                        if k.startswith(("matched_", "required_")) and isinstance(v, int)
                     },
                     expected_status=want if isinstance(want, str) else None,
                     result_digest=outcome.result_digest,

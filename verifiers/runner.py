@@ -14,17 +14,20 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from ledger.encoding.canonical import canonicalize
 from ledger.encoding.digest import sha256_digest
 from verifiers.errors import VerifierError
 from verifiers.model import EvaluatorPlan, ResultManifest, WorkUnit
 from verifiers.model.json import at
+
+if TYPE_CHECKING:
+    from ledger.encoding.values import JSONObject
 from verifiers.releases import CURRENT, RELEASE_KEY, TOOL_NAME, Release, release
 from verifiers.report import Evidence, InputArtifact, VerifierReport
 from verifiers.sovereignty import (
@@ -71,9 +74,9 @@ class VerificationOutcome:
     inputs: tuple[InputArtifact, ...]
 
     @property
-    def result(self) -> dict[str, Any]:
+    def result(self) -> JSONObject:
         """A fresh parse of ``result_bytes`` (mutating it never changes the record)."""
-        value: dict[str, Any] = json.loads(self.result_bytes)
+        value: JSONObject = json.loads(self.result_bytes)  # built here: an object
         return value
 
     @property
@@ -244,9 +247,9 @@ def build_result(
 
 
 def evaluate(
-    work_unit: Mapping[str, object],
-    plan: Mapping[str, object],
-    manifest: Mapping[str, object],
+    work_unit: object,
+    plan: object,
+    manifest: object,
     candidate_root: Path,
     plan_path: Path | None,
     output_path: Path | None,
@@ -311,7 +314,7 @@ def evaluate(
         finished=finished,
         judged_by=judged_by,
     )
-    check_post_evaluation(sovereignty, plan, result, validate=validate)
+    check_post_evaluation(sovereignty, pl.value, result, validate=validate)
     body = canonicalize(result)
     passed = result["status"] == "passed"
     return VerificationOutcome(

@@ -44,7 +44,7 @@ from ledger.log.checkpoint_record import CHECKPOINT_KIND, row_of_record
 from ledger.log.leaf import entry_record
 from ledger.log.note import Checkpoint, open_checkpoint, parse_note, parse_verifier_key
 from ledger.recent import FirstSeen
-from ledger.schema.kinds import BLOB, detect_kind
+from ledger.schema.kinds import BLOB, detect_kind, document
 from ledger.store.base import (
     OBJECT_COLUMNS,
     AuditSource,
@@ -130,7 +130,7 @@ def _refs_of(kind: object, data: object) -> list[tuple[str, str]]:
     if kind == BLOB or not isinstance(data, bytes):
         return []
     try:
-        value = require_canonical(data)
+        value = document(require_canonical(data))
         return list(detect_kind(value).refs(value))
     except LedgerError:
         return []

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ledger.audit.findings import LedgerFinding
 from ledger.encoding.canonical import canonical_value, encode, require_canonical
@@ -21,9 +21,12 @@ from ledger.encoding.digest import legacy_digest, sha256_digest
 from ledger.encoding.strict import legacy_bytes
 from ledger.errors import LedgerError
 from ledger.schema import validation as schema
-from ledger.schema.kinds import BLOB, detect_kind
+from ledger.schema.kinds import BLOB, detect_kind, document
 from ledger.store.base import StoredObject
 from ledger.store.derived import HintError, apply_checked_hints, parse_hints
+
+if TYPE_CHECKING:
+    from ledger.encoding.values import FloatHint, JSONObject, JSONValue
 
 CheckResult = tuple[list[LedgerFinding], list[tuple[str, str]]]
 
@@ -60,29 +63,30 @@ def _clean_refs(obj: StoredObject) -> list[tuple[str, str]] | None:
             return None
         value, legacy_form = encoded.value, encoded.legacy
     try:
-        spec = detect_kind(value)
+        doc = document(value)
+        spec = detect_kind(doc)
     except LedgerError:
         return None
-    version = value.get("schema_version")
-    if spec.name != obj.kind or version not in spec.versions:
+    version = doc.get("schema_version")
+    if spec.name != obj.kind or not isinstance(version, str) or version not in spec.versions:
         return None
-    if not schema.is_valid(spec.name, version, value):
+    if not schema.is_valid(spec.name, version, doc):
         return None
-    refs = list(spec.refs(value))
+    refs = list(spec.refs(doc))
     legacy = None
     if spec.native and obj.legacy_hints is not None:
         return None
     if not spec.native:
         if obj.legacy_hints is not None:
-            legacy = hinted_legacy_digest(data, value, shown, obj.legacy_hints)
+            legacy = hinted_legacy_digest(data, doc, shown, obj.legacy_hints)
         else:
             legacy = sha256_digest(legacy_form)
-    expected = (version, spec.object_id(value), spec.object_version(value), legacy)
+    expected = (version, spec.object_id(doc), spec.object_version(doc), legacy)
     stored = (obj.schema_version, obj.object_id, obj.object_version, obj.legacy_digest)
     return refs if expected == stored else None
 
 
-def hinted_legacy_digest(data: bytes, value: Any, shown: bool, hints_text: str) -> str:
+def hinted_legacy_digest(data: bytes, value: JSONObject, shown: bool, hints_text: str) -> str:
     """The legacy digest of canonical ``data`` (parsed: ``value``) with its float hints.
 
     Hints turn the canonical integers back into the doubles the legacy form prints;
@@ -104,7 +108,7 @@ _LEGACY = json.JSONEncoder(
 
 
 def _spliced_legacy(
-    data: bytes, value: dict[str, Any], applied: dict[str, Any], hints: list[list[Any]]
+    data: bytes, value: JSONObject, applied: JSONValue, hints: list[FloatHint]
 ) -> bytes | None:
     """``legacy_bytes(applied)`` from ``data == legacy_bytes(value)``, or None.
 
@@ -117,6 +121,8 @@ def _spliced_legacy(
     spans = []
     encode = _LEGACY.encode
     for key in dict.fromkeys(hint[0] for hint in hints):
+        if not isinstance(key, str) or not isinstance(applied, dict):
+            return None  # a hint of the value itself: encode it all
         name = encode(key) + ":"
         old = (name + encode(value[key])).encode("utf-8")
         at = data.find(old)
@@ -160,7 +166,7 @@ def _reference_check(obj: StoredObject) -> CheckResult:
             )
         return found, refs
     try:
-        value = require_canonical(obj.data)
+        value = document(require_canonical(obj.data))
         spec = detect_kind(value)
         version = value.get("schema_version")
         if spec.name != obj.kind:
@@ -199,7 +205,7 @@ def _reference_check(obj: StoredObject) -> CheckResult:
     return found, refs
 
 
-def _hints_problem(native: bool, value: Any, hints_text: str | None) -> str | None:
+def _hints_problem(native: bool, value: JSONValue, hints_text: str | None) -> str | None:
     """Why the stored float hints are not allowed (see ``ledger.store.derived``), or None."""
     if hints_text is None:
         return None
@@ -212,6 +218,6 @@ def _hints_problem(native: bool, value: Any, hints_text: str | None) -> str | No
     return None
 
 
-def _legacy_from_stored(value: Any, hints_text: str | None) -> str:
+def _legacy_from_stored(value: JSONValue, hints_text: str | None) -> str:
     """Recompute the legacy digest from canonical bytes plus the (checked) float hints."""
     return legacy_digest(apply_checked_hints(value, parse_hints(value, hints_text)))

@@ -40,7 +40,7 @@ import json
 import re
 import threading
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from ledger.encoding.strict import (
     DEFAULT_LIMITS,
@@ -57,6 +57,8 @@ from ledger.errors import LedgerError
 if TYPE_CHECKING:
     import msgspec
 
+    from ledger.encoding.values import FloatHint, JSONPath, JSONValue
+
 _ENCODER = json.JSONEncoder(
     sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
 )
@@ -70,6 +72,8 @@ _ENCODER = json.JSONEncoder(
 # ``_warm``): its import (~8 ms of CPU after ``typer``) outweighs what it saves on the
 # few objects a read command re-derives. Both paths give the same results.
 _MSGSPEC: msgspec.json.Encoder  # set by _load_msgspec
+# Decoders of untrusted bytes return Any: what they built is judged here before it is
+# handed on as a JSONValue (the one boundary of this module, see ``_scan``).
 _CANONICAL_MSGSPEC: msgspec.json.Decoder[Any]  # set by _load_msgspec
 _ready = False
 _WARM_UP = 32
@@ -83,14 +87,14 @@ class _Unsure(Exception):
     """Internal: the fast path cannot vouch for this value; use the reference path."""
 
 
-def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+def _pairs(pairs: list[tuple[str, object]]) -> dict[str, object]:
     obj = dict(pairs)
     if len(obj) != len(pairs):
         raise _Unsure  # duplicate member name: parse_strict reports it
     return obj
 
 
-def _constant(_text: str) -> Any:
+def _constant(_text: str) -> NoReturn:
     raise _Unsure  # NaN / Infinity: parse_strict reports it
 
 
@@ -99,6 +103,9 @@ _SCALARS = (str, bool, type(None))
 
 def _scan(node: Any, depth: int, max_depth: int, keys: bool) -> bool:
     """Check a container; True when it holds a float. Raises ``_Unsure`` on anything odd.
+
+    ``node`` is ``Any``: what a decoder built (or a caller passed), not yet known to be
+    JSON; the exact ``type()`` tests below decide, faster than ``isinstance``.
 
     Mirrors the checks of ``strict.parse_strict`` (depth, integer range, finite
     floats, integral doubles beyond the safe range); strings are checked later by
@@ -144,7 +151,7 @@ def _jcs_float(number: float) -> float | int:
 
 
 def _jcs_floats(
-    node: Any, path: list[Any], hints: list[list[Any]], marks: _Marks | None = None
+    node: Any, path: list[str | int], hints: list[FloatHint], marks: _Marks | None = None
 ) -> Any:
     """``node`` with integral floats turned into ints (copy on write); ``_Unsure`` if unsafe.
 
@@ -152,6 +159,7 @@ def _jcs_floats(
     are all non-integral share one encoding for both byte forms. Each converted float
     is recorded in ``hints`` as ``reference_float_hints`` would list it (same order).
     With ``marks``, members and items become marker strings instead (see ``_encode``).
+    ``node`` is ``Any`` for the reason ``_scan``'s is.
     """
     kind = type(node)
     new: Any
@@ -190,25 +198,24 @@ def _jcs_floats(
 # number, written ``"\u0000N\u0000"``; it is used only when its text occurs in the
 # output exactly as often as it was placed (an input string could spell it too: then
 # the two encodes decide).
-_Marks = dict[str, list[Any]]  # float repr -> [marker string, times placed]
+_Marks = dict[str, tuple[str, int]]  # float repr -> (marker string, times placed)
 
 
 def _mark(number: float, marks: _Marks) -> str:
     literal = repr(number)
-    entry = marks.get(literal)
-    if entry is None:
-        entry = marks[literal] = [f"\x00{len(marks)}\x00", 0]
-    entry[1] += 1
-    marker: str = entry[0]
+    marker, placed = marks.get(literal) or (f"\x00{len(marks)}\x00", 0)
+    marks[literal] = (marker, placed + 1)
     return marker
 
 
-def _encode(value: Any, has_float: bool) -> tuple[bytes, bytes | None, list[list[Any]] | None]:
+def _encode(
+    value: JSONValue, has_float: bool
+) -> tuple[bytes, bytes | None, list[FloatHint] | None]:
     """(legacy bytes, canonical bytes, float hints); None where the fast path cannot vouch."""
     kind = type(value)
     if not has_float or (kind is not dict and kind is not list):
         return _encode_twice(value, has_float)
-    hints: list[list[Any]] = []
+    hints: list[FloatHint] = []
     marks: _Marks = {}
     try:
         marked = _jcs_floats(value, [], hints, marks)
@@ -231,14 +238,14 @@ def _encode(value: Any, has_float: bool) -> tuple[bytes, bytes | None, list[list
 
 
 def _encode_twice(
-    value: Any, has_float: bool
-) -> tuple[bytes, bytes | None, list[list[Any]] | None]:
+    value: JSONValue, has_float: bool
+) -> tuple[bytes, bytes | None, list[FloatHint] | None]:
     """``_encode`` by two encodes (legacy, then integral floats as ints): the reference
     for the marker path, and what it falls back to."""
     text = _ENCODER.encode(value)
     legacy = text.encode("utf-8")  # UnicodeEncodeError on lone surrogates
     if not has_float:
-        hints: list[list[Any]] | None = []
+        hints: list[FloatHint] | None = []
         fixed = value
     else:
         hints = []
@@ -253,23 +260,24 @@ def _encode_twice(
     return legacy, _ENCODER.encode(fixed).encode("utf-8"), hints
 
 
-def canonicalize(value: Any) -> bytes:
+def canonicalize(value: object) -> bytes:
     """RFC 8785 bytes of ``value``: identical to ``reference_canonical_bytes`` (errors too)."""
-    kind = type(value)
+    given: Any = value  # anything a caller passes: the exact type() tests below judge it
+    kind = type(given)
     try:
         if kind is dict or kind is list:
-            has_float = _scan(value, 0, 1 << 30, True)
+            has_float = _scan(given, 0, 1 << 30, True)
         elif kind is float:
             has_float = True
         elif kind is int:
-            if not -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER:
+            if not -MAX_SAFE_INTEGER <= given <= MAX_SAFE_INTEGER:
                 raise _Unsure
             has_float = False
         elif kind in _SCALARS:
             has_float = False
         else:
             raise _Unsure
-        _, data, _ = _encode(value, has_float)
+        _, data, _ = _encode(given, has_float)
     except (_Unsure, ValueError, TypeError, RecursionError):
         data = None
     return data if data is not None else reference_canonical_bytes(value)
@@ -284,11 +292,11 @@ class Encoded:
     object as ``canonical`` when the two byte strings are equal by construction.
     """
 
-    value: Any
+    value: JSONValue
     canonical: bytes
     legacy: bytes
     has_float: bool
-    float_hints: list[list[Any]] | None = None  # as reference_float_hints; None: unknown
+    float_hints: list[FloatHint] | None = None  # as reference_float_hints; None: unknown
 
 
 class _Numbers(threading.local):
@@ -306,7 +314,7 @@ class _Numbers(threading.local):
         self.odd = False
         self.integral = 0  # integral floats seen by ``_fast_float``
         # Where the last documents held integral floats (``_fix_known``), newest first.
-        self.paths: list[tuple[tuple[Any, ...], ...]] = []
+        self.paths: list[tuple[JSONPath, ...]] = []
         self.decoder = json.JSONDecoder(
             object_pairs_hook=_pairs,
             parse_float=self._float,
@@ -392,7 +400,8 @@ def parse_encode(data: bytes, limits: Limits = DEFAULT_LIMITS) -> Encoded:
     return Encoded(value, canonical, legacy, numbers.floats, hints)
 
 
-_Parsed = tuple[Any, bytes, bytes | None, list[list[Any]] | None]  # value, legacy, canonical, hints
+# value, legacy, canonical, hints
+_Parsed = tuple["JSONValue", bytes, bytes | None, list["FloatHint"] | None]
 
 
 # ``_parse_encode_msgspec`` establishes without hooks what the ``json`` decoder's hooks
@@ -446,7 +455,9 @@ def _parse_encode_msgspec(data: bytes, numbers: _Numbers) -> _Parsed:
     return value, legacy, canonical, hints
 
 
-def _encode_msgspec(value: Any, numbers: _Numbers) -> tuple[bytes, bytes | None, list[list[Any]]]:
+def _encode_msgspec(
+    value: JSONValue, numbers: _Numbers
+) -> tuple[bytes, bytes | None, list[FloatHint]]:
     """``_encode_twice`` with the ``msgspec`` encoder, for a value the ``msgspec`` decoder
     just returned (``numbers`` as its hook left them).
 
@@ -463,7 +474,7 @@ def _encode_msgspec(value: Any, numbers: _Numbers) -> tuple[bytes, bytes | None,
         raise _Unsure
     known = _fix_known(value, count, numbers.paths)
     if known is None:
-        hints: list[list[Any]] = []
+        hints: list[FloatHint] = []
         fixed = _jcs_floats(value, [], hints)
         _remember(numbers.paths, tuple(tuple(hint[:-1]) for hint in hints))
     else:
@@ -477,7 +488,7 @@ def _encode_msgspec(value: Any, numbers: _Numbers) -> tuple[bytes, bytes | None,
 _PATHS_KEPT = 4
 
 
-def _remember(paths: list[tuple[tuple[Any, ...], ...]], found: tuple[tuple[Any, ...], ...]) -> None:
+def _remember(paths: list[tuple[JSONPath, ...]], found: tuple[JSONPath, ...]) -> None:
     if found in paths:
         paths.remove(found)
     paths.insert(0, found)
@@ -485,8 +496,8 @@ def _remember(paths: list[tuple[tuple[Any, ...], ...]], found: tuple[tuple[Any, 
 
 
 def _fix_known(
-    value: Any, count: int, candidates: list[tuple[tuple[Any, ...], ...]]
-) -> tuple[Any, list[list[Any]]] | None:
+    value: JSONValue, count: int, candidates: list[tuple[JSONPath, ...]]
+) -> tuple[JSONValue, list[FloatHint]] | None:
     """``_jcs_floats(value, [], hints)`` and its hints without a walk, when the integral
     floats are where they were in a recent document; None otherwise (then walk).
 
@@ -502,9 +513,10 @@ def _fix_known(
         located = _locate(value, paths)
         if located is None:
             continue
-        hints: list[list[Any]] = []
-        root: Any = dict(value) if type(value) is dict else list(value)
-        copies: dict[tuple[Any, ...], Any] = {}
+        hints: list[FloatHint] = []
+        # Walked by ``type()`` tests ``_locate`` already passed (``Any``: see ``_scan``).
+        root: Any = dict(value) if type(value) is dict else list(value)  # type: ignore[arg-type]
+        copies: dict[JSONPath, Any] = {}
         for _, path, number in located:
             hints.append([*path, repr(number)])
             node = root
@@ -522,13 +534,13 @@ def _fix_known(
 
 
 def _locate(
-    value: Any, paths: tuple[tuple[Any, ...], ...]
-) -> list[tuple[list[int], tuple[Any, ...], float]] | None:
+    value: JSONValue, paths: tuple[JSONPath, ...]
+) -> list[tuple[list[int], JSONPath, float]] | None:
     """(document position, path, float) of each path, sorted by position; None unless
     every path leads to an integral float."""
     located = []
     for path in paths:
-        node = value
+        node: Any = value  # walked by the exact type() tests below (see ``_scan``)
         position = []
         for key in path:
             kind = type(node)
@@ -546,7 +558,7 @@ def _locate(
     return located
 
 
-def _first(item: tuple[list[int], Any, Any]) -> list[int]:
+def _first(item: tuple[list[int], JSONPath, float]) -> list[int]:
     return item[0]
 
 
@@ -569,7 +581,7 @@ def _reference(data: bytes, limits: Limits) -> Encoded:
     return Encoded(value, reference_canonical_bytes(value), legacy_bytes(value), _has_float(value))
 
 
-def _has_float(node: Any) -> bool:
+def _has_float(node: object) -> bool:
     if isinstance(node, float):
         return True
     if isinstance(node, dict):
@@ -587,14 +599,14 @@ def is_canonical(data: bytes, limits: Limits = DEFAULT_LIMITS) -> bool:
         return False
 
 
-def float_hints(value: Any) -> list[list[Any]]:
+def float_hints(value: object) -> list[FloatHint]:
     """Same list as ``reference_float_hints`` (same order), without per-node copies."""
-    hints: list[list[Any]] = []
-    path: list[Any] = []
+    hints: list[FloatHint] = []
+    path: list[str | int] = []
 
-    def hint(number: float, last: Any) -> None:
+    def hint(number: float, last: str | int | None) -> None:
         if number.is_integer() and abs(number) < 1e21:
-            hints.append([*path, last, repr(number)] if last is not _ROOT else [repr(number)])
+            hints.append([*path, last, repr(number)] if last is not None else [repr(number)])
 
     def walk(node: Any) -> None:
         pairs: Any = node.items() if type(node) is dict else enumerate(node)
@@ -607,17 +619,13 @@ def float_hints(value: Any) -> list[list[Any]]:
                 walk(item)
                 path.pop()
 
-    kind = type(value)
-    if kind is float:
-        hint(value, _ROOT)
-    elif kind is dict or kind is list:
+    if type(value) is float:
+        hint(value, None)
+    elif type(value) is dict or type(value) is list:
         walk(value)
     else:
         return reference_float_hints(value)
     return hints
-
-
-_ROOT = object()
 
 
 def _canonical_float(text: str) -> float:
@@ -685,7 +693,7 @@ def _load_msgspec() -> None:
     _ready = True
 
 
-def canonical_value(data: bytes, limits: Limits = DEFAULT_LIMITS) -> tuple[bool, Any]:
+def canonical_value(data: bytes, limits: Limits = DEFAULT_LIMITS) -> tuple[bool, JSONValue]:
     """``(True, value)`` when ``data`` is established, quickly, to be its own RFC 8785
     form (then ``value`` is what ``parse_strict`` returns); ``(False, None)`` when that
     is not established here (use ``parse_encode``, which decides).
@@ -712,7 +720,7 @@ def canonical_value(data: bytes, limits: Limits = DEFAULT_LIMITS) -> tuple[bool,
     return True, value
 
 
-def _canonical_value_json(data: bytes) -> tuple[bool, Any]:
+def _canonical_value_json(data: bytes) -> tuple[bool, JSONValue]:
     """``canonical_value`` by the C ``json`` decoder, whose hooks check every number
     (limits already checked)."""
     try:

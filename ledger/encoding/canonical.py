@@ -12,7 +12,7 @@ the reference's (tests/test_fastcanon_differential.py proves the equality).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ledger.encoding import _fast
 from ledger.encoding._fast import Encoded
@@ -27,6 +27,9 @@ from ledger.encoding.strict import (
     path_child,
 )
 from ledger.errors import CanonicalFormError
+
+if TYPE_CHECKING:
+    from ledger.encoding.values import FloatHint, JSONValue
 
 __all__ = [
     "DEFAULT_LIMITS",
@@ -53,29 +56,31 @@ def encode(raw: bytes, limits: Limits = DEFAULT_LIMITS) -> Encoded:
     return _fast.parse_encode(raw, limits)
 
 
-def canonicalize(value: Any) -> bytes:
+def canonicalize(value: object) -> bytes:
     """RFC 8785 bytes of an already-checked JSON value."""
     return _fast.canonicalize(value)
 
 
-def canonical_value(data: bytes, limits: Limits = DEFAULT_LIMITS) -> tuple[bool, Any]:
+def canonical_value(data: bytes, limits: Limits = DEFAULT_LIMITS) -> tuple[bool, JSONValue]:
     """``(True, value)`` when ``data`` is quickly shown to be canonical (``value`` is its
     strict parse); ``(False, None)`` means "not shown": ask ``encode``, which decides."""
     return _fast.canonical_value(data, limits)
 
 
-def float_hints(value: Any) -> list[list[Any]]:
+def float_hints(value: object) -> list[FloatHint]:
     """Integral doubles RFC 8785 spells as integers (``strict.reference_float_hints``)."""
     return _fast.float_hints(value)
 
 
-def parse_canonical(data: bytes, limits: Limits = DEFAULT_LIMITS) -> tuple[Any, bytes]:
+def parse_canonical(
+    data: bytes, limits: Limits = DEFAULT_LIMITS
+) -> tuple[JSONValue, bytes]:
     """Parse strictly and return the value with its canonical bytes."""
     encoded = encode(data, limits)
     return encoded.value, encoded.canonical
 
 
-def require_canonical(data: bytes, limits: Limits = DEFAULT_LIMITS) -> Any:
+def require_canonical(data: bytes, limits: Limits = DEFAULT_LIMITS) -> JSONValue:
     """Parse bytes that must already be canonical; refuse any other spelling."""
     value, canonical = parse_canonical(data, limits)
     if canonical != data:

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import hashlib
 import re
-from typing import Any
 
 from ledger.encoding.canonical import canonicalize
 from ledger.encoding.strict import legacy_bytes
@@ -29,27 +28,14 @@ def sha256_digest(data: bytes) -> str:
     return "sha256:" + hashlib.sha256(data).hexdigest()
 
 
-def canonical_digest(value: Any) -> str:
+def canonical_digest(value: object) -> str:
     """Digest of a JSON value's RFC 8785 bytes."""
     return sha256_digest(canonicalize(value))
 
 
-def legacy_digest(value: Any) -> str:
+def legacy_digest(value: object) -> str:
     """Upstream IDKMesh's "canonical digest" of a JSON value."""
     return sha256_digest(legacy_bytes(value))
-
-
-def apply_float_hints(value: Any, hints: list[list[Any]]) -> Any:
-    """Turn the hinted integers of a canonical value back into doubles (in place)."""
-    for hint in hints:
-        *path, text = hint
-        if not path:
-            return float(text)
-        parent = value
-        for segment in path[:-1]:
-            parent = parent[segment]
-        parent[path[-1]] = float(text)
-    return value
 
 
 def is_digest(text: str) -> bool:

@@ -25,7 +25,7 @@ import itertools
 import json
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, cast
 
 import rfc8785
 
@@ -41,6 +41,9 @@ from ledger.errors import (
     ParseError,
     TrailingDataError,
 )
+
+if TYPE_CHECKING:
+    from ledger.encoding.values import FloatHint, JSONValue
 
 MAX_SAFE_INTEGER = 2**53 - 1
 DEFAULT_MAX_BYTES = 16 * 1024 * 1024
@@ -79,7 +82,7 @@ class _Constant:
         self.text = text
 
 
-def _pairs_hook(pairs: list[tuple[str, Any]]) -> Any:
+def _pairs_hook(pairs: list[tuple[str, object]]) -> dict[str, object] | _Duplicate:
     obj = dict(pairs)
     if len(obj) != len(pairs):
         seen: set[str] = set()
@@ -90,7 +93,7 @@ def _pairs_hook(pairs: list[tuple[str, Any]]) -> Any:
     return obj
 
 
-def _constant_hook(text: str) -> Any:
+def _constant_hook(text: str) -> _Constant:
     return _Constant(text)
 
 
@@ -103,7 +106,7 @@ class _BigInt:
         self.text = text
 
 
-def _int_hook(text: str) -> Any:
+def _int_hook(text: str) -> int | _BigInt:
     # 2**53 has 16 digits; longer literals are out of range, and past 4300 digits
     # Python's int() would raise a bare ValueError, so never convert them.
     if len(text.lstrip("-")) > 16:
@@ -133,7 +136,7 @@ def _check_string(value: str, path: str, what: str) -> None:
         )
 
 
-def _walk(value: Any, path: str, depth: int, limits: Limits) -> None:
+def _walk(value: object, path: str, depth: int, limits: Limits) -> None:
     """Check a decoded value; the explicit depth bound keeps recursion finite."""
     if isinstance(value, dict):
         if depth >= limits.max_depth:
@@ -277,7 +280,7 @@ def nesting_exceeds(data: bytes, limit: int) -> bool:
     return False
 
 
-def parse_strict(data: bytes, limits: Limits = DEFAULT_LIMITS) -> Any:
+def parse_strict(data: bytes, limits: Limits = DEFAULT_LIMITS) -> JSONValue:
     """Parse one JSON document under the strict rules in the module docstring."""
     if len(data) > limits.max_bytes:
         raise DocumentTooLargeError(
@@ -291,7 +294,7 @@ def parse_strict(data: bytes, limits: Limits = DEFAULT_LIMITS) -> Any:
     return _parse(data, limits)
 
 
-def _parse(data: bytes, limits: Limits) -> Any:
+def _parse(data: bytes, limits: Limits) -> JSONValue:
     """The parser proper (size and the nesting pre-scan already checked); its depth check
     is the definition ``nesting_exceeds`` is tested against."""
     text = decode_utf8(data)
@@ -315,7 +318,8 @@ def _parse(data: bytes, limits: Limits) -> Any:
             " expected end of document"
         )
     _walk(value, "$", 0, limits)
-    return value
+    checked: JSONValue = value  # json's decoder types nothing; _walk checked every part
+    return checked
 
 
 def _skip_ws(text: str, pos: int) -> int:
@@ -325,33 +329,34 @@ def _skip_ws(text: str, pos: int) -> int:
     return pos
 
 
-def reference_canonical_bytes(value: Any) -> bytes:
+def reference_canonical_bytes(value: object) -> bytes:
     """RFC 8785 bytes of an already-checked JSON value (the reference; see module doc)."""
     try:
-        return bytes(rfc8785.dumps(value))
+        # rfc8785 judges whatever it is given: a value that is not I-JSON raises.
+        return bytes(rfc8785.dumps(cast("JSONValue", value)))
     except (rfc8785.CanonicalizationError, ValueError, TypeError) as exc:
         raise CanonicalFormError(
             f"value cannot be canonicalized, got {exc}, expected I-JSON"
         ) from None
 
 
-def legacy_bytes(value: Any) -> bytes:
+def legacy_bytes(value: object) -> bytes:
     """Upstream IDKMesh's serialization (sorted keys, compact, UTF-8)."""
     return json.dumps(
         value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
     ).encode("utf-8")
 
 
-def reference_float_hints(value: Any) -> list[list[Any]]:
+def reference_float_hints(value: object) -> list[FloatHint]:
     """Paths of integral doubles (``1.0``, ``-0.0``) that RFC 8785 spells as integers.
 
     Each hint is the list of path segments followed by the Python ``repr`` of the number.
     Canonical bytes alone cannot tell ``1`` from ``1.0``; these hints let anyone
     recompute the legacy digest from the stored canonical bytes.
     """
-    hints: list[list[Any]] = []
+    hints: list[FloatHint] = []
 
-    def walk(node: Any, path: list[Any]) -> None:
+    def walk(node: object, path: list[str | int]) -> None:
         if isinstance(node, dict):
             for key, item in node.items():
                 walk(item, [*path, key])

@@ -16,4 +16,33 @@ JSONValue: TypeAlias = "bool | int | float | str | list[JSONValue] | dict[str, J
 JSONObject: TypeAlias = "dict[str, JSONValue]"
 JSONArray: TypeAlias = "list[JSONValue]"
 
-__all__ = ["JSONArray", "JSONObject", "JSONValue"]
+#: Where a value sits in a document: member names and array indexes from the root.
+JSONPath: TypeAlias = tuple[str | int, ...]
+#: One float hint: the path of an integral double, then its Python ``repr`` (``"1.0"``);
+#: ``ledger.encoding.strict.reference_float_hints`` lists them.
+FloatHint: TypeAlias = list[str | int]
+
+
+
+def child_at(node: JSONValue, segment: str | int) -> JSONValue:
+    """The member or item ``segment`` of ``node``; ``KeyError``/``IndexError`` when absent,
+    ``TypeError`` when ``node`` has no such part (a member name of an array...)."""
+    if isinstance(node, dict) and isinstance(segment, str):
+        return node[segment]
+    if isinstance(node, list) and isinstance(segment, int):
+        return node[segment]
+    raise TypeError(f"no part {segment!r} in a {type(node).__name__}")
+
+
+def set_at(node: JSONValue, segment: str | int, child: JSONValue) -> None:
+    """Replace the member or item ``segment`` of ``node`` (errors as ``child_at``)."""
+    if isinstance(node, dict) and isinstance(segment, str):
+        node[segment] = child
+        return
+    if isinstance(node, list) and isinstance(segment, int):
+        node[segment] = child
+        return
+    raise TypeError(f"no part {segment!r} in a {type(node).__name__}")
+
+
+__all__ = ["FloatHint", "JSONArray", "JSONObject", "JSONPath", "JSONValue", "child_at", "set_at"]

@@ -48,7 +48,7 @@ from ledger.log.note import (
     parse_note,
     parse_verifier_key,
 )
-from ledger.schema.kinds import BLOB, KINDS, detect_kind, get_kind
+from ledger.schema.kinds import BLOB, KINDS, detect_kind, document, get_kind
 from ledger.store.base import LedgerReader, StoredObject
 
 MEDIA_TYPE: Final = "application/vnd.provledger.bundle.v1+json"
@@ -410,12 +410,14 @@ def decode_bundle(data: bytes) -> Bundle:
             PART_BUNDLE, f"media_type, got {top['media_type']!r}, expected {MEDIA_TYPE}"
         )
     obj = _fields(top["object"], _OBJECT_KEYS, PART_OBJECT, "object")
-    for key in ("leaf", "proof"):
-        if not isinstance(top[key], str):
-            raise BundleError(PART_BUNDLE, f"{key}, got {type(top[key]).__name__}, expected str")
+    leaf, proof = top["leaf"], top["proof"]
+    for key, part in (("leaf", leaf), ("proof", proof)):
+        if not isinstance(part, str):
+            raise BundleError(PART_BUNDLE, f"{key}, got {type(part).__name__}, expected str")
+    assert isinstance(leaf, str) and isinstance(proof, str)  # checked just above
     if not isinstance(top["attestations"], list):
         raise BundleError(PART_BUNDLE, "attestations, got no array, expected an array")
-    subject = _decode_item(obj["digest"], obj["kind"], obj["data"], top["leaf"], top["proof"], None)
+    subject = _decode_item(obj["digest"], obj["kind"], obj["data"], leaf, proof, None)
     attestations = []
     for position, raw in enumerate(top["attestations"]):
         att = _fields(raw, _ATTESTATION_KEYS, attestation_part(position), "attestation")
@@ -594,7 +596,7 @@ def _check_inclusion(
 
 
 def _subject_refs(data: bytes) -> Iterable[tuple[str, str]]:
-    return get_kind(ATTESTATION_KIND).refs(require_canonical(data))
+    return get_kind(ATTESTATION_KIND).refs(document(require_canonical(data)))
 
 
 def verify_bundle(

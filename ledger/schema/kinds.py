@@ -17,9 +17,12 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from importlib import resources
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ledger.errors import KindError
+
+if TYPE_CHECKING:
+    from ledger.encoding.values import JSONObject
 
 BLOB = "blob"
 REGISTRY_FORMAT = "provledger-kinds/v1"
@@ -45,19 +48,19 @@ class KindSpec:
     version_field: str | None = "version"
     ref_paths: tuple[RefPath, ...] = ()
 
-    def object_id(self, obj: Mapping[str, Any]) -> str | None:
+    def object_id(self, obj: Mapping[str, object]) -> str | None:
         value = obj.get(self.id_field) if self.id_field else None
         return value if isinstance(value, str) else None
 
-    def object_version(self, obj: Mapping[str, Any]) -> int | None:
+    def object_version(self, obj: Mapping[str, object]) -> int | None:
         value = obj.get(self.version_field) if self.version_field else None
         return value if isinstance(value, int) and not isinstance(value, bool) else None
 
-    def refs(self, obj: Mapping[str, Any]) -> list[tuple[str, str]]:
+    def refs(self, obj: Mapping[str, object]) -> list[tuple[str, str]]:
         """(relation, digest) for each ref path that holds a ``sha256:`` string."""
         out: list[tuple[str, str]] = []
         for ref in self.ref_paths:
-            value: Any = obj
+            value: object = obj
             for part in ref.path:
                 if not isinstance(value, Mapping) or part not in value:
                     value = None
@@ -159,12 +162,18 @@ def get_kind(name: str) -> KindSpec:
         raise KindError(f"unknown kind, got {name!r}, expected one of: {known}") from None
 
 
-def detect_kind(obj: Any) -> KindSpec:
-    """Apply the detection rule in the module docstring."""
-    if not isinstance(obj, dict):
+def document(value: object) -> JSONObject:
+    """``value`` when it is a JSON object (every stored document is one), else ``KindError``."""
+    if not isinstance(value, dict):
         raise KindError(
-            f"document is not a JSON object, got {type(obj).__name__}, expected an object"
+            f"document is not a JSON object, got {type(value).__name__}, expected an object"
         )
+    return value
+
+
+def detect_kind(value: object) -> KindSpec:
+    """Apply the detection rule in the module docstring."""
+    obj = document(value)
     native = obj.get("provledger_kind")
     if native is not None:
         if not isinstance(native, str) or native not in KINDS or not KINDS[native].native:
@@ -186,7 +195,7 @@ def detect_kind(obj: Any) -> KindSpec:
     return matches[0]
 
 
-def schema_version_of(spec: KindSpec, obj: Mapping[str, Any]) -> str:
+def schema_version_of(spec: KindSpec, obj: Mapping[str, object]) -> str:
     """The document's registered schema version, else ``KindError``."""
     version = obj.get("schema_version")
     if not isinstance(version, str) or version not in spec.versions:

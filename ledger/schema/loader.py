@@ -9,10 +9,12 @@ from __future__ import annotations
 import json
 from functools import cache
 from importlib import resources
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from jsonschema import Draft202012Validator
+
+    from ledger.encoding.values import JSONObject
 
 from ledger.errors import KindError
 
@@ -23,7 +25,7 @@ def schema_filename(kind: str, version: str) -> str:
 
 
 @cache
-def load_schema(kind: str, version: str) -> dict[str, Any]:
+def load_schema(kind: str, version: str) -> JSONObject:
     """The parsed schema document; a missing file is a ``KindError``."""
     name = schema_filename(kind, version)
     try:
@@ -32,7 +34,7 @@ def load_schema(kind: str, version: str) -> dict[str, Any]:
         raise KindError(
             f"no schema for {kind} {version}, got no file {name}, expected it in schemas/"
         ) from None
-    schema: dict[str, Any] = json.loads(text)
+    schema: JSONObject = json.loads(text)  # our own schema files, each an object
     return schema
 
 

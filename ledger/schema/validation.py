@@ -8,8 +8,8 @@ message come from ``jsonschema``.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
 
 from ledger.encoding.canonical import path_child
 from ledger.errors import SchemaError
@@ -27,7 +27,7 @@ class Violation:
     message: str
 
 
-def _json_path(parts: Any) -> str:
+def _json_path(parts: Iterable[str | int]) -> str:
     path = "$"
     for part in parts:
         path = path_child(path, part)
@@ -38,7 +38,7 @@ def _short(message: str) -> str:
     return message if len(message) <= 200 else message[:197] + "..."
 
 
-def validate(kind: str, version: str, obj: Any) -> None:
+def validate(kind: str, version: str, obj: object) -> None:
     """Raise ``SchemaError`` naming the JSON path of the most relevant violation."""
     # The compiled check only ever vouches for validity; jsonschema decides the rest.
     if fast_check(kind, version, obj):
@@ -55,12 +55,12 @@ def validate(kind: str, version: str, obj: Any) -> None:
     )
 
 
-def is_valid(kind: str, version: str, obj: Any) -> bool:
+def is_valid(kind: str, version: str, obj: object) -> bool:
     """Validation verdict without an exception."""
     return fast_check(kind, version, obj) or bool(validator(kind, version).is_valid(obj))
 
 
-def violations(kind: str, version: str, obj: Any) -> list[Violation]:
+def violations(kind: str, version: str, obj: object) -> list[Violation]:
     """Every violation of ``obj``, ordered by path; empty when valid.
 
     An unknown kind or version raises ``KindError``.

@@ -20,14 +20,20 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ledger.encoding.canonical import canonical_value, canonicalize, encode, parse_strict
 from ledger.encoding.digest import sha256_digest
 from ledger.encoding.strict import legacy_bytes
+from ledger.encoding.values import child_at, set_at
 from ledger.errors import CanonicalFormError, InputError, LedgerError
-from ledger.schema.kinds import BLOB, detect_kind
+from ledger.schema.kinds import BLOB, detect_kind, document
 from ledger.store.base import StoredObject
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from ledger.encoding.values import FloatHint, JSONObject, JSONPath, JSONValue
 
 
 class HintError(InputError):
@@ -44,7 +50,7 @@ class Derived:
     object_version: int | None
     legacy_digest: str | None
     refs: tuple[tuple[str, str], ...]
-    value: Any  # the parsed canonical value (None for a blob)
+    value: JSONObject | None  # the parsed canonical value (None for a blob)
 
     def columns(self) -> tuple[str | None, str | None, int | None, str | None]:
         return (self.schema_version, self.object_id, self.object_version, self.legacy_digest)
@@ -53,7 +59,7 @@ class Derived:
 BLOB_DERIVED = Derived(BLOB, None, None, None, None, (), None)
 
 
-def parse_hints(value: Any, text: str | None) -> list[list[Any]]:
+def parse_hints(value: JSONValue, text: str | None) -> list[FloatHint]:
     """The stored hints of ``value`` (its canonical parse), checked; [] for none."""
     if text is None:
         return []
@@ -69,35 +75,37 @@ def parse_hints(value: Any, text: str | None) -> list[list[Any]]:
         raise HintError(f"float hints, got {text[:80]!r}, expected a non-empty JSON array")
     if not canonical and canonicalize(hints) != raw:
         raise HintError(f"float hints, got {text[:80]!r}, expected canonical JSON")
-    seen: set[tuple[Any, ...]] = set()
+    seen: set[JSONPath] = set()
+    checked: list[FloatHint] = []
     for hint in hints:
-        _check_hint(value, hint)
+        path, text = _check_hint(value, hint)
         # A checked path holds only member names (str) and indexes (int, not bool),
         # which never compare equal to each other: the tuple is the path.
-        key = tuple(hint[:-1])
-        if key in seen:
-            shown = canonicalize(hint[:-1]).decode("utf-8")
+        if path in seen:
+            shown = canonicalize(list(path)).decode("utf-8")
             raise HintError(f"float hints name path {shown} twice, expected one hint per path")
-        seen.add(key)
-    return hints
+        seen.add(path)
+        checked.append([*path, text])
+    return checked
 
 
-def _check_hint(value: Any, hint: Any) -> None:
-    if not isinstance(hint, list) or len(hint) < 2 or not isinstance(hint[-1], str):
+def _check_hint(value: JSONValue, hint: JSONValue) -> tuple[JSONPath, str]:
+    """(path, text) of a well-formed hint that names an integer in ``value``, else
+    HintError."""
+    text = hint[-1] if isinstance(hint, list) and len(hint) >= 2 else None
+    if not isinstance(hint, list) or not isinstance(text, str):
         raise HintError(f"float hint, got {hint!r}, expected [path..., repr of a double]")
-    *path, text = hint
+    path = hint[:-1]
     node = value
     for segment in path:
-        in_dict = isinstance(node, dict) and isinstance(segment, str) and segment in node
-        in_list = (
-            isinstance(node, list)
-            and isinstance(segment, int)
-            and not isinstance(segment, bool)
-            and 0 <= segment < len(node)
-        )
-        if not (in_dict or in_list):
+        if isinstance(segment, bool) or not isinstance(segment, str | int):
             raise HintError(f"float hint path {path!r} does not exist in the object")
-        node = node[segment]
+        try:
+            node = child_at(node, segment)
+        except (KeyError, IndexError, TypeError):
+            raise HintError(f"float hint path {path!r} does not exist in the object") from None
+        if isinstance(segment, int) and segment < 0:  # Python's negative indexes are no path
+            raise HintError(f"float hint path {path!r} does not exist in the object")
     try:
         number = float(text)
     except ValueError:
@@ -113,9 +121,10 @@ def _check_hint(value: Any, hint: Any) -> None:
             f"float hint at {path!r}, got {text!r} over {node!r},"
             " expected the double equal to the integer stored there"
         )
+    return tuple(segment for segment in path if isinstance(segment, str | int)), text
 
 
-def apply_checked_hints(value: Any, hints: list[list[Any]]) -> Any:
+def apply_checked_hints(value: JSONValue, hints: Sequence[FloatHint]) -> JSONValue:
     """``value`` with checked hints applied; ``value`` itself is never changed.
 
     Copy on write: only the containers on a hinted path are copied (a deep copy of
@@ -128,18 +137,22 @@ def apply_checked_hints(value: Any, hints: list[list[Any]]) -> Any:
     for *path, text in hints:
         node = out
         for segment in path[:-1]:
-            child = node[segment]
+            child = child_at(node, segment)
             if id(child) not in fresh:
                 child = _shallow(child)
                 fresh.add(id(child))
-                node[segment] = child
+                set_at(node, segment, child)
             node = child
-        node[path[-1]] = float(text)
+        set_at(node, path[-1], float(text))
     return out
 
 
-def _shallow(node: Any) -> Any:
-    return dict(node) if isinstance(node, dict) else list(node)
+def _shallow(node: JSONValue) -> JSONValue:
+    if isinstance(node, dict):
+        return dict(node)
+    if isinstance(node, list):
+        return list(node)
+    return node
 
 
 def derive(kind: str, data: bytes, hints_text: str | None) -> Derived:
@@ -162,13 +175,14 @@ def derive(kind: str, data: bytes, hints_text: str | None) -> Derived:
         if encoded.canonical != data:
             raise CanonicalFormError("stored bytes are not RFC 8785 canonical JSON")
         value, legacy_form = encoded.value, encoded.legacy
-    spec = detect_kind(value)
-    version = value.get("schema_version")
+    doc = document(value)
+    spec = detect_kind(doc)
+    version = doc.get("schema_version")
     legacy: str | None = None
     if not spec.native:
-        hints = parse_hints(value, hints_text)
+        hints = parse_hints(doc, hints_text)
         if hints:
-            legacy = sha256_digest(legacy_bytes(apply_checked_hints(value, hints)))
+            legacy = sha256_digest(legacy_bytes(apply_checked_hints(doc, hints)))
         else:
             legacy = sha256_digest(legacy_form)
     elif hints_text is not None:
@@ -176,15 +190,15 @@ def derive(kind: str, data: bytes, hints_text: str | None) -> Derived:
     return Derived(
         spec.name,
         version if isinstance(version, str) else None,
-        spec.object_id(value),
-        spec.object_version(value),
+        spec.object_id(doc),
+        spec.object_version(doc),
         legacy,
-        tuple(spec.refs(value)),
-        value,
+        tuple(spec.refs(doc)),
+        doc,
     )
 
 
-def row_problem(obj: StoredObject, entry_digest: Any, entry_kind: Any) -> str | None:
+def row_problem(obj: StoredObject, entry_digest: object, entry_kind: object) -> str | None:
     """Why the row disagrees with its bytes and its log entry, or None when it agrees."""
     if entry_digest != obj.digest or entry_kind != obj.kind:
         return (

@@ -8,7 +8,7 @@ those bytes, and the index fields derived from the parsed value.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ledger.encoding.canonical import (
     DEFAULT_LIMITS,
@@ -19,9 +19,11 @@ from ledger.encoding.canonical import (
     float_hints,
 )
 from ledger.encoding.digest import legacy_digest, sha256_digest
-from ledger.errors import KindError
 from ledger.schema import validation as schema
-from ledger.schema.kinds import BLOB, KindSpec, detect_kind, get_kind, schema_version_of
+from ledger.schema.kinds import BLOB, KindSpec, detect_kind, document, get_kind, schema_version_of
+
+if TYPE_CHECKING:
+    from ledger.encoding.values import JSONObject
 
 
 @dataclass(frozen=True)
@@ -39,7 +41,7 @@ class Prepared:
     refs: tuple[tuple[str, str], ...] = ()
 
 
-def prepare_value(value: Any, kind: str | None = None) -> Prepared:
+def prepare_value(value: object, kind: str | None = None) -> Prepared:
     """Validate an already strictly-parsed JSON value and canonicalize it once."""
     return _prepare(value, kind, None)
 
@@ -58,10 +60,10 @@ def prepare_encoded(encoded: Encoded, kind: str | None = None) -> Prepared:
     return _prepare(encoded.value, kind, encoded)
 
 
-def _prepare(value: Any, kind: str | None, encoded: Encoded | None) -> Prepared:
-    spec = _resolve_kind(value, kind)
-    version = schema_version_of(spec, value)
-    schema.validate(spec.name, version, value)
+def _prepare(value: object, kind: str | None, encoded: Encoded | None) -> Prepared:
+    spec, doc = _resolve_kind(value, kind)
+    version = schema_version_of(spec, doc)
+    schema.validate(spec.name, version, doc)
     data = canonicalize(value) if encoded is None else encoded.canonical
     digest = sha256_digest(data)
     legacy: str | None = None
@@ -82,11 +84,11 @@ def _prepare(value: Any, kind: str | None, encoded: Encoded | None) -> Prepared:
         kind=spec.name,
         data=data,
         schema_version=version,
-        object_id=spec.object_id(value),
-        object_version=spec.object_version(value),
+        object_id=spec.object_id(doc),
+        object_version=spec.object_version(doc),
         legacy_digest=legacy,
         legacy_hints=hints,
-        refs=tuple(spec.refs(value)),
+        refs=tuple(spec.refs(doc)),
     )
 
 
@@ -95,17 +97,13 @@ def prepare_blob(raw: bytes) -> Prepared:
     return Prepared(digest=sha256_digest(raw), kind=BLOB, data=bytes(raw))
 
 
-def _resolve_kind(value: Any, kind: str | None) -> KindSpec:
-    # An explicit kind skips detection; the kind's schema then decides.
-    if kind is None:
-        return detect_kind(value)
-    if not isinstance(value, dict):
-        raise KindError(
-            f"document is not a JSON object, got {type(value).__name__}, expected an object"
-        )
-    return get_kind(kind)
+def _resolve_kind(value: object, kind: str | None) -> tuple[KindSpec, JSONObject]:
+    """The document's kind (an explicit kind skips detection; the kind's schema then
+    decides) and the document as the object it must be."""
+    doc = document(value)
+    return (detect_kind(doc) if kind is None else get_kind(kind)), doc
 
 
-def _hints_text(value: Any) -> str | None:
+def _hints_text(value: object) -> str | None:
     hints = float_hints(value)
     return canonicalize(hints).decode("utf-8") if hints else None

@@ -27,7 +27,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Final
 
 from ledger.encoding.digest import is_digest, sha256_digest
 from ledger.errors import AttestationError, InputError, NotFound
@@ -51,7 +51,7 @@ class DetachedAttestation:
     payload_type: str
     signature: Signature
 
-    def to_value(self) -> dict[str, Any]:
+    def to_value(self) -> dict[str, object]:
         """The JSON value stored in the ledger (schema ``attestation`` v0.1)."""
         sig = Envelope(b"", self.payload_type, (self.signature,)).to_json_obj()["signatures"]
         return {
@@ -83,7 +83,7 @@ def parse_attestation(data: bytes) -> DetachedAttestation:
     return attestation_from_value(value)
 
 
-def attestation_from_value(value: Any) -> DetachedAttestation:
+def attestation_from_value(value: object) -> DetachedAttestation:
     """A ``DetachedAttestation`` from a parsed attestation object."""
     if not isinstance(value, dict) or value.get("provledger_kind") != ATTESTATION_KIND:
         got = value.get("provledger_kind") if isinstance(value, dict) else type(value).__name__
@@ -204,16 +204,16 @@ def attestations_of(store: LedgerReader, subject_digest: str) -> list[StoredObje
     return sorted(found, key=lambda o: o.seq)
 
 
-def intoto_predicate(store: LedgerReader, obj: StoredObject) -> dict[str, Any]:
+def intoto_predicate(store: LedgerReader, obj: StoredObject) -> dict[str, object]:
     """The ledger-object predicate: the object's kind and where it sits in this log."""
     entry = next(store.entries(since=obj.seq, limit=1), None)
-    ledger: dict[str, Any] = {"seq": obj.seq}
+    ledger: dict[str, object] = {"seq": obj.seq}
     if entry is not None:
         ledger["appended_at"] = entry.appended_at
     origin = store.get_meta("origin")
     if origin is not None:
         ledger["origin"] = origin
-    predicate: dict[str, Any] = {"kind": obj.kind, "ledger": ledger}
+    predicate: dict[str, object] = {"kind": obj.kind, "ledger": ledger}
     for name, value in (
         ("schema_version", obj.schema_version),
         ("id", obj.object_id),

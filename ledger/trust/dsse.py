@@ -18,13 +18,16 @@ import binascii
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Final, Literal
+from typing import TYPE_CHECKING, Final, Literal
 
 import rfc8785
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from ledger.errors import InputError, KeyFileError
 from ledger.trust.keys import SIGNATURE_SIZE, Signer, key_id, verify
+
+if TYPE_CHECKING:
+    from ledger.encoding.values import JSONObject
 
 PAE_PREFIX: Final = b"DSSEv1"
 PROVLEDGER_PAYLOAD_TYPE_PREFIX: Final = "application/vnd.provledger."
@@ -121,7 +124,7 @@ class Envelope:
         """The bytes every signature of this envelope covers."""
         return pae(self.payload_type, self.payload)
 
-    def to_json_obj(self) -> dict[str, Any]:
+    def to_json_obj(self) -> JSONObject:
         """Standard JSON envelope: standard base64 (padded); ``keyid`` always written."""
         return {
             "payload": base64.b64encode(self.payload).decode("ascii"),

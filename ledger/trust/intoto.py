@@ -9,13 +9,16 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Any, Final
+from typing import TYPE_CHECKING, Final, cast
 
 import rfc8785
 
 from ledger.errors import CanonicalFormError, InputError
 from ledger.trust.dsse import Envelope, sign_envelope
 from ledger.trust.keys import Signer
+
+if TYPE_CHECKING:
+    from ledger.encoding.values import JSONValue
 
 STATEMENT_TYPE: Final = "https://in-toto.io/Statement/v1"
 PREDICATE_TYPE: Final = "https://provledger.dev/attestation/ledger-object/v0.1"
@@ -25,8 +28,8 @@ _DIGEST_RE: Final = re.compile(r"sha256:([0-9a-f]{64})")
 
 
 def statement(
-    subject_name: str, subject_digest: str, predicate: Mapping[str, Any]
-) -> dict[str, Any]:
+    subject_name: str, subject_digest: str, predicate: Mapping[str, object]
+) -> dict[str, object]:
     """An in-toto Statement v1 about one subject with the provledger ledger-object predicate.
 
     ``subject_digest`` is a ledger digest ``sha256:<64 lowercase hex>``; it becomes
@@ -49,13 +52,14 @@ def statement(
     }
 
 
-def statement_bytes(stmt: Mapping[str, Any]) -> bytes:
+def statement_bytes(stmt: Mapping[str, object]) -> bytes:
     """RFC 8785 canonical bytes of a statement (the DSSE payload)."""
     if not isinstance(stmt, Mapping) or stmt.get("_type") != STATEMENT_TYPE:
         got = stmt.get("_type") if isinstance(stmt, Mapping) else type(stmt).__name__
         raise InputError(f"in-toto statement _type, got {got!r}, expected {STATEMENT_TYPE}")
     try:
-        encoded: bytes = rfc8785.dumps(dict(stmt))
+        # rfc8785 judges whatever the statement holds: a value that is not I-JSON raises.
+        encoded: bytes = rfc8785.dumps(cast("JSONValue", dict(stmt)))
     except (rfc8785.CanonicalizationError, TypeError, ValueError) as exc:
         raise CanonicalFormError(
             f"in-toto statement, got a value RFC 8785 cannot encode ({exc}), expected I-JSON"
@@ -63,6 +67,6 @@ def statement_bytes(stmt: Mapping[str, Any]) -> bytes:
     return encoded
 
 
-def intoto_envelope(stmt: Mapping[str, Any], signer: Signer) -> Envelope:
+def intoto_envelope(stmt: Mapping[str, object], signer: Signer) -> Envelope:
     """A DSSE envelope (payloadType application/vnd.in-toto+json) over the canonical statement."""
     return sign_envelope(INTOTO_PAYLOAD_TYPE, statement_bytes(stmt), signer)
