@@ -9,7 +9,7 @@ cannot judge without are read here, which raise the given ``SovereigntyError`` c
 from __future__ import annotations
 
 from verifiers.errors import SovereigntyError
-from verifiers.model.json import at, is_int, str_list
+from verifiers.model.json import at, str_list
 
 
 def require_str(obj: object, code: str, *path: str) -> str:
@@ -21,11 +21,11 @@ def require_str(obj: object, code: str, *path: str) -> str:
 
 def require_int(obj: object, code: str, *path: str, minimum: int = 0) -> int:
     value = at(obj, *path)
-    if not is_int(value) or value < minimum:
+    if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
         raise SovereigntyError(
             code, f"bad integer at $.{'.'.join(path)}", value, f"an integer >= {minimum}"
         )
-    return int(value)
+    return value
 
 
 def require_str_list(obj: object, code: str, *path: str, non_empty: bool = False) -> list[str]:

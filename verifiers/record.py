@@ -42,7 +42,7 @@ from verifiers.behavioral import ProbePlan
 from verifiers.calibration import CalibrationRow, CalibrationTable
 from verifiers.errors import VerifierError
 from verifiers.model.documents import Document, VerificationResult
-from verifiers.model.json import at
+from verifiers.model.json import as_map
 from verifiers.runner import VerificationOutcome
 
 CALIBRATION_KIND: Final = "calibration-record"
@@ -219,7 +219,7 @@ def calibration_record_value(
     """The ``calibration-record`` v0.1 object for one calibration row (pure)."""
     if outcome.result_digest != row.result_digest:
         raise _mismatch("calibration row", row.result_digest, [outcome.result_digest])
-    verifier = at(outcome.result, "verifier") or {}
+    verifier = as_map(outcome.result.get("verifier"))
     candidates = [i.digest for i in outcome.inputs if i.role == "candidate"]
     return {
         "provledger_kind": CALIBRATION_KIND,

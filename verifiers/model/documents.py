@@ -28,7 +28,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any, ClassVar, Self
+from typing import ClassVar, Self
 
 from ledger.encoding.canonical import Encoded, canonicalize, encode
 from ledger.encoding.digest import legacy_digest, sha256_digest
@@ -114,7 +114,7 @@ class Document:
         data = canonicalize(obj)
         return cls(obj, data, sha256_digest(data), legacy or legacy_digest(obj))
 
-    def at(self, *keys: str | int) -> Any:
+    def at(self, *keys: str | int) -> object:
         """The member at ``keys`` as recorded, None when a step is missing."""
         return at(self.value, *keys)
 
@@ -336,7 +336,7 @@ class Task:
         """The object entries of a cohort value's ``tasks`` (non-objects dropped), in order."""
         return tuple(cls(i, t) for i, t in enumerate(maps(at(cohort, "tasks"))))
 
-    def at(self, *keys: str | int) -> Any:
+    def at(self, *keys: str | int) -> object:
         return at(self.value, *keys)
 
     @property

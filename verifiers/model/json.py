@@ -11,15 +11,15 @@ from __future__ import annotations
 
 import json
 from collections.abc import Collection, Mapping, Sequence
-from typing import Any, TypeAlias
+from typing import TypeAlias
 
 #: A JSON object as read (read-only view).
 JsonObject: TypeAlias = Mapping[str, object]
 
 
-def at(value: object, *keys: str | int) -> Any:
+def at(value: object, *keys: str | int) -> object:
     """Walk objects/arrays by key/index; None as soon as a step does not exist."""
-    current: Any = value
+    current: object = value
     for key in keys:
         if isinstance(key, str) and isinstance(current, Mapping):
             if key not in current:
@@ -54,7 +54,7 @@ def as_map(value: object) -> JsonObject:
     return value if isinstance(value, Mapping) else {}
 
 
-def as_list(value: object) -> list[Any]:
+def as_list(value: object) -> list[object]:
     if isinstance(value, Sequence) and not isinstance(value, str | bytes):
         return list(value)
     return []
