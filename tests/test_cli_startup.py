@@ -363,31 +363,28 @@ def _probe_command(
     pass
 
 
-def _outcome(runtime: Any, param: Any, value: Any) -> tuple[str, Any]:
+def _outcome(process: Any, ctx: Any, value: Any) -> tuple[str, Any]:
     try:
-        return ("value", runtime.coerce(value, param=param, ctx=None))
+        return ("value", process(ctx, value))
     except Exception as exc:
         return ("error", (type(exc).__name__, str(getattr(exc, "message", exc))))
 
 
-def _pairs() -> dict[str, tuple[Any, Any, Any]]:
-    """Parameter name -> (param, the CLI's coercion, typer's own coercion)."""
-    from typer._coercion import build_runtime_param
-
+def _pairs() -> dict[str, tuple[Any, Any, Any, Any]]:
+    """Parameter name -> (param, a context, the CLI's process_value, typer's own)."""
     from ledger.cli.coercion import fast_coercion
 
     command = typer.main.get_command(_probe)
+    typers = {p.name: p for p in typer.main.get_command(_probe).params}  # left as typer made them
     fast_coercion(command.params)
+    ctx = typer.Context(command)  # type: ignore[arg-type]
     pairs = {}
     for param in command.params:
         if param.name in {"install_completion", "show_completion"}:
             continue
-        assert param._runtime_param is not None, param.name  # the shortcut is in force
-        pairs[param.name] = (
-            param,
-            param._runtime_param,
-            build_runtime_param(param.type_descriptor),
-        )
+        # The shortcut is in force (the flag's own process_value keeps bools as they are).
+        assert type(param.process_value).__name__ == "PlainValues", param.name
+        pairs[param.name] = (param, ctx, param.process_value, typers[param.name].process_value)
     return pairs
 
 
@@ -406,52 +403,84 @@ _values = st.one_of(
 @settings(max_examples=400, deadline=None)
 @given(name=st.sampled_from(sorted(PAIRS)), value=_values)
 def test_plain_coercion_gives_typers_value_or_typers_refusal(name: str, value: Any) -> None:
-    param, plain, own = PAIRS[name]
+    param, ctx, plain, own = PAIRS[name]
     if param.multiple:
         value = () if value is None else (value,) if not isinstance(value, str) else (value, value)
-    assert _outcome(plain, param, value) == _outcome(own, param, value)
+    assert _outcome(plain, ctx, value) == _outcome(own, ctx, value)
 
 
 def test_plain_coercion_checks_paths_as_typer_does(tmp_path: Path) -> None:
-    param, plain, own = PAIRS["existing"]
+    _param, ctx, plain, own = PAIRS["existing"]
     file = tmp_path / "f.txt"
     file.write_text("x")
     for value in (str(file), str(tmp_path), str(tmp_path / "missing"), "", str(file) + "/"):
-        assert _outcome(plain, param, value) == _outcome(own, param, value), value
-    assert _outcome(plain, param, str(file)) == ("value", file.resolve())
+        assert _outcome(plain, ctx, value) == _outcome(own, ctx, value), value
+    assert _outcome(plain, ctx, str(file)) == ("value", file.resolve())
 
 
 def test_the_cli_parameters_use_plain_coercion() -> None:
-    from ledger.cli.coercion import fast_coercion
+    from ledger.cli.coercion import PlainValues, fast_coercion
 
     root = typer.main.get_command(app)
     log = root.get_command(typer.Context(root, info_name="provledger"), "log")  # type: ignore[attr-defined]
-    plain = {p.name for p in log.params if type(p._runtime_param).__name__ == "Plain"}
+    plain = {p.name for p in log.params if isinstance(p.process_value, PlainValues)}
     assert {"db", "limit", "since", "json_out"} <= plain
-    fast_coercion(log.params)  # idempotent: already seeded parameters are left alone
+    before = {p.name: p.process_value for p in log.params}
+    fast_coercion(log.params)  # idempotent: parameters already given one are left alone
+    assert {p.name: p.process_value for p in log.params} == before
 
 
 def test_a_changed_typer_seam_falls_back_to_typers_own_coercion() -> None:
-    # A future typer whose parameters build their coercion some other way must cost
-    # start-up time, not correctness: such parameters are left to typer.
+    # A future typer whose parameters are of another shape must cost start-up time,
+    # not correctness: such parameters are left to typer.
     from types import SimpleNamespace
 
     from ledger.cli import coercion
 
-    no_lazy_coercion = SimpleNamespace(type_descriptor=object(), _runtime_param=None)
+    def own(ctx: Any, value: Any) -> Any:
+        return value
+
+    no_descriptor = SimpleNamespace(process_value=own)
     reshaped = SimpleNamespace(
         type_descriptor=SimpleNamespace(annotation=str),  # no parameter_info
-        _runtime_param=None,
-        get_runtime_param=lambda: None,
+        process_value=own,
     )
-    coercion.fast_coercion([no_lazy_coercion, reshaped])
-    assert no_lazy_coercion._runtime_param is None and reshaped._runtime_param is None
+    no_attributes = SimpleNamespace(
+        type_descriptor=PAIRS["text"][0].type_descriptor, process_value=own
+    )  # no multiple, nargs...
+    coercion.fast_coercion([no_descriptor, reshaped, no_attributes])
+    assert no_descriptor.process_value is own and reshaped.process_value is own
+    assert no_attributes.process_value is own
 
 
-def test_a_value_plain_coercion_leaves_to_typer_keeps_plain_in_place() -> None:
-    param, plain, _own = PAIRS["count"]
-    assert _outcome(plain, param, "0x10")[0] == "error"  # typer's refusal, typer's words
-    assert param._runtime_param is plain
+def test_a_value_plain_coercion_leaves_to_typer_gets_typers_refusal() -> None:
+    param, ctx, plain, own = PAIRS["count"]
+    assert _outcome(plain, ctx, "0x10") == _outcome(own, ctx, "0x10")
+    assert _outcome(plain, ctx, "0x10")[0] == "error"  # typer's refusal, typer's words
+    assert param.process_value is plain
+
+
+def test_the_seam_uses_no_private_name() -> None:
+    """ledger.cli.coercion reads only public names of typer's and click's objects."""
+    import ast
+
+    source = (ROOT / "ledger" / "cli" / "coercion.py").read_text("utf-8")
+    private = [
+        node.attr
+        for node in ast.walk(ast.parse(source))
+        if isinstance(node, ast.Attribute)
+        and node.attr.startswith("_")
+        and not node.attr.startswith("__")
+    ]
+    strings = [
+        node.value
+        for node in ast.walk(ast.parse(source))
+        if isinstance(node, ast.Constant)
+        and isinstance(node.value, str)
+        and node.value.startswith("_")
+        and not node.value.startswith("__")
+    ]
+    assert private == [] and strings == []
 
 
 def test_errors_of_modules_imported_late_still_map_to_their_exit_codes() -> None:
