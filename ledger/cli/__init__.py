@@ -18,12 +18,9 @@ from typing import Annotated, Any
 
 import typer
 
-from ledger.cli import richhelp
 from ledger.cli.common import set_db_env, setup_before_commands
 from ledger.cli.lazy import Lazy, LazyCommandGroup, LazySubgroup
 from ledger.store.location import DbLocation, parse_location
-
-richhelp.install()  # help pages load typer's renderer without markdown and tracebacks
 
 COMMANDS: Mapping[str, Lazy | LazySubgroup] = {
     "init": Lazy(
