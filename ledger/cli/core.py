@@ -20,22 +20,22 @@ from ledger.cli.common import (
     read_input,
     table,
 )
-from ledger.store.location import DbLocation, SQLitePath, parse_location
+from ledger.store.location import DbLocation, SQLitePath
 
 
 def log_key_path(db: DbLocation | Path, given: Path | None = None) -> Path:
     """The log's private key file: --log-key, else next to the database (a ``Path`` is
-    an SQLite file)."""
-    return given if given is not None else _beside(parse_location(db), ".log.key")
+    an SQLite file; ``ledger.api.default_log_key``)."""
+    from ledger.api import default_log_key
+
+    return given if given is not None else default_log_key(db)
 
 
 def authority_key_path(db: DbLocation | Path, given: Path | None = None) -> Path:
     """The authority's private key file: --authority-key, else next to the database."""
-    return given if given is not None else _beside(parse_location(db), ".authority.key")
+    from ledger.api import default_authority_key
 
-
-def _beside(db: DbLocation, suffix: str) -> Path:
-    return db.sibling(db.name + suffix)
+    return given if given is not None else default_authority_key(db)
 
 
 def init(
@@ -53,28 +53,28 @@ def init(
     json_out: JsonOption = False,
 ) -> None:
     """Create a ledger, its log key and its authority key; print the log verifier key."""
-    from ledger.create import initialise
+    from ledger.api import init_ledger
 
-    info = initialise(db, origin, log_key_path(db, log_key), authority_key_path(db, authority_key))
+    created = init_ledger(db, origin=origin, log_key=log_key, authority_key=authority_key)
     if json_out:
-        emit_json(info)
+        emit_json(created.to_json())
         return
     out = console()
-    out.print(f"created ledger {info['db']}")
-    out.print(f"origin          {info['origin']}")
-    out.print(f"log key         {info['log_key_file']} (key id {info['log_key_id']})")
-    out.print(f"authority key   {info['authority_key_file']} (key id {info['authority_key_id']})")
-    if "pg_writer_role" in info:
-        state = " not created yet: see the warnings" if info["pg_grants"] else ""
-        out.print(f"writer role     {info['pg_writer_role']} (INSERT, SELECT){state}", markup=False)
-        out.print(f"auditor role    {info['pg_auditor_role']} (SELECT){state}", markup=False)
-        for statement in info["pg_grants"]:
+    out.print(f"created ledger {created.db}")
+    out.print(f"origin          {created.origin}")
+    out.print(f"log key         {created.log_key_file} (key id {created.log_key_id})")
+    out.print(f"authority key   {created.authority_key_file} (key id {created.authority_key_id})")
+    if created.pg_grants is not None:
+        state = " not created yet: see the warnings" if created.pg_grants else ""
+        out.print(f"writer role     {created.pg_writer_role} (INSERT, SELECT){state}", markup=False)
+        out.print(f"auditor role    {created.pg_auditor_role} (SELECT){state}", markup=False)
+        for statement in created.pg_grants:
             typer.echo(
                 f"warning: roles not created; a role administrator must run: {statement};",
                 err=True,
             )
     out.print("log verifier key (give this to auditors):")
-    sys.stdout.write(info["log_verifier_key"] + "\n")
+    sys.stdout.write(created.log_verifier_key + "\n")
 
 
 def append(
@@ -93,40 +93,28 @@ def append(
     frozen or burned cohort, burn notice, binding, identity, revocation) needs the
     authority's attestation among the same inputs, else nothing is written (exit 4).
     """
+    from ledger.api import open_ledger, prepare_document
     from ledger.errors import LedgerError
-    from ledger.store.backends import open_store
-    from ledger.store.prepared import prepare_json
 
     # Open first so a missing ledger is reported before any work; nothing is written
     # until every input has been read (blobs too obey the 16 MiB limit) and validated.
-    with open_store(db, dry_run=dry_run) as store:
+    with open_ledger(db, dry_run=dry_run) as book:
         prepared = []
         with progress(len(files), "validating", enabled=not json_out and len(files) > 1) as advance:
             for name in files:
                 try:
-                    prepared.append(prepare_json(read_input(name), kind))
+                    prepared.append(prepare_document(read_input(name), kind))
                 except LedgerError as exc:
                     raise type(exc)(f"{name}: {exc}") from None
                 advance(1)
-        results = store.append_many(prepared)
-    rows = [
-        {
-            "file": name,
-            "digest": r.entry.digest,
-            "seq": r.entry.seq,
-            "kind": r.entry.kind,
-            "status": "new" if r.new else "present",
-        }
-        for name, r in zip(files, results, strict=True)
-    ]
+        appended = book.append_prepared(prepared)
+    rows = [{"file": name, **done.to_json()} for name, done in zip(files, appended, strict=True)]
     if json_out:
         emit_json(rows)
     else:
-        for row in rows:
-            status = "new" if row["status"] == "new" else "already present"
-            sys.stdout.write(
-                f"{row['digest']} seq={row['seq']} {row['kind']} {status} {row['file']}\n"
-            )
+        for name, done in zip(files, appended, strict=True):
+            status = "new" if done.new else "already present"
+            sys.stdout.write(f"{done.digest} seq={done.seq} {done.kind} {status} {name}\n")
     dry_run_note(dry_run)
 
 
@@ -223,35 +211,22 @@ def log(
 
 def stats(db: DbOption = DEFAULT_DB, json_out: JsonOption = False) -> None:
     """Entry counts by kind, sizes and the latest checkpoint."""
-    from ledger.store.backends import open_store
+    from ledger.api import open_ledger
 
-    with open_store(db, readonly=True) as store:
-        snapshot = store.stats()  # every figure from the same snapshot of the log
-    counts = snapshot.counts
-    info = {
-        "db": db.shown,
-        "entries": snapshot.size,
-        "by_kind": counts,
-        "object_bytes": snapshot.object_bytes,
-        # A file's size, or what the database takes on its server.
-        "file_bytes": (
-            db.path.stat().st_size if isinstance(db, SQLitePath) else snapshot.storage_bytes
-        ),
-        "origin": snapshot.origin,
-        "latest_checkpoint_size": snapshot.latest_checkpoint_size,
-    }
+    with open_ledger(db, readonly=True) as book:
+        figures = book.stats()  # every figure from the same snapshot of the log
     if json_out:
-        emit_json(info)
+        emit_json(figures.to_json())
         return
     out = console()
-    out.print(f"ledger          {info['db']}")
-    out.print(f"origin          {info['origin']}")
-    out.print(f"entries         {info['entries']}")
-    for k, n in counts.items():
+    out.print(f"ledger          {figures.db}")
+    out.print(f"origin          {figures.origin}")
+    out.print(f"entries         {figures.entries}")
+    for k, n in figures.by_kind.items():
         out.print(f"  {k:22} {n}")
-    out.print(f"object bytes    {info['object_bytes']}")
-    out.print(f"file bytes      {info['file_bytes']}")
-    out.print(f"checkpoint      {info['latest_checkpoint_size']}")
+    out.print(f"object bytes    {figures.object_bytes}")
+    out.print(f"file bytes      {figures.file_bytes}")
+    out.print(f"checkpoint      {figures.latest_checkpoint_size}")
 
 
 def migrate(db: DbOption = DEFAULT_DB, json_out: JsonOption = False) -> None:

@@ -76,16 +76,10 @@ def key_generate(
     json_out: JsonOption = False,
 ) -> None:
     """Create an Ed25519 key pair (never overwrites); print its key id."""
-    from ledger.files import shown
-    from ledger.trust.keys import generate_key_file, public_key_path
+    from ledger.api import generate_key
 
-    _, kid = generate_key_file(path, passphrase_from_env(passphrase_env))
-    info = {
-        "key_id": kid,
-        "private_key": shown(path),
-        "public_key": shown(public_key_path(path)),
-    }
+    key = generate_key(path, passphrase_from_env(passphrase_env))
     if json_out:
-        emit_json(info)
+        emit_json(key.to_json())
         return
-    sys.stdout.write(kid + "\n")
+    sys.stdout.write(key.key_id + "\n")
