@@ -162,7 +162,7 @@ _WU_FLAGS = (
     ("security", "sandbox_required"),
 )
 
-Profile = dict[str, Any]
+Profile = dict[str, Any]  # a cohort task as upstream writes it: read field by field
 
 
 def plan_profile(plan: Mapping[str, object]) -> Profile:
@@ -609,7 +609,7 @@ def build_binding(
     *,
     evaluator_plans: Sequence[Mapping[str, str]] | None = None,
     calibrations: Sequence[str] | None = None,
-) -> dict[str, Any]:
+) -> dict[str, object]:
     """The cohort-binding object for a passed gate (``GateError`` if it failed).
 
     ``evaluator_plans`` / ``calibrations``: what the binder named (``cohort bind --plan``
@@ -618,7 +618,7 @@ def build_binding(
         raise GateError("successor", report.failed)
     pred = definition_digests(predecessor)
     succ = definition_digests(successor)
-    named: dict[str, Any] = {}
+    named: dict[str, object] = {}
     if evaluator_plans is not None:
         named["evaluator_plans"] = sorted(
             (dict(p) for p in evaluator_plans), key=lambda p: (p["task"], p["plan_id"])
@@ -665,7 +665,7 @@ def bind_successor(
     successor: Mapping[str, object],
     lookup: CohortLookup,
     calibrations: Iterable[CalibrationResult] = (),
-) -> dict[str, Any]:
+) -> dict[str, object]:
     """Run the gate and build the binding; ``GateError`` lists every failed item."""
     report = successor_gate(predecessor, burn_notice, successor, lookup, calibrations)
     return build_binding(predecessor, burn_notice, successor, report)

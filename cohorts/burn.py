@@ -22,7 +22,7 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Literal
+from typing import Literal
 
 from cohorts.definition import DefinitionDigests, definition_digests, recorded_definition_digest
 from cohorts.errors import CohortInputError, DefinitionError, GateError
@@ -104,14 +104,14 @@ def build_burn_notice(
     never_again_held_out: Iterable[TaskReason] = (),
     references: Iterable[Reference] = (),
     extensions: Mapping[str, object] | None = None,
-) -> dict[str, Any]:
+) -> dict[str, object]:
     """The burn-notice object. Duplicates are dropped and lists sorted (stable bytes)."""
     if not cohort_id or not reason:
         raise CohortInputError(
             f"burn notice incomplete, got cohort_id {shown(cohort_id)} and reason"
             f" {shown(reason)}, expected both non-empty"
         )
-    notice: dict[str, Any] = {
+    notice: dict[str, object] = {
         "provledger_kind": KIND,
         "schema_version": SCHEMA_VERSION,
         "cohort_id": cohort_id,
@@ -151,7 +151,7 @@ def burn_notice_for(
     never_again_held_out: Iterable[TaskReason] = (),
     references: Iterable[Reference] = (),
     excluded_outcomes: Iterable[TaskReason] | None = None,
-) -> dict[str, Any]:
+) -> dict[str, object]:
     """A burn notice for ``cohort``; excluded outcomes default to its excluded tasks."""
     try:
         digests = definition_digests(cohort)
@@ -241,7 +241,7 @@ class BurnFacts:
 
     def to_notice(
         self, *, issued_at: str | None, references: Iterable[Reference] = ()
-    ) -> dict[str, Any]:
+    ) -> dict[str, object]:
         """The burn-notice object; ``references`` adds e.g. the prose notice's digest.
 
         ``issued_at`` None leaves the date out (upstream recorded none)."""

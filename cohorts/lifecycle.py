@@ -10,7 +10,7 @@ cohort the ledger has not seen before may arrive at any stage (imports of histor
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import Literal
 
 from cohorts.definition import (
     DefinitionDigests,
@@ -289,7 +289,7 @@ def require_freezable(
 
 def freeze(
     cohort: Mapping[str, object], lookup: CohortLookup, validate: Validator
-) -> dict[str, Any]:
+) -> dict[str, object]:
     """The frozen document: ``cohort`` with stage ``frozen`` and its legacy definition
     digest recorded (upstream's convention), after the gate passed on that document."""
     frozen = dict(cohort)

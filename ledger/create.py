@@ -13,7 +13,6 @@ import base64
 import os
 import secrets
 from pathlib import Path
-from typing import Any
 
 from ledger.errors import KeyFileError, RuleViolation
 from ledger.files import require_regular, shown
@@ -31,7 +30,7 @@ def default_origin() -> str:
 
 def initialise(
     db: DbLocation | Path, origin: str | None, log_key: Path, authority_key: Path
-) -> dict[str, Any]:
+) -> dict[str, object]:
     """Create the ledger and both key pairs; refuse to touch an existing ledger (a
     ``Path`` is an SQLite file)."""
     location = parse_location(db)
@@ -59,7 +58,7 @@ def initialise(
                 f"key file {shown(target)} already exists, got an existing file,"
                 " expected a new path"
             )
-    extra: dict[str, Any] = {}
+    extra: dict[str, object] = {}
     store: Store | None = None
     if isinstance(location, PostgresURL):
         from ledger.store import postgres

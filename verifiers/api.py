@@ -495,7 +495,7 @@ def _record_calibration(
         read_document(fx.path("work_unit"), "calibration WorkUnit"),
         [read_document(p, "calibration plan") for p in fx.plan_paths],
         [
-            read_document(fx.root / c["manifest"], "calibration ResultManifest")
+            read_document(fx.file_of(c, "manifest"), "calibration ResultManifest")
             for c in fx.candidates
         ],
     )

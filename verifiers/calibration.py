@@ -13,6 +13,7 @@ and removed substrings) accepts the repair (removed 1 of 1) and rejects the deco
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -23,7 +24,7 @@ from ledger.encoding.canonical import parse_strict
 from ledger.encoding.digest import canonical_digest
 from verifiers.behavioral import load_probe_plan, run_probes
 from verifiers.errors import VerifierError
-from verifiers.model.json import as_map, at
+from verifiers.model.json import as_map, at, maps
 from verifiers.runner import Clock, VerificationOutcome, evaluate
 from verifiers.sovereignty import Validate
 
@@ -104,7 +105,7 @@ class CalibrationTable:
                 return row
         raise KeyError((plan_version, candidate))
 
-    def as_json(self) -> list[dict[str, Any]]:
+    def as_json(self) -> list[dict[str, object]]:
         return [row.as_json() for row in self.rows]
 
     def render(self) -> str:
@@ -122,7 +123,7 @@ class Fixture:
     """The parsed ``calibration.json`` of a fixture directory."""
 
     root: Path
-    index: dict[str, Any]
+    index: dict[str, object]
 
     @classmethod
     def load(cls, root: Path = FIXTURE_DIR) -> Fixture:
@@ -139,15 +140,24 @@ class Fixture:
             )
         return self.root / value
 
+    def file_of(self, entry: Mapping[str, object], key: str) -> Path:
+        """The fixture file an entry names under ``key`` (a path relative to the root)."""
+        value = entry.get(key)
+        if not isinstance(value, str):
+            raise VerifierError(
+                f"calibration entry {entry.get('name')!r} lacks {key}, got {value!r},"
+                " expected a path"
+            )
+        return self.root / value
+
     @property
-    def candidates(self) -> list[dict[str, Any]]:
-        value = self.index.get("candidates")
-        return value if isinstance(value, list) else []
+    def candidates(self) -> list[Mapping[str, object]]:
+        return list(maps(self.index.get("candidates")))
 
     @property
     def plan_paths(self) -> list[Path]:
         value = self.index.get("plans")
-        return [self.root / p for p in value] if isinstance(value, list) else []
+        return [self.root / str(p) for p in value] if isinstance(value, list) else []
 
 
 def calibration_table(
@@ -167,12 +177,12 @@ def calibration_table(
         expected = at(plan, "extensions", "org.provledger.calibration", "expected_status")
         for cand in fixture.candidates:
             name = str(cand["name"])
-            manifest = _load(fixture.root / cand["manifest"])
+            manifest = _load(fixture.file_of(cand, "manifest"))
             outcome = evaluate(
                 work_unit,
                 plan,
                 manifest,
-                fixture.root / cand["root"],
+                fixture.file_of(cand, "root"),
                 plan_path,
                 None,
                 plan_digest=plan_digest,
@@ -206,16 +216,16 @@ def calibration_table(
 
 def behavioral_table(
     fixture_dir: Path = FIXTURE_DIR, *, python: str | None = None
-) -> dict[str, dict[str, Any]]:
+) -> dict[str, dict[str, object]]:
     """Behavioral evidence per candidate: the fixture's probes on its source tree."""
     fixture = Fixture.load(fixture_dir)
     plan = load_probe_plan(_load(fixture.path("probes")))
     source = fixture.path("source_tree")
     plans = fixture.plan_paths
     artifact_id = at(_load(plans[0]), "candidate_artifact_id") if plans else None
-    out: dict[str, dict[str, Any]] = {}
+    out: dict[str, dict[str, object]] = {}
     for cand in fixture.candidates:
-        manifest = _load(fixture.root / cand["manifest"])
+        manifest = _load(fixture.file_of(cand, "manifest"))
         artifacts = manifest.get("produced_artifacts") or []
         locators = [a.get("locator") for a in artifacts if a.get("id") == artifact_id]
         if len(locators) != 1 or not isinstance(locators[0], str):
@@ -223,6 +233,6 @@ def behavioral_table(
                 f"calibration candidate {cand.get('name')!r} has {len(locators)} artifacts"
                 f" with id {artifact_id!r}, expected exactly 1"
             )
-        patch = read_bounded(fixture.root / cand["root"] / locators[0], PATCH_LIMIT, "patch")
+        patch = read_bounded(fixture.file_of(cand, "root") / locators[0], PATCH_LIMIT, "patch")
         out[str(cand["name"])] = run_probes(source, patch, plan, python=python)
     return out

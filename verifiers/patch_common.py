@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from ledger.encoding.canonical import canonicalize
 from verifiers.checks import (
@@ -98,7 +97,7 @@ class RuleResult:
 PatchRule = Callable[[ParsedDiff | None], RuleResult]
 
 
-def line_ref(line: ChangedLine) -> dict[str, Any]:
+def line_ref(line: ChangedLine) -> dict[str, object]:
     """Where a changed line sits: file, line number on its side, text, patch line."""
     return {
         "file": line.path,
@@ -110,7 +109,7 @@ def line_ref(line: ChangedLine) -> dict[str, Any]:
 
 def match_records(
     lines: Sequence[ChangedLine], required: Sequence[str], matches: Callable[[str, str], bool]
-) -> list[dict[str, Any]]:
+) -> list[dict[str, object]]:
     """For each required value: matched or not, occurrence count and the first match."""
     records = []
     for value in required:

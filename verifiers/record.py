@@ -215,7 +215,7 @@ def calibration_record_value(
     *,
     fixture_id: str,
     recorded_at: str,
-) -> dict[str, Any]:
+) -> dict[str, object]:
     """The ``calibration-record`` v0.1 object for one calibration row (pure)."""
     if outcome.result_digest != row.result_digest:
         raise _mismatch("calibration row", row.result_digest, [outcome.result_digest])

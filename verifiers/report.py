@@ -65,7 +65,7 @@ class ResultFinding:
     line: int | None = None
 
     def as_json(self) -> dict[str, object]:
-        out: dict[str, Any] = {
+        out: dict[str, object] = {
             "severity": self.severity,
             "category": self.category,
             "summary": self.summary,

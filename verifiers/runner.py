@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 from ledger.encoding.canonical import canonicalize
 from ledger.encoding.digest import sha256_digest
@@ -143,14 +143,14 @@ def build_result(
     started: datetime,
     finished: datetime,
     judged_by: Release = CURRENT,
-) -> dict[str, Any]:
+) -> dict[str, object]:
     """The VerificationResult v0.1 for a report (pure); it names ``judged_by``."""
     spec = sovereignty.spec
     by_id = {c.id: c for c in report.checks}
-    checks: list[dict[str, Any]] = []
+    checks: list[dict[str, object]] = []
     for vid in sovereignty.required_validators:
         check = by_id[vid]
-        item: dict[str, Any] = {
+        item: dict[str, object] = {
             "id": vid,
             "type": _check_type(work_unit, vid),
             "required": True,
@@ -170,7 +170,7 @@ def build_result(
         "required_checks_failed": len(checks) - passed_count,
         **report.metrics,
     }
-    extensions: dict[str, Any] = {
+    extensions: dict[str, object] = {
         "org.idkmesh.evaluator_plan.id": plan.id,
         "org.idkmesh.evaluator_plan.digest": plan_digest,
         "org.idkmesh.evaluator_plan.execution_mode": plan.value.get("execution_mode"),

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from verifiers.diff import ChangedLine, ParsedDiff
 from verifiers.patch_common import (
@@ -47,7 +46,7 @@ def substring_observation(
     mode: str,
     evidence_id: str,
     description: str,
-) -> tuple[int, list[dict[str, Any]], Evidence]:
+) -> tuple[int, list[dict[str, object]], Evidence]:
     """Match each required substring against single lines of one side of the diff."""
     records = match_records(lines, required, lambda value, text: value in text)
     matched = sum(1 for r in records if r["matched"])

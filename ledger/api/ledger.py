@@ -673,18 +673,19 @@ def init_ledger(
         Path(log_key) if log_key is not None else default_log_key(location),
         Path(authority_key) if authority_key is not None else default_authority_key(location),
     )
+    text = {key: value for key, value in info.items() if isinstance(value, str)}
     grants = info.get("pg_grants")
     return Created(
-        db=info["db"],
-        origin=info["origin"],
-        log_key_file=info["log_key_file"],
-        log_key_id=info["log_key_id"],
-        log_verifier_key=info["log_verifier_key"],
-        authority_key_file=info["authority_key_file"],
-        authority_key_id=info["authority_key_id"],
-        pg_writer_role=info.get("pg_writer_role"),
-        pg_auditor_role=info.get("pg_auditor_role"),
-        pg_grants=None if grants is None else tuple(grants),
+        db=text["db"],
+        origin=text["origin"],
+        log_key_file=text["log_key_file"],
+        log_key_id=text["log_key_id"],
+        log_verifier_key=text["log_verifier_key"],
+        authority_key_file=text["authority_key_file"],
+        authority_key_id=text["authority_key_id"],
+        pg_writer_role=text.get("pg_writer_role"),
+        pg_auditor_role=text.get("pg_auditor_role"),
+        pg_grants=None if not isinstance(grants, list) else tuple(str(g) for g in grants),
     )
 
 

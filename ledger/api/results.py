@@ -13,6 +13,7 @@ Values the lower layers already return whole are used as they are and re-exporte
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -161,7 +162,7 @@ class VerifyReport:
     from_checkpoint: JSONObject | None
     since_checkpoint: JSONObject | None
     findings: tuple[LedgerFinding, ...]
-    witnesses: JSONObject | None = None
+    witnesses: Mapping[str, object] | None = None
     browse: str | None = None
     browse_findings: tuple[BrowseFinding, ...] = ()
 
@@ -180,7 +181,7 @@ class VerifyReport:
                 "findings": [f.to_json() for f in self.browse_findings],
             }
         if self.witnesses is not None:
-            out["witnesses"] = self.witnesses
+            out["witnesses"] = dict(self.witnesses)
         return out
 
 

@@ -14,7 +14,6 @@ newest checkpoint), ``witness-quorum`` (fewer than ``quorum`` trusted witnesses 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from ledger.audit.findings import LedgerFinding
 from ledger.errors import LedgerError
@@ -28,7 +27,7 @@ class WitnessReport:
     """Findings plus what was checked, for ``--json``."""
 
     findings: tuple[LedgerFinding, ...]
-    info: dict[str, Any]
+    info: dict[str, object]
 
 
 def check_witnesses(
@@ -36,7 +35,7 @@ def check_witnesses(
 ) -> WitnessReport:
     """Count valid cosignatures by ``keys`` on the newest stored checkpoint."""
     rows = store.checkpoints()
-    info: dict[str, Any] = {
+    info: dict[str, object] = {
         "quorum": quorum,
         "witnesses": [k.vkey() for k in keys],
         "checkpoint": None,

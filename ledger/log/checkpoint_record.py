@@ -27,7 +27,7 @@ CHECKPOINT_KIND = "checkpoint"
 RECORD_VERSION = "0.1"
 
 
-def record_value(row: CheckpointRow) -> dict[str, Any]:
+def record_value(row: CheckpointRow) -> dict[str, object]:
     """The JSON value logged for a stored checkpoint row."""
     return {
         "provledger_kind": CHECKPOINT_KIND,

@@ -36,7 +36,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Final
+from typing import Final
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
@@ -90,7 +90,7 @@ class LogView:
     root: bytes | None = None
     note: bytes | None = None  # the checkpoint note with this witness's cosignature
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {
             "log_key": self.log_key,
             "size": self.size,
@@ -107,7 +107,7 @@ class WitnessState:
     verifier_key: str
     logs: dict[str, LogView] = field(default_factory=dict)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {
             "format": STATE_FORMAT,
             "name": self.name,

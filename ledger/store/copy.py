@@ -22,7 +22,7 @@ from __future__ import annotations
 import hmac
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Protocol
 
 from ledger.errors import CheckFailed, LedgerError, RuleViolation, StorageError
 from ledger.log import merkle
@@ -63,7 +63,7 @@ class CopySummary:
     cosignatures: int = 0
     roots: dict[int, str] = field(default_factory=dict)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {
             "source_size": self.source_size,
             "already_present": self.already,
