@@ -38,12 +38,15 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
-from typing import Any
+from typing import TYPE_CHECKING, TypeAlias
 
 from ledger.schema.loader import FORMATS_ASSERTED, load_schema
 
-Check = Callable[[Any], bool]
-Schema = dict[str, Any]
+if TYPE_CHECKING:
+    from ledger.encoding.values import JSONObject, JSONValue
+
+Check = Callable[[object], bool]
+Schema: TypeAlias = "JSONObject"  # a schema object (a schema may also be true or false)
 Lines = list[str]  # generated source lines, indented
 
 _NATIVE = frozenset({dict, list, str, int, float, bool, type(None)})
@@ -132,12 +135,34 @@ class Unsupported(Exception):
     """The schema uses something this compiler does not implement exactly."""
 
 
+def _object_of(value: JSONValue, what: str) -> JSONObject:
+    """A keyword's value that must be an object (else the schema is not compiled)."""
+    if not isinstance(value, dict):
+        raise Unsupported(f"{what} {value!r}")
+    return value
+
+
+def _list_of(value: JSONValue, what: str) -> list[JSONValue]:
+    """A keyword's value that must be an array (else the schema is not compiled)."""
+    if not isinstance(value, list):
+        raise Unsupported(f"{what} {value!r}")
+    return value
+
+
+def _strings_of(value: JSONValue, what: str) -> list[str]:
+    """A keyword's value that must be an array of strings (else not compiled)."""
+    items = _list_of(value, what)
+    if not all(isinstance(item, str) for item in items):
+        raise Unsupported(f"{what} {value!r}")
+    return [item for item in items if isinstance(item, str)]
+
+
 @dataclass(frozen=True)
 class Generated:
     """The generated module: its source text and the constants it refers to by name."""
 
     source: str
-    constants: Mapping[str, Any]
+    constants: Mapping[str, object]
 
 
 class _Function:
@@ -158,10 +183,10 @@ class _Generator:
     ``KeyError`` from a required member, caught per function) is always the verdict.
     """
 
-    def __init__(self, root: Any, formats_asserted: bool) -> None:
+    def __init__(self, root: JSONValue, formats_asserted: bool) -> None:
         self.root = root
         self.formats_asserted = formats_asserted
-        self.constants: dict[str, Any] = {}
+        self.constants: dict[str, object] = {}
         self.string_names: dict[str, str] = {}  # member-name constants, shared
         self.functions: list[_Function] = []
         self.ref_functions: dict[str, str] = {}  # pointer -> function name
@@ -174,7 +199,7 @@ class _Generator:
         self.counter += 1
         return f"{prefix}{self.counter}"
 
-    def _const(self, value: Any) -> str:
+    def _const(self, value: object) -> str:
         if type(value) is str:
             name = self.string_names.get(value)
             if name is None:
@@ -186,7 +211,9 @@ class _Generator:
         return name
 
     # -- functions -------------------------------------------------------------------------
-    def _function(self, name: str, schema: Any, inlining: list[str], known: str | None) -> None:
+    def _function(
+        self, name: str, schema: JSONValue, inlining: list[str], known: str | None
+    ) -> None:
         """Generate ``def name(x)`` for ``schema`` (appended once, in generation order)."""
         function = _Function(name)
         self.functions.append(function)
@@ -207,7 +234,7 @@ class _Generator:
             head += [line[4:] for line in body]
         function.lines = [*head, "    return True"]
 
-    def _sub_function(self, schema: Any, known: str | None) -> str | bool:
+    def _sub_function(self, schema: JSONValue, known: str | None) -> str | bool:
         """A function for a sub-schema whose verdict is used as a value; or a constant.
 
         It is called only on values of JSON type ``known`` (None: any value).
@@ -219,7 +246,7 @@ class _Generator:
         self._function(name, schema, list(self.inlining), known)
         return name
 
-    def _ref_function(self, pointer: str, target: Any) -> str:
+    def _ref_function(self, pointer: str, target: JSONValue) -> str:
         name = self.ref_functions.get(pointer)
         if name is None:
             name = self.ref_functions[pointer] = self._fresh("_r")
@@ -228,7 +255,7 @@ class _Generator:
 
     # -- schemas ---------------------------------------------------------------------------
     def _require_progress(
-        self, schema: Any, path: tuple[str, ...], seen: set[tuple[str, tuple[str, ...]]]
+        self, schema: JSONValue, path: tuple[str, ...], seen: set[tuple[str, tuple[str, ...]]]
     ) -> None:
         """Refuse a ``$ref`` cycle along which the value checked never changes.
 
@@ -259,7 +286,7 @@ class _Generator:
             for sub in _subschemas(schema.get(name), name == "properties"):
                 self._require_progress(sub, (), seen)
 
-    def _resolve(self, pointer: str) -> Any:
+    def _resolve(self, pointer: str) -> JSONValue:
         if pointer != "#" and not pointer.startswith("#/"):
             raise Unsupported(f"$ref {pointer!r}")
         target = self.root
@@ -277,7 +304,7 @@ class _Generator:
             raise Unsupported("$ref into a resource with its own $id")
         return target
 
-    def _known_type(self, schema: Any, depth: int = 0) -> str | None:
+    def _known_type(self, schema: JSONValue, depth: int = 0) -> str | None:
         """The one JSON type every value valid under ``schema`` has, if the schema says."""
         if not isinstance(schema, dict) or depth > 8:
             return None
@@ -296,7 +323,7 @@ class _Generator:
 
     def _block(
         self,
-        schema: Any,
+        schema: JSONValue,
         v: str,
         known: str | None,
         ind: str,
@@ -331,11 +358,12 @@ class _Generator:
                 raise Unsupported(f"{name} {bound!r}")
 
         if "type" in schema:
-            names = schema["type"]
-            names = names if isinstance(names, list) else [names]
-            for name in names:
-                if name not in _TYPE_TESTS:
-                    raise Unsupported(f"type {name!r}")
+            given = schema["type"]
+            names: list[str] = []
+            for listed in given if isinstance(given, list) else [given]:
+                if not isinstance(listed, str) or listed not in _TYPE_TESTS:
+                    raise Unsupported(f"type {listed!r}")
+                names.append(listed)
             if len(names) == 1 and known is not None and _implies(known, names[0]):
                 pass  # already established by the caller
             elif len(names) == 1 and names[0] in _NOT_TYPE:
@@ -384,10 +412,10 @@ class _Generator:
         if "const" in schema:
             out.append(f"{ind}if {self._equal_test(v, schema['const'])}: {_FAIL}")
         if "enum" in schema:
-            self._enum(list(schema["enum"]), v, known, ind, out)
+            self._enum(_list_of(schema["enum"], "enum"), v, known, ind, out)
         self._applicators(schema, v, known, ind, out, fn)
 
-    def _equal_test(self, v: str, const: Any) -> str:
+    def _equal_test(self, v: str, const: JSONValue) -> str:
         """A test that is True when ``v`` is NOT jsonschema-equal to ``const``."""
         if type(const) is str:
             # A string equals only an equal string under ``equal``, and under ``==``.
@@ -399,7 +427,9 @@ class _Generator:
             return f"{v} is not {'True' if const else 'False'}"
         return f"not _json_equal({v}, {self._const(const)})"
 
-    def _enum(self, options: list[Any], v: str, known: str | None, ind: str, out: Lines) -> None:
+    def _enum(
+        self, options: list[JSONValue], v: str, known: str | None, ind: str, out: Lines
+    ) -> None:
         strings = frozenset(o for o in options if type(o) is str)
         others = [o for o in options if type(o) is not str]
         if known == "string":
@@ -414,8 +444,8 @@ class _Generator:
 
     # -- type-specific keywords (``v`` is known to hold that type) --------------------------
     def _object(self, schema: Schema, v: str, ind: str, out: Lines, fn: _Function) -> None:
-        props: dict[str, Any] = schema.get("properties", {})
-        required = list(dict.fromkeys(schema.get("required", ())))
+        props = _object_of(schema.get("properties", {}), "properties")
+        required = list(dict.fromkeys(_strings_of(schema.get("required", []), "required")))
         additional = schema.get("additionalProperties", True)
         closed = additional is False and bool(props)
         count = self._fresh("n") if closed else ""
@@ -472,9 +502,11 @@ class _Generator:
             out.append(f"{ind}if len({v}) < {self._const(schema['minProperties'])}: {_FAIL}")
         if "maxProperties" in schema:
             out.append(f"{ind}if len({v}) > {self._const(schema['maxProperties'])}: {_FAIL}")
-        for name, needs in schema.get("dependentRequired", {}).items():
+        dependent = _object_of(schema.get("dependentRequired", {}), "dependentRequired")
+        for name, needs in dependent.items():
             if needs:
-                missing = " or ".join(f"{self._const(n)} not in {v}" for n in needs)
+                listed = _strings_of(needs, "dependentRequired")
+                missing = " or ".join(f"{self._const(n)} not in {v}" for n in listed)
                 out.append(f"{ind}if {self._const(name)} in {v} and ({missing}): {_FAIL}")
 
     def _array(self, schema: Schema, v: str, ind: str, out: Lines, fn: _Function) -> None:
@@ -505,7 +537,10 @@ class _Generator:
         if "maxLength" in schema:
             out.append(f"{ind}if len({v}) > {self._const(schema['maxLength'])}: {_FAIL}")
         if "pattern" in schema:
-            search = self._const(re.compile(schema["pattern"]).search)
+            pattern = schema["pattern"]
+            if not isinstance(pattern, str):
+                raise Unsupported(f"pattern {pattern!r}")
+            search = self._const(re.compile(pattern).search)
             out.append(f"{ind}if {search}({v}) is None: {_FAIL}")
 
     def _number(self, schema: Schema, v: str, ind: str, out: Lines, fn: _Function) -> None:
@@ -533,15 +568,15 @@ class _Generator:
                 out.append(f"{ind}if not {self._ref_function(pointer, target)}({v}): {_FAIL}")
             else:
                 out.extend(lines)
-        for sub in schema.get("allOf", ()):
+        for sub in _list_of(schema.get("allOf", []), "allOf"):
             self._block(sub, v, known, ind, out, fn)
         if "anyOf" in schema:
-            options = [self._sub_function(s, known) for s in schema["anyOf"]]
+            options = [self._sub_function(s, known) for s in _list_of(schema["anyOf"], "anyOf")]
             if True not in options:
                 calls = " or ".join(f"{name}({v})" for name in options if name is not False)
                 out.append(f"{ind}if not ({calls or 'False'}): {_FAIL}")
         if "oneOf" in schema:
-            options = [self._sub_function(s, known) for s in schema["oneOf"]]
+            options = [self._sub_function(s, known) for s in _list_of(schema["oneOf"], "oneOf")]
             terms = [f"{o}({v})" if isinstance(o, str) else "1" if o else "0" for o in options]
             out.append(f"{ind}if {' + '.join(terms) or '0'} != 1: {_FAIL}")
         if "not" in schema:
@@ -647,7 +682,7 @@ _IN_PLACE = ("allOf", "anyOf", "oneOf", "not", "if", "then", "else")
 _INTO_PARTS = ("properties", "additionalProperties", "propertyNames", "items")
 
 
-def _subschemas(value: Any, members: bool = False) -> list[Any]:
+def _subschemas(value: JSONValue, members: bool = False) -> list[JSONValue]:
     """The sub-schemas a keyword's value holds: a schema, a list of them, or (for
     ``properties``) an object of them."""
     if members:
@@ -657,7 +692,7 @@ def _subschemas(value: Any, members: bool = False) -> list[Any]:
     return [value] if value is not None else []
 
 
-def generate(schema: Any, *, formats_asserted: bool = False, guard: bool = True) -> Generated:
+def generate(schema: JSONValue, *, formats_asserted: bool = False, guard: bool = True) -> Generated:
     """The source of ``check(x)`` for ``schema`` and the constants it names.
 
     Raises ``Unsupported`` when the schema uses anything not implemented exactly.
@@ -669,7 +704,7 @@ def generate(schema: Any, *, formats_asserted: bool = False, guard: bool = True)
 
 
 def _load(generated: Generated, label: str) -> Check:
-    namespace: dict[str, Any] = {
+    namespace: dict[str, object] = {
         # Only what the generated code uses.
         "__builtins__": {
             "type": type,
@@ -692,7 +727,9 @@ def _load(generated: Generated, label: str) -> Check:
         **generated.constants,
     }
     exec(compile(generated.source, f"<schema check {label}>", "exec"), namespace)
-    check: Check = namespace["check"]
+    check = namespace["check"]
+    if not callable(check):
+        raise Unsupported("generated module defines no check")
     return check
 
 
@@ -724,7 +761,7 @@ def _any_equal(options: tuple[object, ...], value: object) -> bool:
     return any(_json_equal(option, value) for option in options)
 
 
-def _unique(x: list[Any]) -> bool:
+def _unique(x: list[object]) -> bool:
     # Distinct under hash/== implies distinct under ``_json_equal`` (which only splits True
     # from 1 further). Otherwise compare every pair: that finds every duplicate
     # jsonschema's ``uniq`` finds (it compares a subset of the pairs), so "unique" here
@@ -742,7 +779,7 @@ def _unique(x: list[Any]) -> bool:
     return True
 
 
-def compile_schema(schema: Any, *, formats_asserted: bool = False) -> Check:
+def compile_schema(schema: JSONValue, *, formats_asserted: bool = False) -> Check:
     """A predicate that is True exactly when ``jsonschema`` 2020-12 accepts a JSON value.
 
     Raises ``Unsupported`` when the schema uses anything not implemented exactly.
@@ -761,7 +798,7 @@ def _compiled(kind: str, version: str) -> Check | None:
     return _load(generated, f"{kind} {version}")
 
 
-def fast_check(kind: str, version: str, value: Any) -> bool:
+def fast_check(kind: str, version: str, value: object) -> bool:
     """True only if ``value`` is valid for the kind's schema; False means "ask jsonschema"."""
     check = _compiled(kind, version)
     return check is not None and check(value)
