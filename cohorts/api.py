@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from cohorts.provenance import ProvenanceReport
     from cohorts.service import CohortRow, Written
     from ledger.encoding.values import JSONObject
+    from ledger.store.base import LedgerReader
     from ledger.trust.keys import Signer
 
 __all__ = [
@@ -106,6 +107,19 @@ class CohortAudit:
     report: CohortAuditReport
     attestations: Mapping[str, str]
     behavioral: Mapping[str, Sequence[str]]
+
+    @classmethod
+    def of(cls, reader: LedgerReader, cohort_id: str) -> CohortAudit:
+        """The audit of ``cohort_id`` on any reader of a ledger (the one way it is built:
+        ``cohort audit`` and the browse projection's stored audits alike)."""
+        from cohorts import service
+
+        report = service.audit_stored_cohort(reader, cohort_id)
+        return cls(
+            report,
+            service.audit_attestations(reader, report),
+            service.audit_behavioral(reader, report),
+        )
 
     @property
     def ok(self) -> bool:
@@ -304,14 +318,7 @@ def audit(ledger: Ledger, cohort_id: str) -> CohortAudit:
     """Audit the stored cohort ``cohort_id`` (its newest document with standing) against
     the ledger: burn facts, successors, evidence strength, then every defect, missing
     item and warning. ``NotFound`` (exit 3) when the ledger has no such cohort."""
-    from cohorts import service
-
-    report = service.audit_stored_cohort(ledger.store, cohort_id)
-    return CohortAudit(
-        report,
-        service.audit_attestations(ledger.store, report),
-        service.audit_behavioral(ledger.store, report),
-    )
+    return CohortAudit.of(ledger.store, cohort_id)
 
 
 def audit_all(ledger: Ledger) -> list[CohortSummary]:

@@ -24,30 +24,31 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING
 
 from cohorts.audit import CohortAuditReport, category
 from cohorts.meanings import meaning
 from ledger.errors import LedgerError
 from ledger.store.base import LedgerReader
 
-Row = dict[str, Any]
+if TYPE_CHECKING:
+    from cohorts.service import CohortRow
+
+Row = dict[str, object]  # one row to write into the browse database
 
 #: The tables this module fills, in the order they are written.
 JUDGED_TABLES = ("cohort_audits", "audit_findings", "successor_links")
 
 
-def audit_json(store: LedgerReader, cohort_id: str) -> tuple[CohortAuditReport, dict[str, Any]]:
-    """The audit of ``cohort_id`` and its JSON exactly as ``cohort audit ID --json``."""
-    from cohorts.service import audit_attestations, audit_behavioral, audit_stored_cohort
+def audit_json(
+    store: LedgerReader, cohort_id: str
+) -> tuple[CohortAuditReport, dict[str, object]]:
+    """The audit of ``cohort_id`` and its JSON exactly as ``cohort audit ID --json``
+    (``cohorts.api.CohortAudit``)."""
+    from cohorts.api import CohortAudit
 
-    report = audit_stored_cohort(store, cohort_id)
-    shown = {
-        **report.to_json(),
-        "attestations": audit_attestations(store, report),
-        "behavioral": audit_behavioral(store, report),
-    }
-    return report, shown
+    audited = CohortAudit.of(store, cohort_id)
+    return audited.report, audited.to_json()
 
 
 def status(counts: Mapping[str, int]) -> str:
@@ -59,7 +60,7 @@ def status(counts: Mapping[str, int]) -> str:
     return "ok"
 
 
-def _unreadable(listed: Any, size: int, exc: LedgerError) -> Row:
+def _unreadable(listed: CohortRow, size: int, exc: LedgerError) -> Row:
     return {
         "cohort_id": listed.cohort_id,
         "stage": listed.stage,

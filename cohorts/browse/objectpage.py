@@ -19,9 +19,10 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from datasette.utils.asgi import Response
 from markupsafe import escape
@@ -33,6 +34,11 @@ from ledger.log import merkle
 from ledger.log.leaf import entry_record
 from ledger.log.note import open_checkpoint
 from ledger.store.location import DbLocation
+
+if TYPE_CHECKING:
+    # Datasette ships no types: these name what the hooks are given (untyped to mypy).
+    from datasette.app import Datasette
+    from datasette.utils.asgi import Request
 
 
 @dataclass(frozen=True)
@@ -122,9 +128,9 @@ class LiveProvenance:
     message: str
     ok: bool = False
     outcome: str | None = None
-    checks: tuple[dict[str, Any], ...] = ()
+    checks: tuple[dict[str, object], ...] = ()
     #: The report as ``provledger provenance --json`` prints it (None: not run).
-    report: dict[str, Any] | None = None
+    report: dict[str, object] | None = None
 
 
 def live_provenance(
@@ -143,7 +149,7 @@ def live_provenance(
             report = provenance(store, digest)
     except LedgerError as exc:
         return LiveProvenance(False, f"cannot read the ledger: {exc}")
-    rows: list[dict[str, Any]] = []
+    rows: list[dict[str, object]] = []
 
     def walk(check: Check, depth: int) -> None:
         rows.append(
@@ -170,11 +176,11 @@ def live_provenance(
     )
 
 
-def _dicts(rows: Any) -> list[dict[str, Any]]:
+def _dicts(rows: Iterable[Mapping[str, object]]) -> list[dict[str, object]]:
     return [dict(r) for r in rows]
 
 
-async def object_page(datasette: Any, request: Any, digest: str) -> Response:
+async def object_page(datasette: Datasette, request: Request, digest: str) -> Response:
     """The page of the object stored under ``digest`` (``pages`` resolved the address)."""
     db = datasette.get_database(DATABASE)
     found = (await db.execute("SELECT * FROM objects WHERE digest = ?", [digest])).first()

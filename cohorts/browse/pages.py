@@ -25,7 +25,7 @@ import asyncio
 import json
 import urllib.parse
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING
 
 from datasette.utils.asgi import Response
 
@@ -33,18 +33,30 @@ from cohorts.browse.addresses import Address, cohort_url, known_cohort, locate, 
 from cohorts.browse.names import DATABASE
 from cohorts.browse.objectpage import live_provenance, object_page
 from cohorts.browse.queries import CANNED_QUERIES
+from verifiers.model.json import as_map, maps
+
+if TYPE_CHECKING:
+    # Datasette ships no types: these name what the hooks are given (untyped to mypy).
+    from datasette.app import Datasette
+    from datasette.database import Database
+    from datasette.utils.asgi import Request
+
+    from ledger.encoding.values import JSONObject
+
+#: One row of the browse database as Datasette returns it: SQLite's values.
+Row = dict[str, "str | int | float | bytes | None"]
 
 #: Newest results the home page lists (all of them: the results table).
 RECENT_RESULTS = 10
 
 
-async def _query(db: Any, name: str, **params: object) -> list[dict[str, Any]]:
+async def _query(db: Database, name: str, **params: object) -> list[Row]:
     """The rows of canned query ``name`` (parameters by name)."""
     rows = await db.execute(CANNED_QUERIES[name]["sql"], params)
     return [dict(r) for r in rows]
 
 
-def _ledger_facts(info: Mapping[str, str]) -> dict[str, Any]:
+def _ledger_facts(info: Mapping[str, str]) -> dict[str, object]:
     last = info.get("last_seq")
     return {
         "origin": info.get("origin", ""),
@@ -52,33 +64,34 @@ def _ledger_facts(info: Mapping[str, str]) -> dict[str, Any]:
     }
 
 
-async def _info(db: Any) -> dict[str, str]:
+async def _info(db: Database) -> dict[str, str]:
     rows = await db.execute("SELECT key, value FROM ledger_info")
     return {str(r[0]): str(r[1]) for r in rows}
 
 
-def _group(rows: Sequence[Mapping[str, Any]], key: str) -> dict[str, list[Mapping[str, Any]]]:
-    out: dict[str, list[Mapping[str, Any]]] = {}
+def _group(rows: Sequence[Row], key: str) -> dict[str, list[Row]]:
+    out: dict[str, list[Row]] = {}
     for row in rows:
         out.setdefault(str(row[key]), []).append(row)
     return out
 
 
-def report_of(text: object) -> dict[str, Any]:
+def report_of(text: object) -> JSONObject:
     """A stored audit report (``cohort_audits.report``); {} when it is not a JSON object."""
     try:
         value = json.loads(str(text))
     except (ValueError, RecursionError):
         return {}
-    return value if isinstance(value, dict) else {}
+    report: JSONObject = value if isinstance(value, dict) else {}  # json's value, checked
+    return report
 
 
-def _counts(row: Mapping[str, Any]) -> bool:
+def _counts(row: Row) -> bool:
     """Whether a cohort_overview row's audited record counts (its standing)."""
     return row.get("standing") in (None, "counts")
 
 
-async def home_page(datasette: Any, request: Any) -> Response:
+async def home_page(datasette: Datasette, request: Request) -> Response:
     db = datasette.get_database(DATABASE)
     overview = await _query(db, "cohort_overview")
     successors = _group(await _query(db, "cohort_successors", cohort=""), "predecessor_id")
@@ -105,18 +118,14 @@ async def home_page(datasette: Any, request: Any) -> Response:
     return Response.html(html)
 
 
-def _outcomes(report: Mapping[str, Any]) -> list[dict[str, Any]]:
+def _outcomes(report: Mapping[str, object]) -> list[dict[str, object]]:
     """One row per listed attempt, from the audit report (its resolutions and strength)."""
-    rows: list[dict[str, Any]] = []
-    for task in report.get("tasks") or []:
-        if not isinstance(task, dict):
-            continue
-        for attempt in task.get("attempts") or []:
-            if not isinstance(attempt, dict):
-                continue
-            vr = attempt.get("verification_result") or {}
-            stored = (vr.get("stored_digests") or {}).get("jcs") if vr.get("present") else None
-            strength = attempt.get("evidence_strength") or {}
+    rows: list[dict[str, object]] = []
+    for task in maps(report.get("tasks")):
+        for attempt in maps(task.get("attempts")):
+            vr = as_map(attempt.get("verification_result"))
+            stored = as_map(vr.get("stored_digests")).get("jcs") if vr.get("present") else None
+            strength = as_map(attempt.get("evidence_strength"))
             rows.append(
                 {
                     "task": task.get("task"),
@@ -133,7 +142,7 @@ def _outcomes(report: Mapping[str, Any]) -> list[dict[str, Any]]:
     return rows
 
 
-async def cohort_page(datasette: Any, request: Any) -> Response:
+async def cohort_page(datasette: Datasette, request: Request) -> Response:
     cohort_id = urllib.parse.unquote(request.url_vars["ref"])
     db = datasette.get_database(DATABASE)
     known = await db.execute_fn(lambda conn: known_cohort(conn, cohort_id))
@@ -173,7 +182,8 @@ async def cohort_page(datasette: Any, request: Any) -> Response:
             bound[str(p["binding_digest"])] = await _query(
                 db, "bound_items", binding=p["binding_digest"]
             )
-    burn = report.get("burn") if isinstance(report.get("burn"), dict) else None
+    burn = report.get("burn")
+    burn = burn if isinstance(burn, dict) else None
     context = {
         "cohort_id": cohort_id,
         "audit": audit,
@@ -186,7 +196,7 @@ async def cohort_page(datasette: Any, request: Any) -> Response:
         "bound": bound,
         "burn": burn,
         "excluded": report.get("excluded_outcomes") or [],
-        "never_again": (burn or {}).get("never_again_held_out") or [],
+        "never_again": as_map(burn).get("never_again_held_out") or [],
         "attestations": report.get("attestations") or {},
         "outcomes": _outcomes(report),
         "ledger": _ledger_facts(await _info(db)),
@@ -196,14 +206,14 @@ async def cohort_page(datasette: Any, request: Any) -> Response:
     return Response.html(html)
 
 
-async def not_found(datasette: Any, request: Any, address: Address) -> Response:
+async def not_found(datasette: Datasette, request: Request, address: Address) -> Response:
     """The 404 page: what was asked, why nothing matches, and any candidates."""
     context = {"address": address}
     html = await datasette.render_template("provledger_notfound.html", context, request=request)
     return Response.html(html, status=404)
 
 
-async def _go(datasette: Any, request: Any, ref: str) -> Response:
+async def _go(datasette: Datasette, request: Request, ref: str) -> Response:
     db = datasette.get_database(DATABASE)
     address = await db.execute_fn(lambda conn: locate(conn, ref))
     if address.url is None:
@@ -213,17 +223,17 @@ async def _go(datasette: Any, request: Any, ref: str) -> Response:
     return Response.redirect(address.url)
 
 
-async def object_address(datasette: Any, request: Any) -> Response:
+async def object_address(datasette: Datasette, request: Request) -> Response:
     """``/-/object/<ref>``: the object's page, a redirect to the one page, or a 404."""
     return await _go(datasette, request, urllib.parse.unquote(request.url_vars["ref"]))
 
 
-async def find_page(datasette: Any, request: Any) -> Response:
+async def find_page(datasette: Datasette, request: Request) -> Response:
     """``/-/find?ref=``: the home page's address box."""
     return await _go(datasette, request, request.args.get("ref", "").strip())
 
 
-async def provenance_json(datasette: Any, request: Any) -> Response:
+async def provenance_json(datasette: Datasette, request: Request) -> Response:
     """``/-/provenance/<digest>.json``: ``provledger provenance DIGEST --json``, live."""
     digest = request.url_vars["digest"]
     db = datasette.get_database(DATABASE)

@@ -17,10 +17,11 @@ Every value shown comes from the browse database and is escaped by Jinja (or
 
 from __future__ import annotations
 
+import sqlite3
 import traceback
 import urllib.parse
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Awaitable, Callable, Mapping, MutableMapping
+from typing import TYPE_CHECKING
 
 from datasette import hookimpl
 from markupsafe import Markup
@@ -28,9 +29,27 @@ from markupsafe import Markup
 from cohorts.browse.addresses import cohort_url, link_digests, object_url
 from cohorts.browse.names import DATABASE, DIGEST_RE, KEY_ID_RE
 
+if TYPE_CHECKING:
+    # Datasette ships no types: these name what the hooks are given (untyped to mypy).
+    from datasette.app import Datasette
+    from datasette.utils.asgi import Request, Response
+
+# ASGI (the interface Datasette serves through): a request's scope, the callables that
+# receive and send its messages, and an application.
+Scope = MutableMapping[str, object]
+Receive = Callable[[], Awaitable[MutableMapping[str, object]]]
+Send = Callable[[MutableMapping[str, object]], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
 
 @hookimpl  # type: ignore[untyped-decorator]
-def render_cell(row: Any, value: Any, column: str, table: str | None, database: str) -> Any:
+def render_cell(
+    row: sqlite3.Row | Mapping[str, object],
+    value: object,
+    column: str,
+    table: str | None,
+    database: str,
+) -> Markup | None:
     """Digests link to their object page; key ids link to the identities they belong to;
     cohort ids to their cohort page. A result's own ``status`` is shown as what it is,
     the result's claim, with a link to the page that checks its provenance (the browse
@@ -62,7 +81,9 @@ def render_cell(row: Any, value: Any, column: str, table: str | None, database: 
 
 
 @hookimpl  # type: ignore[untyped-decorator]
-def handle_exception(datasette: Any, request: Any, exception: Exception) -> Any:
+def handle_exception(
+    datasette: Datasette, request: Request, exception: Exception
+) -> Callable[[], Awaitable[Response]]:
     """Answer every error; Datasette's own handler is unregistered (``web.make_app``).
 
     That handler prints each exception with its local variables (through rich) on
@@ -87,7 +108,7 @@ def handle_exception(datasette: Any, request: Any, exception: Exception) -> Any:
     if status >= 500:
         traceback.print_exception(exception)
 
-    async def answer() -> Any:
+    async def answer() -> Response:
         info = {"ok": False, "error": message, "status": status, "title": title}
         if request.path.split("?")[0].endswith(".json"):
             return Response.json(info, status=status)
@@ -106,7 +127,7 @@ def handle_exception(datasette: Any, request: Any, exception: Exception) -> Any:
 
 
 @hookimpl  # type: ignore[untyped-decorator]
-def register_routes() -> list[tuple[str, Any]]:
+def register_routes() -> list[tuple[str, Callable[..., Awaitable[object]]]]:
     """Our pages (``pages``); Datasette's own stay under ``/browse`` and ``/-/``."""
     from cohorts.browse import pages
 
@@ -120,7 +141,7 @@ def register_routes() -> list[tuple[str, Any]]:
 
 
 @hookimpl  # type: ignore[untyped-decorator]
-def extra_template_vars() -> dict[str, Any]:
+def extra_template_vars() -> dict[str, object]:
     """Helpers every template may use: page URLs (quoted) and escaped digest links."""
     return {
         "object_url": object_url,
@@ -146,7 +167,7 @@ def bad_parameter(exception: BaseException) -> bool:
     )
 
 
-def refusal(scope: Mapping[str, Any]) -> tuple[int, bytes] | None:
+def refusal(scope: Mapping[str, object]) -> tuple[int, bytes] | None:
     """Why a request is refused before Datasette sees it, or None.
 
     A path that is not ASCII: Datasette's router decodes the raw path as ASCII and would
@@ -172,11 +193,11 @@ def refusal(scope: Mapping[str, Any]) -> tuple[int, bytes] | None:
 
 
 @hookimpl  # type: ignore[untyped-decorator]
-def asgi_wrapper() -> Any:
+def asgi_wrapper() -> Callable[[ASGIApp], ASGIApp]:
     """Answer a request ``refusal`` names with its status and one line, as plain text."""
 
-    def wrap(app: Any) -> Any:
-        async def guarded(scope: Any, receive: Any, send: Any) -> None:
+    def wrap(app: ASGIApp) -> ASGIApp:
+        async def guarded(scope: Scope, receive: Receive, send: Send) -> None:
             refused = refusal(scope)
             if refused is None:
                 await app(scope, receive, send)

@@ -28,13 +28,18 @@ import sqlite3
 import urllib.parse
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from types import ModuleType
+from typing import TYPE_CHECKING, Any  # Any: DB-API rows and parameters, as sqlite3 types them
 
 from cohorts.browse.names import DATABASE
 from cohorts.browse.queries import CANNED_QUERIES
 from cohorts.browse.tables import TABLES, VIEWS
 from ledger.errors import LedgerError
 from ledger.store.location import DbLocation
+
+if TYPE_CHECKING:
+    # Datasette ships no types: the app made here is untyped to mypy.
+    from datasette.app import Datasette
 
 TEMPLATES = Path(__file__).parent / "templates"
 STATIC = Path(__file__).parent / "static"
@@ -157,11 +162,11 @@ class WebUnavailable(LedgerError):
     exit_code = 3
 
 
-def metadata(title: str) -> dict[str, Any]:
+def metadata(title: str) -> dict[str, object]:
     """Datasette metadata: every table, view and column described; the canned queries."""
-    tables: dict[str, Any] = {}
+    tables: dict[str, object] = {}
     for table in TABLES:
-        entry: dict[str, Any] = {
+        entry: dict[str, object] = {
             "title": table.title,
             "description": table.description,
             "columns": {c.name: c.description for c in table.columns},
@@ -188,7 +193,7 @@ def metadata(title: str) -> dict[str, Any]:
     }
 
 
-def _require_datasette() -> Any:
+def _require_datasette() -> ModuleType:
     try:
         import datasette.app  # noqa: F401
         import uvicorn
@@ -202,7 +207,7 @@ def _require_datasette() -> Any:
 
 def make_app(
     browse: Path, title: str | None = None, ledger: DbLocation | Path | None = None
-) -> Any:
+) -> Datasette:
     """A Datasette instance on ``browse`` opened immutable, with our plugin registered.
 
     ``ledger`` (opened read-only per request) lets result pages run provenance checks."""
