@@ -101,14 +101,13 @@ def test_what_is_not_json_reads_as_none() -> None:
 def test_stored_json_is_read_in_one_place() -> None:
     """No rule or check parses an object's bytes itself (``json.loads(x.data)``): they
     read ``StoredObject.json()``. Left: verify's own strict check of the bytes of a
-    checkpoint record, the two views that print the stored JSON, and a run record's
-    ``Prepared`` before it is stored."""
+    checkpoint record, the browse view that prints the stored JSON, and a calibration
+    record's ``Prepared`` before it is stored."""
     allowed = {
         "ledger/store/base.py",  # StoredObject.json itself
         "ledger/audit/full.py",  # verify parses each checkpoint record it checks
-        "ledger/cli/core.py",  # show --json prints the bytes' own JSON
         "cohorts/browse/project.py",  # the browse page prints it too
-        "verifiers/cli.py",  # a run record's own Prepared, before it is stored
+        "verifiers/api.py",  # a calibration record's own Prepared, before it is stored
     }
     found = []
     for package in ("ledger", "verifiers", "cohorts"):
