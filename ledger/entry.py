@@ -7,10 +7,10 @@ creates tens of thousands of objects that live as long as the process: module
 namespaces, classes, functions, the command tree. The collector, run every 700 new
 container objects, traverses them again and again and finds nothing to free; on a help
 page that is several ms of CPU. It is paused here, before ``ledger.cli`` is imported,
-and resumed just before a command runs (``ledger.cli.main``'s ``before_command``, the
-same moment the IDKMesh plug-ins are installed), so every command runs with the
-collector exactly as before. A process that only prints help or a usage error exits
-with it paused. A collector already disabled by the caller is left disabled.
+and resumed just before a command runs (``ledger.cli.main``'s ``before_command``), so
+every command runs with the collector exactly as before. A process that only prints
+help or a usage error exits with it paused. A collector already disabled by the caller
+is left disabled.
 """
 
 from __future__ import annotations

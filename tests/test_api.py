@@ -39,7 +39,10 @@ TOY = ROOT / "examples" / "cohorts" / "toy"
 # -- the package's plug-ins ---------------------------------------------------------------
 
 
-@pytest.mark.parametrize("group", [plugins.POLICY_GROUP, plugins.NOTES_GROUP, plugins.BROWSE_GROUP])
+GROUPS = (plugins.POLICY_GROUP, plugins.NOTES_GROUP, plugins.BROWSE_GROUP, plugins.REPLAY_GROUP)
+
+
+@pytest.mark.parametrize("group", GROUPS)
 def test_the_plugin_reader_agrees_with_importlib_metadata(group: str) -> None:
     """The light reader finds exactly the entry points importlib.metadata finds."""
     expected = sorted(
@@ -50,7 +53,7 @@ def test_the_plugin_reader_agrees_with_importlib_metadata(group: str) -> None:
 
 
 def test_every_plugin_loads() -> None:
-    for group in (plugins.POLICY_GROUP, plugins.NOTES_GROUP, plugins.BROWSE_GROUP):
+    for group in GROUPS:
         for found in plugins.plugins(group):
             assert callable(found.load()), found
 
@@ -81,6 +84,12 @@ def test_no_module_installs_anything() -> None:
     assert not hasattr(ledger.cli, "install_idkmesh")
     assert not hasattr(ledger.cli.common, "SHOW_NOTES")
     assert not hasattr(ledger.cli.common, "BROWSE_CHECK")
+    assert not hasattr(ledger.cli.common, "REPLAY_INPUTS")
+    assert not hasattr(ledger.cli.common, "REPLAY_CARRIED")
+    assert set(plugins.plugins(plugins.REPLAY_GROUP)) == {
+        plugins.Plugin(plugins.REPLAY_GROUP, "carried", "verifiers.replay:replay_carried"),
+        plugins.Plugin(plugins.REPLAY_GROUP, "inputs", "cohorts.rejudge:replay_inputs"),
+    }
 
 
 # -- one ledger, built through the API, read through both ---------------------------------
