@@ -506,10 +506,10 @@ def provenance_of(store: LedgerReader, ref: str, *, replay: bool = False) -> Pro
     unique digest prefix, an id or id@version. Not found / malformed / not a
     VerificationResult raise (exit 3); a failed chain is a report with ``ok`` False."""
     from ledger.errors import InputError, NotFound
-    from ledger.store.resolve import resolve
+    from ledger.store.resolve import resolve_stored
 
     try:
-        obj = resolve(store, ref)
+        obj = resolve_stored(store, ref)
     except NotFound as exc:
         raise NotFound(f"{exc}{_listed_under(store, ref)}") from None
     if obj.kind != "verification-result":

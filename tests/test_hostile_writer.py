@@ -348,3 +348,46 @@ def test_unsigned_history_is_never_the_authority_and_never_blocks_it(
     assert (audit["stage"], audit["standing"]) == ("burned", "counts")
     assert audit["burn"]["reason"] == "seen"
     assert led.json("verify")["ok"] is True
+
+
+def test_squatted_upstream_spelling_adds_no_finding_to_the_successor_audit(
+    runner: CliRunner, tmp_path: Path
+) -> None:
+    """The real successor-five cohort: its first result, appended first with ``0`` for
+    upstream's ``0.0`` (same canonical bytes, another upstream digest), then the
+    cohort's folder imported: the audit is the one of a ledger that never saw the
+    squatted spelling: the same findings (before aliases it gained a false one, as the
+    real result was unreachable by its upstream digest)."""
+    import re
+
+    corpus = Path(__file__).resolve().parents[2] / "shared" / "reference" / "idkmesh"
+    folder = corpus / "benchmarks" / "phase-b2-successor-five"
+    if not folder.is_dir():
+        pytest.skip(f"reference corpus absent: {folder} (see docs/COHORTS.md)")
+    attempt = folder / "evidence" / "task-001" / "attempt-001"
+    squatted = []
+    for name in ("result-manifest.json", "verification-result.json"):
+        text = re.sub(r": (\d+)\.0([,\s}])", r": \1\2", (attempt / name).read_text())
+        assert text != (attempt / name).read_text()
+        squatted.append(tmp_path / f"squatted-{name}")
+        squatted[-1].write_text(text)
+    audits = []
+    for name, first in (("clean.db", []), ("squatted.db", squatted)):
+        led = Led(runner, tmp_path / name)
+        led.run("init")
+        if first:
+            led.run("append", *map(str, first))
+        led.run("import", "idkmesh", str(folder))
+        audit = led.json("cohort", "audit", "benchmark/phase-b2-successor-five", code=1)
+        found = sorted((f["code"], f["task"] or "", f["attempt"] or "") for f in audit["findings"])
+        audits.append((audit["counts"], found))
+        assert led.json("verify")["ok"] is True
+    assert audits[0] == audits[1]
+    upstream = json.loads((attempt / "verification-result.json").read_text())
+    from ledger.encoding.digest import legacy_digest
+
+    # Its upstream digest finds it, in its upstream spelling, for show and provenance.
+    shown = led.json("show", legacy_digest(upstream))
+    assert shown["legacy_digest"] == legacy_digest(upstream)
+    report = led.json("provenance", legacy_digest(upstream), code=1)  # upstream's own faults
+    assert report["digest"] == shown["digest"]

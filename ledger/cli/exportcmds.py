@@ -45,10 +45,10 @@ def export_intoto(
 ) -> None:
     """Write an in-toto Statement v1 about the object in a DSSE envelope signed by KEY."""
     from ledger.store.backends import open_store
-    from ledger.store.resolve import resolve
+    from ledger.store.resolve import resolve_stored
     from ledger.trust.attestation import intoto_export
 
     signer = signer_from_file(key, passphrase_env)
     with open_store(db, readonly=True) as store:
-        envelope = intoto_export(store, resolve(store, subject).digest, signer)
+        envelope = intoto_export(store, resolve_stored(store, subject).digest, signer)
     write_out(envelope.to_json_bytes(), output)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Protocol, TypeVar
 
 from ledger.encoding.digest import is_digest
@@ -93,7 +94,8 @@ def resolve(store: ObjectIndex[T], ref: str) -> T:
 
 def resolve_stored(store: LedgerReader, ref: str) -> StoredObject:
     """``resolve`` over a ledger, where a legacy digest also finds an object stored in
-    another upstream spelling, through an alias that holds (``ledger.store.aliases``)."""
+    another upstream spelling, through an alias that holds (``ledger.store.aliases``),
+    and gives it in that spelling (its ``legacy_digest`` is the one asked for)."""
     return resolve(_WithAliases(store), ref)
 
 
@@ -107,7 +109,12 @@ class _WithAliases:
         return self._store.get(digest)
 
     def by_legacy(self, legacy: str) -> list[StoredObject]:
-        return [obj for obj, _hints in by_legacy_digest(self._store, legacy)]
+        # In the spelling asked for: the legacy digest and hints of the alias that holds
+        # (the stored bytes are the same; the row keeps its first spelling's).
+        return [
+            replace(obj, legacy_digest=legacy, legacy_hints=hints)
+            for obj, hints in by_legacy_digest(self._store, legacy)
+        ]
 
     def by_digest_prefix(self, prefix: str, limit: int = 2) -> list[str]:
         return self._store.by_digest_prefix(prefix, limit)
