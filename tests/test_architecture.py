@@ -233,6 +233,46 @@ def test_the_private_check_catches_the_known_cases() -> None:
     assert not uses("ledger.encoding.canonical", "ledger.encoding._fast", "Encoded")
 
 
+#: A private module or attribute of a framework the CLI and the web pages build on.
+_FRAMEWORK_PRIVATE = re.compile(r"(typer|click|rich|datasette)(\.[A-Za-z0-9]\w*)*\._[A-Za-z]")
+
+
+def _framework_private_names(source: str) -> list[str]:
+    """Private names of typer, click, rich or Datasette that ``source`` spells out
+    without importing them: as text (``sys.modules.get("typer._click.exceptions")``)
+    or as an attribute (``typer._click``)."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            text = node.value
+        elif isinstance(node, ast.Attribute):
+            text = ast.unparse(node)
+        else:
+            continue
+        if _FRAMEWORK_PRIVATE.match(text):
+            found.append(text)
+    return found
+
+
+def test_no_private_name_of_a_framework_is_spelled_out() -> None:
+    """Reaching a private module through ``sys.modules`` or an attribute is a private
+    seam as much as importing it is."""
+    found = [
+        f"{name}: {text}"
+        for name, path in MODULES.items()
+        for text in _framework_private_names(path.read_text("utf-8"))
+    ]
+    assert found == []
+
+
+def test_the_framework_check_catches_the_known_cases() -> None:
+    assert _framework_private_names('sys.modules.get("typer._click.exceptions")')
+    assert _framework_private_names("x = typer._click.core")
+    assert _framework_private_names('m = "rich._emoji_codes"')
+    assert not _framework_private_names('sys.modules.get("typer.exceptions")')
+    assert not _framework_private_names("x = typer.core.TyperGroup")
+
+
 def test_no_hidden_import_edges() -> None:
     found = []
     for name, path in MODULES.items():

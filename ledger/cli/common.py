@@ -47,14 +47,15 @@ def _sqlite_errors() -> tuple[type[BaseException], ...]:
 
 
 def _framework_exceptions() -> tuple[type[BaseException], ...]:
-    """Exceptions click and typer use for control flow (usage errors, exits, aborts);
-    typer may carry its own copy of click, so both are collected.
+    """Exceptions click and typer use for control flow (usage errors, exits, aborts).
+    typer may carry its own copy of click, whose exceptions derive from typer's public
+    ``TyperException``: the public modules name them all.
 
     Only modules already imported are looked at: an exception of a module that was
     never imported cannot have been raised (and importing click costs start-up time).
     """
     found: list[type[BaseException]] = []
-    for module_name in ("click.exceptions", "typer.exceptions", "typer._click.exceptions"):
+    for module_name in ("click.exceptions", "typer.exceptions"):
         module = sys.modules.get(module_name)
         if module is None:
             continue
