@@ -10,12 +10,14 @@ program from a wheel installed into a fresh virtual environment.
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from api_docs import EXAMPLES, blocks, program
+from api_docs import EXAMPLES, PAGE, blocks, program
+from bench_start import command_paths
 
 
 def run_page(python: str | Path, cwd: Path, db: str) -> subprocess.CompletedProcess[str]:
@@ -32,6 +34,35 @@ def test_the_page_has_its_examples() -> None:
     found = blocks()
     assert len(found) >= 12
     assert sum("assert" in block for block in found) >= 10  # examples that check something
+
+
+def _named(cell: str, commands: set[str]) -> set[str]:
+    """The commands a table cell or a sentence names in backticks (``cohort freeze``,
+    ``burn``: a bare name after a group's command is a command of that group)."""
+    found: set[str] = set()
+    group = ""
+    for text in re.findall(r"`([^`]+)`", cell):
+        words = [w for w in text.split() if not w.startswith("-") and not w.isupper()]
+        name = " ".join(words)
+        if name not in commands and f"{group} {name}" in commands:
+            name = f"{group} {name}"
+        if name in commands:
+            found.add(name)
+            group = name.split()[0] if " " in name else group
+    return found
+
+
+def test_every_command_is_placed_on_the_page() -> None:
+    """Each command is in the table of the function it calls, or in the list of those the
+    API does not cover yet; never in both."""
+    paths = list(command_paths())
+    commands = {" ".join(p) for p in paths if not any(q[: len(p)] == p != q for q in paths)}
+    text = PAGE.read_text("utf-8")
+    table = text.split("## Command to function", 1)[1].split("\n\n", 2)[1]
+    in_table = set().union(*(_named(row.split("|")[1], commands) for row in table.splitlines()))
+    not_yet = _named(text.split("Commands with no function on this page yet", 1)[1], commands)
+    assert in_table & not_yet == set()
+    assert commands - in_table - not_yet == set()
 
 
 def test_a_failing_example_fails_the_run(tmp_path: Path) -> None:

@@ -109,17 +109,19 @@ def verify(
     database: reproduced, differs (naming the members) or cannot replay (naming what the
     bundle lacks); exit 1 unless reproduced.
     """
+    from ledger.api.ledger import required_quorum, verify_bundle
     from ledger.cli.common import read_input
-    from ledger.cli.witnesscmds import required_quorum, witness_keys
-    from ledger.log.bundle import MAX_BUNDLE_BYTES, BundleError, verify_bundle
+    from ledger.cli.witnesscmds import read_key_text, witness_keys
+    from ledger.log.bundle import MAX_BUNDLE_BYTES, BundleError
 
     key = read_verifier_key(log_key)
-    witnesses = witness_keys(witness_key)
-    required = required_quorum(quorum, len(witnesses))
+    witnesses = [read_key_text(v) for v in witness_key or []]
+    # The keys and the quorum are refused (exit 3) before the bundle is read.
+    required_quorum(quorum, len(witness_keys(witnesses)))
     # One byte over the limit still reaches verify_bundle, which names the part (exit 1).
     data = read_input(file, MAX_BUNDLE_BYTES + 1)
     try:
-        verified = verify_bundle(data, key, witnesses, required)
+        verified = verify_bundle(data, key, witness_keys=witnesses, quorum=quorum)
     except BundleError as exc:
         if json_out:
             emit_json({"ok": False, "part": exc.part, "error": exc.detail})

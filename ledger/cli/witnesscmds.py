@@ -59,17 +59,6 @@ def witness_keys(values: list[str] | None) -> list[WitnessKey]:
     return [parse_witness_key(read_key_text(v)) for v in values or []]
 
 
-def required_quorum(quorum: int | None, keys: int) -> int:
-    """Cosignatures required: ``--quorum``, else every ``--witness-key`` given."""
-    if quorum is None:
-        return keys
-    if quorum > keys:
-        from ledger.errors import InputError
-
-        raise InputError(f"--quorum, got {quorum}, expected at most the {keys} --witness-key given")
-    return quorum
-
-
 @witness_app.command("init")
 def init(
     name: Annotated[str, typer.Argument(help="Witness name (key name), e.g. witness.example/w1.")],
