@@ -7,8 +7,9 @@ database is built incrementally):
    plans, run-verifier on the repair and the decoy, checkpoint;
 3. the toy lineage of examples/cohorts/toy: freeze v1, then index, so the burn in stage 4
    updates a cohort projected in an earlier run;
-4. burn toy v1, freeze v2, calibration records, bind v2; the demo verifier key is
-   retired (after it signed); checkpoint.
+4. burn toy v1, freeze v2, calibration records, bind v2, then a repair of a toy task
+   judged and listed by v2 (``cohort record-outcome``: pre-registered); the demo
+   verifier key is retired (after it signed); checkpoint.
 """
 
 from __future__ import annotations
@@ -36,6 +37,9 @@ CAL = ROOT / "verifiers" / "fixtures" / "calibration"
 TOY = ROOT / "examples" / "cohorts" / "toy"
 BURNED = "benchmark/phase-b2-first-five"
 TOY_V1 = "example/toy-v1"
+TOY_V2 = "example/toy-v2"
+#: The toy task whose repair (examples/cohorts/toy/runs) toy-v2 lists, pre-registered.
+TOY_TASK = "example/toy/002-division-test"
 
 
 @dataclass(frozen=True)
@@ -61,14 +65,29 @@ def _index(runner: CliRunner, db: Path | str, browse: Path) -> dict[str, Any]:
 
 
 def _run_verifier(runner: CliRunner, db: str, key: Path, candidate: str, code: int) -> str:
+    return _judge(
+        runner, db, key, CAL / "work-unit.json", CAL / "plans" / "evaluator-plan-v0.4.json",
+        CAL / "manifests" / f"{candidate}.result-manifest.json", CAL / "candidates" / candidate,
+        code,
+    )  # fmt: skip
+
+
+def _judge(
+    runner: CliRunner,
+    db: str,
+    key: Path,
+    work_unit: Path,
+    plan: Path,
+    manifest: Path,
+    root: Path,
+    code: int,
+) -> str:
+    """The digest of the VerificationResult ``run-verifier`` stores for these inputs."""
     out = run(
         runner,
         [
-            "run-verifier", "--db", db,
-            "--work-unit", str(CAL / "work-unit.json"),
-            "--plan", str(CAL / "plans" / "evaluator-plan-v0.4.json"),
-            "--manifest", str(CAL / "manifests" / f"{candidate}.result-manifest.json"),
-            "--candidate-root", str(CAL / "candidates" / candidate),
+            "run-verifier", "--db", db, "--work-unit", str(work_unit), "--plan", str(plan),
+            "--manifest", str(manifest), "--candidate-root", str(root),
             "--key", str(key), "--json",
         ],
         code,
@@ -155,6 +174,18 @@ def _build(tmp: Path, corpus: Path, db: Path | str) -> BuiltLedger:
         if row["plan_schema_version"] == "0.4":
             bind += ["--calibration", row["digest"]]
     run(runner, bind)
+    # A result judged after the binding, listed by toy-v2: a pre-registered outcome.
+    toy_run = TOY / "runs" / "002-division-test"
+    toy_result = _judge(
+        runner, d, cal_key, TOY / "work-units" / "002-division-test.json",
+        TOY / "evaluators" / "002-division-test-v0.4.json", toy_run / "result-manifest.json",
+        toy_run / "candidate", 0,
+    )  # fmt: skip
+    run(
+        runner,
+        ["cohort", "record-outcome", TOY_V2, "--task", TOY_TASK, "--result", toy_result,
+         "--signature", "solo-baseline-v1", "--db", d],
+    )  # fmt: skip
     run(
         runner,
         ["identity", "revoke", key_id, "--reason", "retired", "--note", "host decommissioned",

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from browse_ledger import BURNED, TOY_V1, BuiltLedger, build
+from browse_ledger import BURNED, TOY_TASK, TOY_V1, TOY_V2, BuiltLedger, build
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
@@ -34,7 +34,6 @@ CORPUS = ROOT.parent / "shared" / "reference" / "idkmesh"
 #: successor-five's stored result: present, but the cohort lists other bytes (FAILED).
 MISMATCHED = "sha256:05cde97b8ce33868c602f05db053e2156c716394a2d1fc2fc0b76c48558cc1fa"
 MISMATCHED_LEGACY = "sha256:c2b1ee6d5f7d12de7f618933dbe9a4d6f6a98628b0503ccfb8d3d669b9826753"
-TOY_V2 = "example/toy-v2"
 
 
 @pytest.fixture(scope="module")
@@ -194,6 +193,36 @@ def test_cohort_page_lists_outcomes_and_defects(client: Client) -> None:
     assert "attempt.verification_result.digest" in text
     assert "the VerificationResult stored under its id does not hash to the digest" in text
     assert "defect" in text and "missing" in text
+
+
+def test_pre_registration_on_home_cohort_and_result(built: BuiltLedger, client: Client) -> None:
+    """Each outcome's pre-registration, as ``cohort audit --json`` judges it, on the home
+    page (counts), the cohort page (per outcome, with the reason) and the result page."""
+    _, home, _ = client.get("/")
+    v2 = _text(home.split(f'data-cohort="{TOY_V2}"')[1].split("</tr>")[0])
+    assert "1 pre-registered" in v2 and "NOT" not in v2
+    corpus = _text(home.split('data-cohort="benchmark/phase-b2-successor-five"')[1])
+    assert "1 order not attested" in corpus.split("</tr>")[0]
+    audit = _cli_json(["cohort", "audit", TOY_V2, "--db", str(built.db)])
+    (judged,) = audit["preregistration"]
+    assert judged["status"] == "pre_registered"
+    _, html, _ = client.get("/-/cohort/" + TOY_V2)
+    assert re.findall(r'data-prereg="([^"]*)"', html) == ["pre_registered"]
+    text = _text(html)
+    assert "Pre-registration 1 pre-registered" in text
+    assert judged["reason"] in text
+    result = judged["result"]["digest"]
+    _, page, _ = client.get(f"/-/object/{result}")
+    line = _text(page).split("Pre-registration:")[1].split("Link")[0]
+    assert f"pre-registered as {TOY_TASK} / {judged['attempt']}: {judged['reason']}" in line
+    # Imported history: a statement, never a claim of pre-registration.
+    _, html, _ = client.get("/-/cohort/benchmark/phase-b2-successor-five")
+    assert "order_not_attested" in re.findall(r'data-prereg="([^"]*)"', html)
+    assert "pre_registered" not in re.findall(r'data-prereg="([^"]*)"', html)
+    # successor-five lists other bytes than these: provenance judges no listing of them.
+    _, page, _ = client.get(f"/-/object/{MISMATCHED}")
+    line = _text(page).split("Pre-registration:")[1].split("Link")[0]
+    assert "not judged (no cohort lists these bytes)" in line
 
 
 # --- result --------------------------------------------------------------------------
@@ -496,6 +525,8 @@ HOSTILE_PATHS: tuple[bytes, ...] = (
     b"/browse/objects/sha256:" + b"0" * 64,
     b"/browse/objects/%ff.json",
     b"/browse/no_such_table",
+    b"/browse/objects/a/b",
+    b"/browse/cohorts/benchmark/phase-b2-first",
     b"/browse/cohort_successors?cohort=%27",
     b"/browse/bound_items",
     b"/browse?sql=select%20*%20from%20sqlite_master",
@@ -540,10 +571,15 @@ def test_no_address_gives_a_500(built: BuiltLedger, client: Client) -> None:
         route = rng.choice(["/-/object/", "/-/cohort/", "/-/find?ref=", "/browse/objects/"])
         encoded = urllib.parse.quote(ref, safe="/:@%?=")
         generated.append((route + encoded).encode())
-    answered = {}
+    answered: dict[bytes, int] = {}
+    raised: list[tuple[bytes, str]] = []  # an error out of the app is a 500 from uvicorn
     for wire in (*HOSTILE_PATHS, *generated):
         path, _, query = wire.partition(b"?")
-        answered[wire] = _asgi_status(client, path, query)
+        try:
+            answered[wire] = _asgi_status(client, path, query)
+        except Exception as exc:  # each is reported, then the test fails
+            raised.append((wire, repr(exc)))
+    assert raised == []
     served = [w for w, s in answered.items() if s >= 500]
     assert served == [], served
     assert len(answered) >= 300

@@ -29,6 +29,7 @@ from markupsafe import escape
 
 from cohorts.browse.names import DATABASE
 from cohorts.cli import OUTCOME_MEANING
+from cohorts.timeline import STATUS_TEXT
 from ledger.errors import LedgerError
 from ledger.log import merkle
 from ledger.log.leaf import entry_record
@@ -214,6 +215,8 @@ async def object_page(datasette: Datasette, request: Request, digest: str) -> Re
         "attests": attests[0] if attests else None,
         "live": live,
         "outcome_meaning": OUTCOME_MEANING.get(live.outcome or "") if live else None,
+        "preregistration": ((live.report or {}).get("preregistration") or []) if live else [],
+        "prereg_text": STATUS_TEXT,
         "result": None if result is None else dict(result),
         "cohort_id": None if cohort is None else cohort[0],
         "proof": proof,

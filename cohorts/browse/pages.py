@@ -33,6 +33,7 @@ from cohorts.browse.addresses import Address, cohort_url, known_cohort, locate, 
 from cohorts.browse.names import DATABASE
 from cohorts.browse.objectpage import live_provenance, object_page
 from cohorts.browse.queries import CANNED_QUERIES
+from cohorts.timeline import STATUS_TEXT
 from verifiers.model.json import as_map, maps
 
 if TYPE_CHECKING:
@@ -119,13 +120,16 @@ async def home_page(datasette: Datasette, request: Request) -> Response:
 
 
 def _outcomes(report: Mapping[str, object]) -> list[dict[str, object]]:
-    """One row per listed attempt, from the audit report (its resolutions and strength)."""
+    """One row per listed attempt, from the audit report (its resolutions, strength and
+    pre-registration judgement)."""
+    judged = {(p.get("task"), p.get("attempt")): p for p in maps(report.get("preregistration"))}
     rows: list[dict[str, object]] = []
     for task in maps(report.get("tasks")):
         for attempt in maps(task.get("attempts")):
             vr = as_map(attempt.get("verification_result"))
             stored = as_map(vr.get("stored_digests")).get("jcs") if vr.get("present") else None
             strength = as_map(attempt.get("evidence_strength"))
+            prereg = as_map(judged.get((task.get("task"), attempt.get("attempt"))))
             rows.append(
                 {
                     "task": task.get("task"),
@@ -137,6 +141,8 @@ def _outcomes(report: Mapping[str, object]) -> list[dict[str, object]]:
                     "recorded": vr.get("recorded_digest"),
                     "stored": stored,
                     "scheme": vr.get("scheme"),
+                    "prereg": prereg.get("status"),
+                    "prereg_reason": prereg.get("reason"),
                 }
             )
     return rows
@@ -199,6 +205,12 @@ async def cohort_page(datasette: Datasette, request: Request) -> Response:
         "never_again": as_map(burn).get("never_again_held_out") or [],
         "attestations": report.get("attestations") or {},
         "outcomes": _outcomes(report),
+        # (status, count) in the timeline's order of statuses.
+        "prereg_counts": [
+            (status, as_map(report.get("preregistration_counts")).get(status) or 0)
+            for status in STATUS_TEXT
+        ],
+        "prereg_text": STATUS_TEXT,
         "ledger": _ledger_facts(await _info(db)),
         "query_args": urllib.parse.urlencode({"cohort": cohort_id}),
     }
