@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from browse_ledger import BURNED, TOY_V1, BuiltLedger, build, serving
+from browse_ledger import BURNED, TOY_TASK, TOY_V1, TOY_V2, BuiltLedger, build, serving
 from typer.testing import CliRunner
 
 from ledger.cli import app
@@ -255,6 +255,11 @@ def test_auditor_answers_from_the_home_page(site: Site, browser: Any, tmp_path: 
     # The audit's verdict on each cohort.
     assert rows[BURNED].get_attribute("data-audit") == "ok"
     assert rows["benchmark/phase-b2-successor-five"].get_attribute("data-audit") == "defects"
+    # Pre-registration, from log positions: the outcome toy-v2 listed after its binding,
+    # and the imported history whose order the ledger did not see.
+    assert "1 pre-registered" in rows[TOY_V2].text
+    assert "1 order not attested" in rows["benchmark/phase-b2-successor-five"].text
+    assert "pre-registered" not in rows["benchmark/phase-b2-successor-five"].text
 
     # One click: the burned cohort, its excluded outcomes and tasks never to reuse.
     _click(browser, TOY_V1)
@@ -267,6 +272,22 @@ def test_auditor_answers_from_the_home_page(site: Site, browser: Any, tmp_path: 
     assert "record, stage frozen" in page and "record, stage burned" in page
     assert "successor example/toy-v2 bound" in page
     assert page.count("v0.4") >= 4 and "v0.4 decoy → reject_candidate" in page
+
+    # Its successor, one click on: the outcome it lists was pre-registered, and that
+    # result's chain is intact.
+    _click(browser, TOY_V2)
+    _shot(browser, tmp_path / "browse-successor.png")
+    _keep(site, tmp_path / "browse-successor.png")
+    page = _body(browser)
+    assert f"Cohort {TOY_V2}" in page and f"bound as successor of {TOY_V1}" in page
+    assert "Pre-registration 1 pre-registered" in page
+    (cell,) = browser.find_elements(By.CSS_SELECTOR, "td.prereg")
+    assert cell.get_attribute("data-prereg") == "pre_registered"
+    assert cell.text.startswith("pre-registered\n")
+    _click(browser, "open result")
+    page = _body(browser)
+    assert "Provenance chain: intact" in page
+    assert f"Pre-registration: pre-registered as {TOY_TASK} / attempt-001: " in page
 
     # One more: a result the cohort lists, and whether its chain is intact.
     browser.get(site.base + "/")

@@ -132,8 +132,9 @@ def test_every_result_signer_and_revocation(built: BuiltLedger, conn: sqlite3.Co
     every = list(conn.execute("SELECT * FROM result_signatures WHERE signer IS NOT NULL"))
     signed = {r["result_digest"]: r for r in every if r["key_id"] == built.verifier_key_id}
     assert set(signed) == {built.repair_digest, built.decoy_digest}
-    # The others are the six calibration runs (calibrate --record, its own verifier key).
-    assert len([r for r in every if r["key_id"] != built.verifier_key_id]) == 6
+    # The others are the six calibration runs (calibrate --record, its own verifier key)
+    # and the toy repair toy-v2 lists, judged with that key.
+    assert len([r for r in every if r["key_id"] != built.verifier_key_id]) == 7
     for sig in signed.values():
         assert sig["signer"] == "idkmesh-local-verifier"
         assert sig["key_id"] == built.verifier_key_id
@@ -299,9 +300,10 @@ def test_canned_queries_answer_the_auditors(built: BuiltLedger, conn: sqlite3.Co
         CANNED_QUERIES["results_signed_by"]["sql"], {"verifier": "idkmesh-local-verifier"}
     ).fetchall()
     # The demo key signed the repair and the decoy and was retired after; the six
-    # calibration runs are signed by the calibration key (same verifier id, not retired).
+    # calibration runs and the toy repair are signed by the calibration key (same
+    # verifier id, not retired).
     demo = [r for r in signed if r["result_digest"] in {built.repair_digest, built.decoy_digest}]
-    assert len(demo) == 2 and len(signed) == 8
+    assert len(demo) == 2 and len(signed) == 9
     assert all(r["revoked_after_signing"] == 1 for r in demo)
     assert not any(r["revoked_after_signing"] == 1 for r in signed if r not in demo)
     chain = conn.execute(
