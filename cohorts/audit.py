@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from cohorts.burn import (
     TaskReason,
@@ -306,7 +306,7 @@ class CohortAuditReport:
             "missing": kinds["missing"],
         }
 
-    def strength_counts(self) -> list[dict[str, Any]]:
+    def strength_counts(self) -> list[dict[str, object]]:
         """Listed outcomes counted by evidence strength and verdict status."""
         tally: Counter[tuple[str, str, str]] = Counter()
         for task in self.tasks:

@@ -26,7 +26,6 @@ from __future__ import annotations
 import copy
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from cohorts.burn import burn_facts_from_extensions, never_again_tasks
 from cohorts.definition import definition_digest_legacy, recorded_definition_digest
@@ -78,8 +77,8 @@ class Draft:
 
     predecessor_id: str
     predecessor_digest: str | None
-    cohort: dict[str, Any]
-    plans: dict[str, dict[str, Any]] = field(default_factory=dict)
+    cohort: dict[str, object]
+    plans: dict[str, dict[str, object]] = field(default_factory=dict)
     tasks: tuple[DraftTask, ...] = ()
 
     @property
@@ -144,8 +143,8 @@ def draft_successor(
         )
     banned = banned_tasks(reader, burned_id, burned)
     lookup = StoreLookup(reader)
-    tasks: list[dict[str, Any]] = []
-    plans: dict[str, dict[str, Any]] = {}
+    tasks: list[dict[str, object]] = []
+    plans: dict[str, dict[str, object]] = {}
     done: list[DraftTask] = []
     problems: list[str] = []
     for task in Task.all_of(burned):
@@ -203,7 +202,7 @@ def draft_successor(
             f"successor of {burned_id}, got no task carried over, expected at least one"
         )
     predecessor_digest = recorded_definition_digest(burned)
-    cohort: dict[str, Any] = {
+    cohort: dict[str, object] = {
         key: copy.deepcopy(burned[key])
         for key in (
             "authority",
@@ -232,7 +231,7 @@ def draft_successor(
 
 def _task(
     old: Mapping[str, object], split: str | None, plan: Mapping[str, object], plan_file: str
-) -> dict[str, Any]:
+) -> dict[str, object]:
     """A successor task: the burned task's definition, the new plan, no evidence."""
     task = {
         key: copy.deepcopy(old[key])

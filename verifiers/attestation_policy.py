@@ -17,7 +17,7 @@ which ``ledger.trust.admission.default_policy`` loads.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Final
 
 from ledger.encoding.digest import is_digest
 from ledger.store.aliases import by_legacy_digest
@@ -61,7 +61,7 @@ def policy_parts() -> PolicyParts:
     return PolicyParts(attestation=IDKMeshAttestationPolicy())
 
 
-def _worker_ids(reader: LedgerReader, result: dict[str, Any]) -> dict[str, str]:
+def _worker_ids(reader: LedgerReader, result: dict[str, object]) -> dict[str, str]:
     """Worker ids the VerificationResult's manifest names -> where each came from."""
     found: dict[str, str] = {}
     provenance = result.get("provenance")

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 from ledger.errors import InputError
 from verifiers.errors import VerifierError
@@ -45,7 +44,7 @@ def _version_key(version: str) -> tuple[int, ...]:
 
 def upgraded_plan(
     plan: Mapping[str, object], version: str, *, plan_id: str, removed: Sequence[str] = ()
-) -> dict[str, Any]:
+) -> dict[str, object]:
     """The plan ``plan`` redrafted at patch version ``version`` under the id ``plan_id``
     (see the module docstring); ``PlanUpgradeError`` names why it cannot be."""
     old_version = as_str(plan.get("schema_version"))

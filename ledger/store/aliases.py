@@ -22,7 +22,7 @@ covered by the log's hashes.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ledger.errors import InputError, LedgerError
 from ledger.store.base import LedgerReader, StoredObject
@@ -39,7 +39,7 @@ def alias_record(subject: StoredObject, legacy: str, hints: str | None) -> Prepa
     """The record saying ``subject`` also answers to ``legacy`` under ``hints``."""
     from ledger.store.prepared import prepare_value
 
-    value: dict[str, Any] = {
+    value: dict[str, object] = {
         "provledger_kind": ALIAS_KIND,
         "schema_version": RECORD_VERSION,
         "subject": {"digest": subject.digest, "kind": subject.kind},

@@ -76,7 +76,7 @@ class Rejection:
     error: str
     reason: str
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {"line": self.line, "error": self.error, "reason": self.reason}
 
 
@@ -105,7 +105,7 @@ class ImportSummary:
         self.rejected_count += count
         self.rejected.extend(kept[: MAX_REJECTIONS - len(self.rejected)])
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {
             "ok": self.ok,
             "lines": self.lines,
