@@ -78,6 +78,17 @@ def test_the_examples_run_on_sqlite(tmp_path: Path) -> None:
     assert (tmp_path / "ledger.db").is_file() and (tmp_path / "result.bundle.json").is_file()
 
 
+def test_the_readme_example_runs(tmp_path: Path) -> None:
+    [example] = blocks((PAGE.parents[1] / "README.md").read_text("utf-8"))
+    script = tmp_path / "readme_example.py"
+    script.write_text("from ledger.api import init_ledger\ninit_ledger('ledger.db')\n" + example)
+    done = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, cwd=tmp_path, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert "'entries': 0" in done.stdout, done.stdout  # an empty ledger's stats
+
+
 @pytest.mark.usefixtures("pg_cluster")
 def test_the_examples_run_on_postgresql(tmp_path: Path, pg_url: str) -> None:
     done = run_page(sys.executable, tmp_path, pg_url)
