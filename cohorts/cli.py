@@ -41,6 +41,14 @@ ReplayOption = Annotated[
         help="Re-run the verifier each result names on the stored inputs; compare the bytes.",
     ),
 ]
+TrustedWitnesses = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--witness-key",
+        help="Trusted witness verifier key (repeatable): its cosignatures on the checkpoints"
+        " shown are verified.",
+    ),
+]
 AuthorityKey = Annotated[
     Path | None,
     typer.Option("--authority-key", help="Authority private key (default <db>.authority.key)."),
@@ -409,12 +417,15 @@ def audit_cmd(
         bool, typer.Option("--all", help="Summarise every stored cohort in one table.")
     ] = False,
     replay: ReplayOption = False,
+    witness_key: TrustedWitnesses = None,
     db: DbOption = DEFAULT_DB,
     json_out: JsonOption = False,
 ) -> None:
     """Audit a stored cohort: burn facts, successors, evidence strength, then every defect.
 
-    Every listed outcome is judged pre-registered or not from log positions. With
+    Every listed outcome is judged pre-registered or not from log positions; the
+    checkpoints shown carry their witness cosignatures, verified under each given
+    --witness-key (the others are shown as stored). With
     --replay, each stored result is also re-judged from the stored inputs (a replay
     that differs is a defect; inputs the ledger lacks are missing evidence).
     Defects (evidence present but wrong) come first, then missing evidence, then
@@ -429,6 +440,7 @@ def audit_cmd(
         audit_stored_cohort,
         with_replay,
     )
+    from ledger.cli.witnesscmds import witness_keys
     from ledger.store.backends import open_store
 
     if all_cohorts == (cohort_id is not None):
@@ -441,8 +453,9 @@ def audit_cmd(
         _audit_all(db, json_out, replay)
         return
     assert cohort_id is not None
+    witnesses = witness_keys(witness_key)
     with open_store(db, readonly=True) as store:
-        report = audit_stored_cohort(store, cohort_id)
+        report = audit_stored_cohort(store, cohort_id, witness_keys=witnesses)
         if replay:
             report = with_replay(store, report)
         attested = audit_attestations(store, report)
@@ -566,10 +579,14 @@ def provenance_cmd(
         ),
     ],
     replay: ReplayOption = False,
+    witness_key: TrustedWitnesses = None,
     db: DbOption = DEFAULT_DB,
     json_out: JsonOption = False,
 ) -> None:
     """Verify one VerificationResult's whole chain and say what its verdict can mean.
+
+    A pre-registration's checkpoint carries its witness cosignatures, verified under
+    each given --witness-key (one that does not verify fails the check).
 
     With --replay, also re-run the verifier version the result names on the inputs the
     ledger stores and compare the recomputed bytes with the stored ones: reproduced,
@@ -581,10 +598,12 @@ def provenance_cmd(
     from rich.tree import Tree
 
     from cohorts.provenance import provenance_of
+    from ledger.cli.witnesscmds import witness_keys
     from ledger.store.backends import open_store
 
+    witnesses = witness_keys(witness_key)
     with open_store(db, readonly=True) as store:
-        report = provenance_of(store, ref, replay=replay)
+        report = provenance_of(store, ref, replay=replay, witness_keys=witnesses)
     if json_out:
         emit_json({**report.to_json(), "ref": ref})
     else:

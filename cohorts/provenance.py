@@ -25,7 +25,7 @@ never an exception. JSON shape::
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
@@ -36,6 +36,7 @@ from cohorts.timeline import STATUS_TEXT, Preregistration, Timeline
 from cohorts.validation import schema_validator
 from ledger.encoding.digest import sha256_digest
 from ledger.errors import LedgerError
+from ledger.log.cosignature import WitnessKey
 from ledger.store.base import LedgerReader
 from verifiers.model import EvaluatorPlan, ResultManifest, Task, VerificationResult, WorkUnit
 from verifiers.model.json import as_map, as_str, at, shown
@@ -104,8 +105,9 @@ def _group(name: str, children: list[Check], subject: str | None = None) -> Chec
 
 
 class _Chain:
-    def __init__(self, reader: LedgerReader) -> None:
+    def __init__(self, reader: LedgerReader, witness_keys: Sequence[WitnessKey] = ()) -> None:
         self.reader = reader
+        self.witness_keys = witness_keys
         self.lookup = StoreLookup(reader)
         self.members: list[str] = []  # ledger digests of chain objects, for inclusion
         self.preregistration: list[Preregistration] = []
@@ -113,7 +115,7 @@ class _Chain:
     @functools.cached_property
     def timeline(self) -> Timeline:
         """Made only when a cohort lists the result (it reads markers and checkpoints)."""
-        return Timeline(self.reader)
+        return Timeline(self.reader, witness_keys=self.witness_keys)
 
     def object_checks(
         self, what: str, kind: str, digest: object, object_id: object = None, version: object = None
@@ -384,7 +386,11 @@ def _preregistration_check(judged: Preregistration) -> Check:
             Check(position.role, "passed" if ok else "failed", position.phrase(), position.digest)
         )
     if judged.checkpoint is not None:
-        children.append(Check("checkpoint", "passed", judged.checkpoint.line()))
+        # A cosignature by a trusted witness that does not verify is a forged line.
+        forged = any(c.verified is False for c in judged.checkpoint.cosignatures)
+        children.append(
+            Check("checkpoint", "failed" if forged else "passed", judged.checkpoint.line())
+        )
     return Check(
         "pre-registration",
         status,
@@ -501,7 +507,13 @@ def _listed_under(reader: LedgerReader, digest: str) -> str:
     return ""
 
 
-def provenance_of(store: LedgerReader, ref: str, *, replay: bool = False) -> ProvenanceReport:
+def provenance_of(
+    store: LedgerReader,
+    ref: str,
+    *,
+    replay: bool = False,
+    witness_keys: Sequence[WitnessKey] = (),
+) -> ProvenanceReport:
     """Provenance of the VerificationResult ``ref`` names: a digest (either scheme), a
     unique digest prefix, an id or id@version. Not found / malformed / not a
     VerificationResult raise (exit 3); a failed chain is a report with ``ok`` False."""
@@ -517,12 +529,19 @@ def provenance_of(store: LedgerReader, ref: str, *, replay: bool = False) -> Pro
             f"provenance needs a VerificationResult, got a {obj.kind} ({obj.digest}) for"
             f" {ref}, expected the digest, prefix or id of a verification-result"
         )
-    return provenance(store, obj.digest, replay=replay)
+    return provenance(store, obj.digest, replay=replay, witness_keys=witness_keys)
 
 
-def provenance(store: LedgerReader, digest: str, *, replay: bool = False) -> ProvenanceReport:
-    """Check the whole chain of the VerificationResult ``digest`` (either scheme)."""
-    chain = _Chain(store)
+def provenance(
+    store: LedgerReader,
+    digest: str,
+    *,
+    replay: bool = False,
+    witness_keys: Sequence[WitnessKey] = (),
+) -> ProvenanceReport:
+    """Check the whole chain of the VerificationResult ``digest`` (either scheme);
+    cosignatures by ``witness_keys`` on a pre-registration's checkpoint are verified."""
+    chain = _Chain(store, witness_keys)
     stored, result_checks = chain.object_checks("VerificationResult", "verification-result", digest)
     checks = [_group("verification result", result_checks, digest)]
     if stored is None:

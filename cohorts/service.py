@@ -41,6 +41,7 @@ from cohorts.standing import StandingLookup
 from cohorts.store_lookup import StoreLookup
 from cohorts.validation import schema_validator
 from ledger.errors import LedgerError, NotFound, RuleViolation
+from ledger.log.cosignature import WitnessKey
 from ledger.store.base import AppendResult, LedgerReader, Store
 from ledger.store.prepared import Prepared, prepare_value
 from ledger.trust.attestation import attest_prepared
@@ -732,7 +733,9 @@ def quarantined_cohort(reader: LedgerReader, cohort_id: str) -> dict[str, Any] |
     return None
 
 
-def audit_stored_cohort(reader: LedgerReader, cohort_id: str) -> CohortAuditReport:
+def audit_stored_cohort(
+    reader: LedgerReader, cohort_id: str, *, witness_keys: Sequence[WitnessKey] = ()
+) -> CohortAuditReport:
     """Audit the newest stored document of ``cohort_id`` with standing against the ledger.
 
     Records without standing (``cohorts.standing``: unattested history, or records that
@@ -756,7 +759,9 @@ def audit_stored_cohort(reader: LedgerReader, cohort_id: str) -> CohortAuditRepo
         if doc is None:
             bad = quarantined_cohort(reader, cohort_id)
             if bad is not None:
-                return in_time(reader, audit_cohort(bad, standing, schema_validator), bad)
+                return in_time(
+                    reader, audit_cohort(bad, standing, schema_validator), bad, witness_keys
+                )
             require_cohort(reader, cohort_id)  # raises NotFound with the hint
             raise AssertionError("unreachable")
         counts = "refused by admission" if standing.refused(doc) else "unattested history"
@@ -797,20 +802,24 @@ def audit_stored_cohort(reader: LedgerReader, cohort_id: str) -> CohortAuditRepo
         findings=tuple(sorted((*report.findings, *extra), key=sort_key)),
         standing=counts,
     )
-    return in_time(reader, report, doc.value)
+    return in_time(reader, report, doc.value, witness_keys)
 
 
 def in_time(
-    reader: LedgerReader, report: CohortAuditReport, cohort: Mapping[str, object]
+    reader: LedgerReader,
+    report: CohortAuditReport,
+    cohort: Mapping[str, object],
+    witness_keys: Sequence[WitnessKey] = (),
 ) -> CohortAuditReport:
     """``report`` with what log positions prove (``cohorts.timeline``): each listed
     outcome judged pre-registered or not (an error finding when not: it does not
-    count), and when the ledger learnt the burn notice."""
+    count), and when the ledger learnt the burn notice; cosignatures by
+    ``witness_keys`` on the checkpoints shown are verified."""
     import dataclasses
 
     from cohorts.timeline import Timeline
 
-    timeline = Timeline(reader)
+    timeline = Timeline(reader, witness_keys=witness_keys)
     judged = []
     found: list[CohortFinding] = []
     for task in report.tasks:

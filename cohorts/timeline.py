@@ -44,6 +44,7 @@ from cohorts.definition import definition_names
 from cohorts.lookup import BENCHMARK_COHORT, COHORT_BINDING, Resolution
 from cohorts.standing import StandingLookup
 from cohorts.upstream import predecessor_claims
+from ledger.log.cosignature import WitnessKey
 from ledger.log.history import HistoryMark, ImportedHistory
 from ledger.log.timeline import Checkpoints, CoveringCheckpoint
 from ledger.store.base import LedgerReader, StoredObject
@@ -187,14 +188,20 @@ class Timeline:
     ``horizon`` (may be changed between calls): see the ledger only below this seq (a
     projection of the log prefix before it, as the browse database needs: entries and
     attestations at or after it are treated as absent, so an earlier and a later build
-    give the same answer)."""
+    give the same answer). ``witness_keys``: trusted witnesses whose cosignatures on a
+    covering checkpoint are verified (``ledger.log.timeline``)."""
 
-    def __init__(self, reader: LedgerReader, horizon: int | None = None) -> None:
+    def __init__(
+        self,
+        reader: LedgerReader,
+        horizon: int | None = None,
+        witness_keys: Sequence[WitnessKey] = (),
+    ) -> None:
         self.reader = reader
         self.horizon = horizon
         self.standing = StandingLookup(reader)
         self.history = ImportedHistory(reader)
-        self.checkpoints = Checkpoints(reader)
+        self.checkpoints = Checkpoints(reader, witness_keys)
         # Per report, every outcome of a cohort asks about the same records: each
         # record's standing (a signature check) and each id's records are read once.
         self._since: dict[str, int | None] = {}

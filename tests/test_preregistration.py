@@ -96,14 +96,42 @@ def test_outcome_after_the_freeze_is_pre_registered(tmp_path: Path) -> None:
     (cosigned,) = judged["checkpoint"]["cosignatures"]
     assert cosigned["witness"].startswith("w.example/w1+")
     assert cosigned["time"].endswith("Z") and cosigned["timestamp"] > 1_700_000_000
+    assert cosigned["verified"] is None  # no --witness-key: shown as stored
     text = toy.exe("cohort", "audit", PLAIN)
     assert "1 pre-registered, 0 not pre-registered" in text
     assert f"{TASK} / attempt-001: pre-registered" in text
-    assert "cosigned by w.example/w1+" in text
+    assert "cosigned by w.example/w1+" in text and "not checked: no --witness-key" in text
+    # With the witness's key, its cosignature is verified over that checkpoint.
+    shown = toy.runner.invoke(app, ["witness", "show", "--state", state, "--json"])
+    witness = json.loads(shown.stdout)["verifier_key"]
+    trusted = toy.exe_json("cohort", "audit", PLAIN, "--witness-key", witness)
+    assert trusted["preregistration"][0]["checkpoint"]["cosignatures"][0]["verified"] is True
+    assert "(verified under its key)" in toy.exe("cohort", "audit", PLAIN, "--witness-key", witness)
     toy.cli("checkpoint")
-    prov = toy.exe_json("provenance", digest)
+    prov = toy.exe_json("provenance", digest, "--witness-key", witness)
     assert prov["ok"] is True
     assert [p["status"] for p in prov["preregistration"]] == ["pre_registered"]
+    assert prov["preregistration"][0]["checkpoint"]["cosignatures"][0]["verified"] is True
+    # A line added in the witness's name, its signature not the witness's: caught.
+    import base64
+    import sqlite3
+
+    size = judged["checkpoint"]["size"]
+    with sqlite3.connect(toy.db) as conn:
+        (line,) = conn.execute("SELECT line FROM cosignatures WHERE size = ?", (size,)).fetchone()
+        head, sig = line.rsplit(" ", 1)
+        raw = bytearray(base64.b64decode(sig))
+        raw[-1] ^= 1
+        forged = f"{head} {base64.b64encode(bytes(raw)).decode()}"
+        conn.execute(
+            "INSERT INTO cosignatures (size, line, added_at) VALUES (?, ?, ?)",
+            (size, forged, "2026-01-01T00:00:00Z"),
+        )
+    caught = toy.exe_json("cohort", "audit", PLAIN, "--witness-key", witness)
+    lines = caught["preregistration"][0]["checkpoint"]["cosignatures"]
+    assert sorted(c["verified"] for c in lines) == [False, True]
+    text = toy.exe("provenance", digest, "--witness-key", witness, code=1)
+    assert "DOES NOT VERIFY under its key" in text
     (row,) = browse_rows(toy)  # the browse view: the same verdict, the same positions
     assert row["status"] == "pre_registered" and row["result_seq"] == result_seq
     assert row["freeze_seq"] == found["cohort frozen"]["seq"]

@@ -11,32 +11,54 @@ late; nothing in the log bounds how early.
 
 ``Checkpoints.covering`` reads only stored checkpoints whose note verifies under the
 log key (each signed before the log grew past it) and, for the cosignature lines, the
-cosignatures stored for that size. The
-lines are reported as stored: only a trusted witness key turns one into a proof
-(``provledger verify --witness-key``).
+cosignatures stored for that size. Only a trusted witness key turns a line into a
+proof: with ``witness_keys``, each line by one of them is verified over that
+checkpoint (``verified`` true or false); a line by no given key is reported as stored,
+``verified`` None (``verify --witness-key`` checks the newest checkpoint only).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from ledger.errors import LedgerError
 from ledger.log.checkpoints import verifier_key_of
-from ledger.log.cosignature import parse_cosignature_line
-from ledger.log.note import open_checkpoint
+from ledger.log.cosignature import (
+    Cosignature,
+    WitnessKey,
+    parse_cosignature_line,
+    verify_cosignature,
+)
+from ledger.log.note import open_checkpoint, parse_note
 from ledger.store.base import CheckpointRow, LedgerReader
 
 
 @dataclass(frozen=True)
 class Cosigned:
-    """One stored witness cosignature line of a checkpoint (not verified here)."""
+    """One stored witness cosignature line of a checkpoint; ``verified``: True or False
+    when a trusted key of that witness was given, None when none was (as stored)."""
 
     witness: str  # name+keyid
     timestamp: int  # seconds since the epoch, the witness's clock
+    verified: bool | None = None
 
     def to_json(self) -> dict[str, object]:
-        return {"witness": self.witness, "timestamp": self.timestamp, "time": self.time}
+        return {
+            "witness": self.witness,
+            "timestamp": self.timestamp,
+            "time": self.time,
+            "verified": self.verified,
+        }
+
+    def phrase(self) -> str:
+        said = {
+            True: "verified under its key",
+            False: "DOES NOT VERIFY under its key",
+            None: "as stored, not checked: no --witness-key for it",
+        }[self.verified]
+        return f"{self.witness} at {self.time} ({said})"
 
     @property
     def time(self) -> str:
@@ -67,15 +89,15 @@ class CoveringCheckpoint:
         text += "log signature verified" if self.signature_ok else "log signature DOES NOT VERIFY"
         if not self.cosignatures:
             return text + ", no witness cosignature"
-        cosigned = ", ".join(f"{c.witness} at {c.time}" for c in self.cosignatures)
-        return text + f", cosigned by {cosigned} (as stored; verify --witness-key checks them)"
+        return text + ", cosigned by " + ", ".join(c.phrase() for c in self.cosignatures)
 
 
 class Checkpoints:
     """The stored checkpoints of one ledger, read once, and the first covering an entry."""
 
-    def __init__(self, reader: LedgerReader) -> None:
+    def __init__(self, reader: LedgerReader, witness_keys: Sequence[WitnessKey] = ()) -> None:
         self.reader = reader
+        self._witnesses = {(k.name, k.key_id): k for k in witness_keys}
         self._rows = sorted(reader.checkpoints(), key=lambda r: r.size)
         self._found: dict[int, CoveringCheckpoint] = {}
 
@@ -109,5 +131,16 @@ class Checkpoints:
                 cosig = parse_cosignature_line(line)
             except LedgerError:
                 continue  # a malformed line is verify's finding, not a cosignature
-            cosigned.append(Cosigned(f"{cosig.name}+{cosig.key_id.hex()}", cosig.timestamp))
+            key = self._witnesses.get((cosig.name, cosig.key_id))
+            verified = None if key is None else self._verifies(row.note, cosig, key)
+            name = f"{cosig.name}+{cosig.key_id.hex()}"
+            cosigned.append(Cosigned(name, cosig.timestamp, verified))
         return CoveringCheckpoint(row.size, row.created_at, ok, tuple(cosigned))
+
+    @staticmethod
+    def _verifies(note: bytes, cosig: Cosignature, key: WitnessKey) -> bool:
+        try:
+            verify_cosignature(parse_note(note).body, cosig, key)
+        except LedgerError:
+            return False
+        return True
