@@ -319,6 +319,64 @@ def test_ambiguous_and_unknown_addresses_say_why(client: Client) -> None:
     assert status == 404 and "no address given" in _text(html)
 
 
+# --- standing ------------------------------------------------------------------------
+
+
+def test_unattested_burn_is_never_the_authoritys_on_the_web(tmp_path: Path) -> None:
+    """The real corpus imported ``--unsigned``: its burn notice and burned cohort are
+    unattested history. No page calls them the authority's: the home page counts no
+    burned cohort, and the cohort page, the notice's own page and the burn tables and
+    query say what the notice is."""
+    if not CORPUS.is_dir():
+        pytest.skip(f"reference corpus absent: {CORPUS}")
+    db = tmp_path / "ledger.db"
+    runner = CliRunner()
+    for args in (
+        ["init", "--db", str(db)],
+        ["import", "idkmesh", str(CORPUS), "--unsigned", "--db", str(db)],
+        ["index", "--db", str(db)],
+    ):
+        assert runner.invoke(app, args).exit_code == 0, args
+    site = Client(db.with_name("ledger.browse.db"), db)
+    with sqlite3.connect(db.with_name("ledger.browse.db")) as c:
+        (notice, standing) = c.execute(
+            "SELECT digest, standing FROM burn_notices WHERE cohort_id = ?", (BURNED,)
+        ).fetchone()
+    assert standing == "unattested history"
+    unattested = "unattested history: does not count, never the authority's"
+    pages = {}
+    for path in (
+        "/",
+        "/-/cohort/" + BURNED,
+        f"/-/object/{notice}",
+        "/browse/burn_notices",
+        "/browse/burned_cohorts",
+    ):
+        status, html, _ = site.get(path)
+        assert status == 200, path
+        pages[path] = _text(html)
+        # The standing column's own description says "never authority-issued".
+        assert "authority-issued" not in pages[path].replace("never authority-issued", ""), path
+    assert unattested in pages["/"].split(BURNED, 1)[1]
+    assert "Cohorts (5) Cohort" in pages["/"]  # no ": N burned" after the count
+    assert f"Stage burned ({unattested})" in pages["/-/cohort/" + BURNED]
+    assert f"Standing {unattested}" in pages[f"/-/object/{notice}"]
+    assert "Signed by nobody" in pages[f"/-/object/{notice}"]
+    for table in ("/browse/burn_notices", "/browse/burned_cohorts"):
+        assert "unattested history" in pages[table], table
+
+
+def test_authority_burn_notice_counts(built: BuiltLedger, client: Client) -> None:
+    """Imported with the authority key (the browse test ledger), the same notice counts."""
+    with sqlite3.connect(built.browse) as c:
+        (notice,) = c.execute(
+            "SELECT digest FROM burn_notices WHERE cohort_id = ?", (BURNED,)
+        ).fetchone()
+    _, html, _ = client.get(f"/-/object/{notice}")
+    assert 'data-standing="counts"' in html
+    assert "Signed by authority (valid)" in _text(html)
+
+
 # --- hostile -------------------------------------------------------------------------
 
 

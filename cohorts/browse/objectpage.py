@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 from datasette.utils.asgi import Response
 from markupsafe import escape
 
-from cohorts.browse.names import DATABASE
+from cohorts.browse.names import DATABASE, GOVERNED_TABLES
 from cohorts.cli import OUTCOME_MEANING
 from cohorts.timeline import STATUS_TEXT
 from ledger.errors import LedgerError
@@ -209,6 +209,12 @@ async def object_page(datasette: Datasette, request: Request, digest: str) -> Re
     proof = await db.execute_fn(lambda conn: inclusion(conn, digest))
     result = (await db.execute("SELECT * FROM results WHERE digest = ?", [digest])).first()
     cohort = (await db.execute("SELECT cohort_id FROM cohorts WHERE digest = ?", [digest])).first()
+    # A governed record's standing, as projected (the one computation): whether it counts.
+    governed = GOVERNED_TABLES.get(str(obj["kind"]))
+    standing = None
+    if governed is not None:
+        sql = f"SELECT standing FROM {governed} WHERE digest = ?"  # a fixed table name
+        standing = (await db.execute(sql, [digest])).first()
     context = {
         "obj": obj,
         "attestations": attestations,
@@ -220,6 +226,7 @@ async def object_page(datasette: Datasette, request: Request, digest: str) -> Re
         "result": None if result is None else dict(result),
         "cohort_id": None if cohort is None else cohort[0],
         "proof": proof,
+        "standing": None if standing is None else standing[0],
     }
     html = await datasette.render_template("provledger_object.html", context, request=request)
     return Response.html(html)

@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from cohorts.browse.names import GOVERNED_TABLES
 from cohorts.definition import definition_digests
 from ledger.errors import LedgerError
 from ledger.store.aliases import by_legacy_digest
@@ -517,7 +518,7 @@ class Projector:
         """A governed record counts from its authority attestation on: its row says so,
         and a burn notice's burn shows on the cohorts it burned."""
         subject = self.reader.get(subject_digest)
-        table = None if subject is None else _GOVERNED_TABLES.get(subject.kind)
+        table = None if subject is None else GOVERNED_TABLES.get(subject.kind)
         if subject is None or table is None:
             return
         if not self._standing.has_standing(subject, att.seq + 1):
@@ -601,12 +602,6 @@ def _digest_text(value: object) -> str | None:
 
 COUNTS = "counts"
 UNATTESTED = "unattested history"
-#: The table of each governed kind's rows (their ``standing`` column).
-_GOVERNED_TABLES = {
-    "benchmark-cohort": "cohorts",
-    "burn-notice": "burn_notices",
-    "cohort-binding": "bindings",
-}
 
 _HANDLERS = {
     "benchmark-cohort": Projector._cohort,
