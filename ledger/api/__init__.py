@@ -60,6 +60,7 @@ if TYPE_CHECKING:
     from ledger.audit.findings import LedgerFinding
     from ledger.log.bundle import VerifiedBundle
     from ledger.log.checkpoints import ConsistencyProof, InclusionProof
+    from ledger.store.bulk import ImportSummary
     from ledger.trust.admission import CORE_ONLY, AdmissionPolicy, default_policy
     from ledger.trust.judgement import AttestationVerdict
     from ledger.trust.keys import Signer
@@ -104,6 +105,10 @@ def __getattr__(name: str) -> object:
         from ledger.audit.findings import LedgerFinding
 
         return LedgerFinding
+    if name == "ImportSummary":
+        from ledger.store.bulk import ImportSummary
+
+        return ImportSummary
     if name == "VerifiedBundle":
         from ledger.log.bundle import VerifiedBundle
 
@@ -137,6 +142,7 @@ __all__ = [
     "ExportedBundle",
     "GeneratedKey",
     "Identity",
+    "ImportSummary",
     "InclusionProof",
     "JSONObject",
     "JSONValue",

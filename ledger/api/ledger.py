@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, BinaryIO
 
 from ledger.errors import InputError
 from ledger.plugins import (
@@ -50,6 +50,7 @@ if TYPE_CHECKING:
     from ledger.log.checkpoints import ConsistencyProof, InclusionProof
     from ledger.log.cosignature import WitnessKey
     from ledger.store.base import AppendResult, LedgerReader, StoredObject
+    from ledger.store.bulk import ImportSummary
     from ledger.store.postgres import PostgresStore
     from ledger.store.prepared import Prepared
     from ledger.store.sqlite import SQLiteStore
@@ -517,6 +518,32 @@ class Ledger:
     def authority(self, passphrase: bytes | None = None) -> Signer:
         """The authority's signer from the key file ``init`` wrote beside the ledger."""
         return load_signer(default_authority_key(self.location), passphrase)
+
+    def import_jsonl(
+        self,
+        source: BinaryIO,
+        *,
+        kind: str | None = None,
+        batch: int | None = None,
+        workers: int | None = None,
+        progress: Callable[[int], None] | None = None,
+    ) -> ImportSummary:
+        """Import a JSON Lines stream (``import jsonl``): every line checked as ``append``
+        checks a document, the valid ones appended in input order in transactions of
+        ``batch`` lines (default 12,500), prepared by ``workers`` processes (default one
+        per CPU, at most 2). Bad lines are rejected, never written, and listed in the
+        summary (``ok`` is False); ``progress(n)`` is told the input bytes consumed."""
+        from ledger.store.bulk import DEFAULT_BATCH, default_workers
+        from ledger.store.bulk import import_jsonl as run_import
+
+        return run_import(
+            self.store,
+            source,
+            kind=kind,
+            batch=DEFAULT_BATCH if batch is None else batch,
+            workers=default_workers() if workers is None else workers,
+            advance=progress or _ignore,
+        )
 
     # -- bundles ------------------------------------------------------------------------
 

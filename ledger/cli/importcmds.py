@@ -54,9 +54,8 @@ def jsonl(
     admission rules (e.g. a governed record without the authority's attestation in the
     same batch) stops the import with exit 4; earlier batches stay.
     """
+    from ledger.api import open_ledger
     from ledger.errors import NotFound
-    from ledger.store.backends import open_store
-    from ledger.store.bulk import default_workers, import_jsonl
 
     if file == "-":
         source = sys.stdin.buffer
@@ -69,16 +68,11 @@ def jsonl(
         total = path.stat().st_size
     try:
         with (
-            open_store(db, dry_run=dry_run) as store,
+            open_ledger(db, dry_run=dry_run) as book,
             progress(total, "importing", enabled=not json_out, unit="bytes") as advance,
         ):
-            summary = import_jsonl(
-                store,
-                source,
-                kind=kind,
-                batch=batch,
-                workers=workers if workers is not None else default_workers(),
-                advance=advance,
+            summary = book.import_jsonl(
+                source, kind=kind, batch=batch, workers=workers, progress=advance
             )
     finally:
         if source is not sys.stdin.buffer:
