@@ -14,7 +14,7 @@ Each size runs in a fresh directory: the same JSONL is imported by the provledge
 table, and (as canonical blobs) by ``git fast-import`` into a bare repository.
 
 Usage: .venv/bin/python scripts/bench.py [--sizes 10000,100000] [--out bench.json]
-       [--quick] [--seed 7] [--workdir DIR] [--keep] [--no-peers]
+       [--quick] [--seed 7] [--workdir DIR] [--keep] [--no-peers] [--no-store-floor]
        [--postgres ADMIN_URL [--writer-counts 1,4,8]]
 """
 
@@ -422,6 +422,61 @@ def _peers(n: int, jsonl: Path, db: Path, work: Path, ours_s: float) -> dict[str
     return peers
 
 
+def _store_only(n: int, args: argparse.Namespace, work: Path) -> dict[str, Any]:
+    """scripts/bench_store.py's store-only run over ``n`` objects, the import's batch."""
+    from bench_store import run as store_run
+
+    from ledger.store.bulk import DEFAULT_BATCH
+
+    scratch = work / "store-only"
+    scratch.mkdir()
+    try:
+        batch = args.batch or DEFAULT_BATCH
+        return store_run(n, batch, min(args.slice, n), args.seed, scratch)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+# The goals of the performance issue, measured in the same run so that the machine's
+# speed cancels out: (key, what is measured, comparison, limit).
+GOALS = (
+    ("import_time_over_sqlite_utils", "provledger's import time / sqlite-utils'", "<=", 0.67),
+    ("import_time_over_git", "provledger's import time / git fast-import's", "<=", 0.83),
+    ("import_last_slice_over_first", "import rate, last slice / first", ">=", 0.9),
+    ("verify_rate_over_ceiling", "verify rate / its floor's ceiling", ">=", 0.8),
+)
+
+
+def goals(res: dict[str, Any]) -> dict[str, Any]:
+    """Each goal's measured value (None when not measured, e.g. ``--no-peers``) and
+    whether it is met; plus the import rate over its floor's ceiling (no goal)."""
+    peers = res.get("peers", {})
+    floor = res.get("floor", {})
+    measured: dict[str, float | None] = {
+        "import_time_over_sqlite_utils": peers.get("provledger_over_sqlite_utils"),
+        "import_time_over_git": peers.get("provledger_over_git"),
+        "import_last_slice_over_first": res["import"].get("last_slice_over_first"),
+        "verify_rate_over_ceiling": (
+            res["verify"]["entries_per_s"] / floor["verify"]["ceiling_per_s"]
+            if "verify" in floor
+            else None
+        ),
+    }
+    out: dict[str, Any] = {}
+    for key, what, op, limit in GOALS:
+        value = measured[key]
+        met = None if value is None else (value <= limit if op == "<=" else value >= limit)
+        out[key] = {"what": what, "measured": value, "goal": f"{op} {limit}", "met": met}
+    if "import" in floor:
+        out["import_rate_over_ceiling"] = {
+            "what": "import rate / its floor's ceiling",
+            "measured": res["import"]["objects_per_s"] / floor["import"]["ceiling_per_s"],
+            "goal": None,
+            "met": None,
+        }
+    return out
+
+
 def bench_size(n: int, args: argparse.Namespace, base: Path) -> dict[str, Any]:
     work = base / f"n{n}"
     if work.exists():
@@ -513,11 +568,21 @@ def bench_size(n: int, args: argparse.Namespace, base: Path) -> dict[str, Any]:
     }
 
     # What the required checks alone cost per object (scripts/bench_floor.py), next to
-    # the commands' own CPU above: the gap is their bookkeeping and plumbing.
+    # the commands' own CPU above: the gap is their bookkeeping and plumbing. The
+    # import's floor adds SQLite's own writes of the rows, measured store-only on a
+    # ledger grown to the same size with the same batch (scripts/bench_store.py).
     from bench_floor import import_floor, verify_floor
 
+    store = None
+    if not args.no_store_floor:
+        store = _store_only(n, args, work)
+        res["store_only"] = store
     sample = min(n, FLOOR_SAMPLE)
-    res["floor"] = {"verify": verify_floor(db, sample), "import": import_floor(jsonl, db, sample)}
+    res["floor"] = {
+        "verify": verify_floor(db, sample),
+        "import": import_floor(jsonl, db, sample, store),
+    }
+    res["goals"] = goals(res)
 
     # Incremental: from the checkpoint just verified (nothing appended since). Its cost
     # should not grow with the ledger.
@@ -637,6 +702,45 @@ def table(result: dict[str, Any]) -> str:
             ),
         )
     add(
+        "import floor: checks + store CPU us/object",
+        lambda r: (
+            f"{r['floor']['import']['checks_us']:.0f} + {r['floor']['import']['store_cpu_us']:.0f}"
+        ),
+    )
+    add(
+        "store-only SQLite wall us/object (serial)",
+        lambda r: (
+            f"{r['floor']['import']['store_wall_us']:.0f}"
+            f" (at most {r['floor']['import']['serial_ceiling_per_s']:,.0f}/s)"
+        ),
+    )
+    add("store-only rate last slice / first", lambda r: f"{r['store_only']['last_over_first']:.2f}")
+    add(
+        "import ceiling (bound) vs measured",
+        lambda r: (
+            f"{r['floor']['import']['ceiling_per_s']:,.0f} ({r['floor']['import']['bound']})"
+            f" vs {r['import']['objects_per_s']:,.0f}"
+        ),
+    )
+    add(
+        "verify ceiling vs measured",
+        lambda r: (
+            f"{r['floor']['verify']['ceiling_per_s']:,.0f} vs {r['verify']['entries_per_s']:,.0f}"
+        ),
+    )
+    for key, *_ in GOALS:
+        add(
+            f"goal {key}",
+            lambda r, key=key: (
+                f"{r['goals'][key]['measured']:.2f} {r['goals'][key]['goal']}"
+                f" {'met' if r['goals'][key]['met'] else 'MISSED'}"
+            ),
+        )
+    add(
+        "import rate / its ceiling",
+        lambda r: f"{r['goals']['import_rate_over_ceiling']['measured']:.0%}",
+    )
+    add(
         "verify --since-checkpoint (head) s",
         lambda r: (
             f"{r['verify_since_head']['wall_s']:.2f}"
@@ -709,6 +813,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workdir", type=Path, default=None, help="default: a temp directory")
     parser.add_argument("--keep", action="store_true", help="keep the ledgers and corpora")
     parser.add_argument("--no-peers", action="store_true", help="skip sqlite-utils and git")
+    parser.add_argument(
+        "--no-store-floor",
+        action="store_true",
+        help="skip the store-only run (the import floor is then the checks alone)",
+    )
     parser.add_argument("--no-attestations", action="store_true")
     parser.add_argument(
         "--postgres",

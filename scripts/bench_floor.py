@@ -8,16 +8,21 @@ each attestation's Ed25519 signature, and hash the entry into the tree.
 write the rows. This script times each of those steps alone, in one process, over a
 sample of a real ledger (and of the JSONL it was imported from), with the same
 functions the commands use. Their sum is a lower bound on the CPU per object: the
-commands add the audit's bookkeeping, the worker processes' plumbing and, for import,
-the SQLite writes (``scripts/bench_store.py`` measures those alone). ``verify``'s floor
-also counts the legacy digests it recomputes from float hints and SQLite's
+commands add the audit's bookkeeping and the worker processes' plumbing. ``verify``'s
+floor also counts the legacy digests it recomputes from float hints and SQLite's
 ``integrity_check`` of the whole file (its share per entry). Left out, so the bound
 stays a bound: the references, index columns, tree nodes and totals both commands
 compare or derive, and the import's legacy digests (inside its parse step's encoder).
 
+The import's floor also counts SQLite's own writes of the rows (inserts and commits),
+measured store-only over a ledger grown to the same size (``scripts/bench_store.py``,
+``store_only=`` here): that work is serial, one writer per ledger, so besides
+``cores / floor`` the import can go no faster than one object per store wall time
+(its commits wait for the disk). ``ceiling`` is the lower of the two.
+
 A rate target R on C cores needs at most C / R seconds of CPU per object, so the
 floor bounds the rate any design of the same steps in Python can reach:
-``ceiling = cores / floor``.
+``ceiling = cores / floor`` (for the import, at most ``1 / store wall`` as well).
 
     .venv/bin/python scripts/bench_floor.py --db LEDGER [--corpus JSONL] [--sample 20000]
 
@@ -167,9 +172,17 @@ def verify_floor(db: Path, sample: int) -> dict[str, Any]:
     return _report(steps, n, VERIFY_TARGET, {"attestations": len(signs), "hinted": len(hinted)})
 
 
-def import_floor(corpus: Path, db: Path, sample: int) -> dict[str, Any]:
+STORE_STEP = "SQLite writes of the rows (store-only, serial)"
+
+
+def import_floor(
+    corpus: Path, db: Path, sample: int, store_only: dict[str, Any] | None = None
+) -> dict[str, Any]:
     """Per-object CPU (microseconds) of each check ``import jsonl`` cannot skip, on the
-    first ``sample`` lines of ``corpus`` (imported into ``db``, whose keys sign them)."""
+    first ``sample`` lines of ``corpus`` (imported into ``db``, whose keys sign them).
+
+    ``store_only``: a ``scripts/bench_store.py`` result for a ledger of the import's size;
+    its SQLite share joins the floor as a serial step (see the module docstring)."""
     with corpus.open("rb") as f:
         lines = [line for line in itertools.islice(f, sample) if line.strip()]
     encoded = [encode(line) for line in lines]
@@ -191,7 +204,27 @@ def import_floor(corpus: Path, db: Path, sample: int) -> dict[str, Any]:
         "kind and schema": _cpu(_each(_checked, [e.value for e in encoded])),
         "Ed25519 signatures": _cpu(_each(lambda s: verify(*s), signs)),
     }
-    return _report(steps, len(lines), IMPORT_TARGET, {"attestations": len(signs)})
+    n = len(lines)
+    if store_only is None:
+        return _report(steps, n, IMPORT_TARGET, {"attestations": len(signs)})
+    # Per object already: scaled to the sample so that ``_report`` divides it back.
+    steps[STORE_STEP] = store_only["sqlite_cpu_us"] * n / 1e6
+    extra = {
+        "attestations": len(signs),
+        "checks_us": sum(steps.values()) / n * 1e6 - store_only["sqlite_cpu_us"],
+        "store_objects": store_only["objects"],
+        "store_cpu_us": store_only["sqlite_cpu_us"],
+        "store_wall_us": store_only["sqlite_wall_us"],
+        "store_last_over_first": store_only["last_over_first"],
+    }
+    report = _report(steps, n, IMPORT_TARGET, extra)
+    # The serial bound: one writer, one batch's rows and commit at a time.
+    serial = 1e6 / max(store_only["sqlite_wall_us"], store_only["sqlite_cpu_us"])
+    report["serial_ceiling_per_s"] = serial
+    report["cpu_ceiling_per_s"] = report["ceiling_per_s"]
+    report["bound"] = "serial store" if serial < report["ceiling_per_s"] else "cpu"
+    report["ceiling_per_s"] = min(serial, report["ceiling_per_s"])
+    return report
 
 
 def _report(steps: dict[str, float], n: int, target: int, extra: dict[str, Any]) -> dict[str, Any]:
@@ -219,6 +252,11 @@ def table(name: str, report: dict[str, Any]) -> str:
         f"  budget for {report['target_per_s']:,}/s on {report['cores']} cores:"
         f" {report['budget_us']:.0f} us; ceiling at the floor: {report['ceiling_per_s']:,.0f}/s"
     )
+    if "serial_ceiling_per_s" in report:
+        lines.append(
+            f"  store wall {report['store_wall_us']:.1f} us/object (serial):"
+            f" at most {report['serial_ceiling_per_s']:,.0f}/s; bound: {report['bound']}"
+        )
     return "\n".join(lines)
 
 
@@ -227,11 +265,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--db", type=Path, required=True, help="a ledger (read only)")
     ap.add_argument("--corpus", type=Path, help="the JSONL it was imported from")
     ap.add_argument("--sample", type=int, default=20_000)
+    ap.add_argument(
+        "--store",
+        type=Path,
+        help="a scripts/bench_store.py --out JSON (a ledger of the import's size):"
+        " the import floor adds its SQLite writes",
+    )
     ap.add_argument("--out", type=Path, help="write the JSON results here")
     args = ap.parse_args(argv)
     result: dict[str, Any] = {"verify": verify_floor(args.db, args.sample)}
     if args.corpus is not None:
-        result["import"] = import_floor(args.corpus, args.db, args.sample)
+        store = json.loads(args.store.read_text()) if args.store is not None else None
+        result["import"] = import_floor(args.corpus, args.db, args.sample, store)
     for name, report in result.items():
         print(table(name, report))
     if args.out is not None:
