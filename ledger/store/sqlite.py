@@ -13,7 +13,8 @@ import sqlite3
 import time
 import urllib.parse
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -246,6 +247,11 @@ def _storage_error(exc: sqlite3.Error, path: Path) -> Exception:
 
 
 BULK_CACHE_KIB = 65536  # SQLite page cache during ``bulk_session``
+# WAL pages between automatic checkpoints during ``bulk_session`` (SQLite's default is
+# 1,000: at 1M objects one batch's commit writes ~4,000 32 KiB pages, mostly leaves of
+# the random-keyed indexes, so every commit checkpointed and copied them all into the
+# file again). Fewer checkpoints copy a leaf rewritten by several batches once.
+BULK_AUTOCHECKPOINT_PAGES = 16384
 
 
 def _surrogate_text(data: bytes) -> str:
@@ -266,11 +272,18 @@ class SQLiteStore(SQLStore):
         self.location = SQLitePath(path)
         self._conn = conn
         self._second: SQLiteSnapshotReader | None = None  # set inside ``audit_session``
+        # Inside ``bulk_session``: COMMITs run on a thread of their own (``_committer``),
+        # the one pending is ``_commit``; see ``_settle``.
+        self._bulk = False
+        self._committer: ThreadPoolExecutor | None = None
+        self._commit: Future[None] | None = None
         self._policy = policy
         self.dry_run = dry_run
 
     # -- lifecycle -------------------------------------------------------------------
     def close(self) -> None:
+        with suppress(StorageError):  # closing: a failed last commit was rolled back
+            self._settle()
         if self.dry_run and self._conn.in_transaction:
             self._conn.execute("ROLLBACK")
         self._conn.close()
@@ -278,7 +291,47 @@ class SQLiteStore(SQLStore):
     @property
     def connection(self) -> sqlite3.Connection:
         """The raw connection, for read-only audits (``verify``) and tests."""
+        self._settle()
         return self._conn
+
+    # -- commits in the background (``bulk_session``) -----------------------------------
+    def _settle(self) -> None:
+        """Wait for the COMMIT handed to the committer thread, if any; raise its error.
+
+        Every use of the connection after a write starts here (``_write``, ``_q``,
+        ``_execute``, ``snapshot``, ``connection``, ``close``): nothing reads or writes
+        while a commit is under way, so the thread never shares the connection.
+        """
+        pending, self._commit = self._commit, None
+        if pending is not None:
+            pending.result()
+
+    def _commit_now(self) -> None:
+        """COMMIT (on the committer thread); on failure the transaction is rolled back
+        and the error, as a storage error, is raised by the next ``_settle``."""
+        conn = self._conn
+        try:
+            conn.execute("COMMIT")
+        except sqlite3.Error as exc:
+            if conn.in_transaction:
+                with suppress(sqlite3.Error):
+                    conn.execute("ROLLBACK")
+            raise _storage_error(exc, self.path) from None
+
+    def _hand_off_commit(self) -> None:
+        """End the current write transaction on the committer thread.
+
+        The COMMIT writes the batch's pages to the WAL, syncs it and, every
+        ``BULK_AUTOCHECKPOINT_PAGES``, copies the WAL into the file; SQLite does that
+        without the GIL, so the importer meanwhile takes the workers' next results
+        instead of leaving them idle. The batch is in the ledger, or not at all, only
+        once the commit ends: the next write, read or ``bulk_session``'s end waits for
+        it (``_settle``) and raises its error.
+        """
+        if self._committer is None:
+            # Made at the first commit: the import's workers are forked by then.
+            self._committer = ThreadPoolExecutor(1, thread_name_prefix="provledger-commit")
+        self._commit = self._committer.submit(self._commit_now)
 
     # -- transactions ----------------------------------------------------------------
     def _begin_immediate(self) -> None:
@@ -309,6 +362,7 @@ class SQLiteStore(SQLStore):
         """
         conn = self._conn
         try:
+            self._settle()
             if self.dry_run:
                 if not conn.in_transaction:
                     self._begin_immediate()
@@ -317,7 +371,12 @@ class SQLiteStore(SQLStore):
                 self._begin_immediate()
             try:
                 yield
-                conn.execute("RELEASE batch" if self.dry_run else "COMMIT")
+                if self.dry_run:
+                    conn.execute("RELEASE batch")
+                elif self._bulk:
+                    self._hand_off_commit()
+                else:
+                    conn.execute("COMMIT")
             except BaseException:
                 if self.dry_run:
                     conn.execute("ROLLBACK TO batch")
@@ -331,6 +390,7 @@ class SQLiteStore(SQLStore):
     @contextmanager
     def snapshot(self) -> Iterator[None]:
         """One read transaction; inside a transaction already, that transaction's view."""
+        self._settle()
         conn = self._conn
         if conn.in_transaction:
             yield
@@ -397,12 +457,14 @@ class SQLiteStore(SQLStore):
         return bool(rows)
 
     def _q(self, query: str, args: Sequence[Any] = ()) -> list[Any]:
+        self._settle()
         try:
             return self._conn.execute(query, args).fetchall()
         except sqlite3.Error as exc:
             raise _storage_error(exc, self.path) from None
 
     def _execute(self, query: str, args: Sequence[Any] = ()) -> int:
+        self._settle()
         try:
             return self._conn.execute(query, args).rowcount
         except sqlite3.Error as exc:
@@ -675,26 +737,51 @@ class SQLiteStore(SQLStore):
 
     @contextmanager
     def bulk_session(self) -> Iterator[None]:
-        """A larger page cache while importing, a WAL checkpoint after.
+        """A larger page cache while importing, fewer WAL checkpoints, commits in the
+        background (``_hand_off_commit``), and a WAL checkpoint after.
 
         The random-keyed indexes (digest, legacy digest, reference target) touch a new
         page for almost every insert; a 64 MB cache keeps the upper levels and recent
         leaves in memory. The final checkpoint (bounded wait) leaves a small WAL behind.
+        Every commit is over when the session ends (its error raised, unless the
+        session ends with an error of its own).
         """
         conn = self._conn
+        self._settle()
         (old_cache,) = conn.execute("PRAGMA cache_size").fetchone()
+        (old_autocheckpoint,) = conn.execute("PRAGMA wal_autocheckpoint").fetchone()
         conn.execute(f"PRAGMA cache_size = -{BULK_CACHE_KIB}")
+        conn.execute(f"PRAGMA wal_autocheckpoint = {BULK_AUTOCHECKPOINT_PAGES}")
+        self._bulk = not self.dry_run
+        failed = True
         try:
             yield
+            failed = False
         finally:
-            conn.execute(f"PRAGMA cache_size = {int(old_cache)}")
+            self._bulk = False
+            committer, self._committer = self._committer, None
             try:
-                conn.execute("PRAGMA busy_timeout = 200")
-                conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
-            except sqlite3.Error:
-                pass  # readers or another writer: the next checkpoint will do
+                if failed:
+                    with suppress(StorageError):  # the session's own error wins
+                        self._settle()
+                else:
+                    self._settle()
             finally:
-                conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
+                if committer is not None:
+                    committer.shutdown(wait=True)
+                self._end_bulk(int(old_cache), int(old_autocheckpoint))
+
+    def _end_bulk(self, old_cache: int, old_autocheckpoint: int) -> None:
+        conn = self._conn
+        conn.execute(f"PRAGMA cache_size = {old_cache}")
+        conn.execute(f"PRAGMA wal_autocheckpoint = {old_autocheckpoint}")
+        try:
+            conn.execute("PRAGMA busy_timeout = 200")
+            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+        except sqlite3.Error:
+            pass  # readers or another writer: the next checkpoint will do
+        finally:
+            conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
 
 
 def _connect(path: Path, max_page_count: int | None = None) -> sqlite3.Connection:
