@@ -9,7 +9,9 @@ write the rows. This script times each of those steps alone, in one process, ove
 sample of a real ledger (and of the JSONL it was imported from), with the same
 functions the commands use. Their sum is a lower bound on the CPU per object: the
 commands add the audit's bookkeeping and the worker processes' plumbing. ``verify``'s
-floor also counts the legacy digests it recomputes from float hints and SQLite's
+floor also counts the legacy digests it recomputes from float hints, the admission
+replay (every entry re-judged by the admission policy as of its position,
+``ledger.audit.replay``; the signatures it checks are the Ed25519 step's) and SQLite's
 ``integrity_check`` of the whole file (its share per entry). Left out, so the bound
 stays a bound: the references, index columns, tree nodes and totals both commands
 compare or derive, and the import's legacy digests (inside its parse step's encoder).
@@ -121,6 +123,29 @@ def _tree(rows: list[Row]) -> Callable[[], None]:
     return run
 
 
+def _replay(store: Any, objects: list[Any], signs: list[Any]) -> Callable[[], None]:
+    """``verify``'s admission replay over ``objects`` (in log order), reading through the
+    audit's memory of recently checked objects, with every signature's verdict known
+    ahead (as the audit's workers provide them): the Ed25519 step times those."""
+    from ledger.audit.full import _Recent
+    from ledger.audit.replay import AdmissionReplay
+
+    verdicts = [(key, hashlib.sha256(message).digest(), sig) for key, message, sig in signs]
+
+    def run() -> None:
+        replay = AdmissionReplay(store.policy)
+        for key, digest, sig in verdicts:
+            replay.memo.add(key, digest, sig, True)
+        reader = _Recent(store)
+        replay.begin(reader, 0)
+        for obj in objects:
+            replay(obj, reader)
+            reader.keep(obj)
+        replay.finish(reader)
+
+    return run
+
+
 def verify_floor(db: Path, sample: int) -> dict[str, Any]:
     """Per-entry CPU (microseconds) of each step ``verify`` cannot skip, on the first
     ``sample`` entries of ``db``."""
@@ -146,10 +171,11 @@ def verify_floor(db: Path, sample: int) -> dict[str, Any]:
             rows.append((seq, str(r.kind), str(r.digest), str(r.appended_at), obj.data))
             if isinstance(obj.legacy_hints, str):
                 hints[seq] = obj.legacy_hints
+        signs = _signatures(rows, keys)
+        replay_s = _cpu(_replay(store, [store.get_by_seq(seq) for seq, *_ in rows], signs))
     n = len(rows)
     docs = [data for _s, kind, _d, _a, data in rows if kind != BLOB]
     values = [_canonical(data) for data in docs]
-    signs = _signatures(rows, keys)
     hinted = [
         (data, canonical_value(data), hints[seq]) for seq, _k, _d, _a, data in rows if seq in hints
     ]
@@ -165,6 +191,7 @@ def verify_floor(db: Path, sample: int) -> dict[str, Any]:
         "kind and schema": _cpu(_each(_checked, values)),
         "Ed25519 signatures": _cpu(_each(lambda s: verify(*s), signs)),
         "legacy digests from the float hints": _cpu(_each(legacy, hinted)),
+        "admission replay (signatures: the Ed25519 step)": replay_s,
         "leaf hash and tree": _cpu(_tree(rows)),
     }
     # A whole-file cost, taken per entry of the whole ledger (scaled to the sample).
@@ -246,8 +273,8 @@ def _report(steps: dict[str, float], n: int, target: int, extra: dict[str, Any])
 def table(name: str, report: dict[str, Any]) -> str:
     lines = [f"{name}: {report['objects']:,} objects ({report['attestations']:,} attestations)"]
     for step, us in report["us_per_object"].items():
-        lines.append(f"  {step:<42}{us:8.1f} us")
-    lines.append(f"  {'floor (sum)':<42}{report['floor_us']:8.1f} us")
+        lines.append(f"  {step:<50}{us:8.1f} us")
+    lines.append(f"  {'floor (sum)':<50}{report['floor_us']:8.1f} us")
     lines.append(
         f"  budget for {report['target_per_s']:,}/s on {report['cores']} cores:"
         f" {report['budget_us']:.0f} us; ceiling at the floor: {report['ceiling_per_s']:,.0f}/s"

@@ -68,6 +68,8 @@ def test_bench_quick_run(tmp_path: Path) -> None:
     verify = run["floor"]["verify"]
     assert verify["ceiling_per_s"] == pytest.approx(verify["cores"] * 1e6 / verify["floor_us"])
     assert verify["hinted"] > 0  # the legacy digests step timed something
+    # verify re-judges every entry by the admission policy: the floor counts that too.
+    assert verify["us_per_object"]["admission replay (signatures: the Ed25519 step)"] > 0
     # The import's floor: the checks plus SQLite's own writes of the rows, measured
     # store-only over as many objects; that part is serial, so the ceiling is the lower
     # of the CPU bound and one object per store wall time.
