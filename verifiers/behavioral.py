@@ -91,7 +91,7 @@ class ProbePlan:
     digest: str
 
 
-def load_probe_plan(value: Any) -> ProbePlan:
+def load_probe_plan(value: object) -> ProbePlan:
     """Read a probe plan object; a malformed plan raises ``ProbeError``."""
 
     def bad(what: str, got: object, expected: str) -> ProbeError:
@@ -207,10 +207,10 @@ class _Run:
     use_cgroup: bool
 
 
-def _run_one(probe: Probe, argv: list[str], run: _Run, timeout: float) -> dict[str, Any]:
-    record: dict[str, Any] = {"id": probe.id, "argv": list(probe.argv), "expect": probe.expect}
+def _run_one(probe: Probe, argv: list[str], run: _Run, timeout: float) -> dict[str, object]:
+    record: dict[str, object] = {"id": probe.id, "argv": list(probe.argv), "expect": probe.expect}
 
-    def not_started(error: str) -> dict[str, Any]:
+    def not_started(error: str) -> dict[str, object]:
         return {
             **record,
             "status": "failed_to_start",
@@ -234,7 +234,7 @@ def _run_one(probe: Probe, argv: list[str], run: _Run, timeout: float) -> dict[s
             )
             cmd[1:1] = ["--json-status-fd", str(status_w)]
             cgroup = ProbeCgroup.create(run.limits) if run.use_cgroup else None
-            extra: dict[str, Any] = {
+            extra: dict[str, Any] = {  # Popen keyword arguments, each of its own type
                 "pass_fds": (status_w, *(f.fd for f in run.files)),
                 **run.sandbox.popen_kwargs(cgroup),
             }
@@ -362,7 +362,7 @@ def run_probes(
     python: str | None = None,
     verification_result_digest: str | None = None,
     unsandboxed: bool = False,
-) -> dict[str, Any]:
+) -> dict[str, object]:
     """Apply ``patch`` to a copy of ``source_tree``, run the plan's probes, return the
     ``behavioral-evidence`` object. A patch that does not parse or apply yields evidence
     with ``patch_applied: false`` and every probe ``not_run``.
@@ -376,7 +376,7 @@ def run_probes(
     source_digest = tree_digest(source_tree)
     inner_python = sandbox_python(python) if sandbox is not None else python or sys.executable
     use_cgroup = sandbox is not None and cgroup_available(limits)
-    evidence: dict[str, Any] = {
+    evidence: dict[str, object] = {
         "provledger_kind": KIND,
         "schema_version": SCHEMA_VERSION,
         "probe_plan_id": plan.id,
@@ -432,7 +432,7 @@ def run_probes(
         )
         env = {"PATH": os.environ.get("PATH", os.defpath), "HOME": str(home)}
         run = _Run(sandbox, tree, work, env, files, directories, limits, use_cgroup)
-        records = []
+        records: list[dict[str, object]] = []
         try:
             for probe in plan.probes:
                 if apply_error is not None:

@@ -12,7 +12,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from pathlib import Path
-from typing import Any
 
 from ledger.confined import FileObservation, read_in_root
 from verifiers.model import ResultManifest, WorkUnit
@@ -70,7 +69,7 @@ class ArtifactRead:
         )
 
     def as_json(self) -> dict[str, object]:
-        out: dict[str, Any] = {
+        out: dict[str, object] = {
             "artifact_id": self.artifact_id,
             "selection_problem": self.problem,
             "declared_digest": self.declared_digest,
@@ -168,7 +167,7 @@ def scope_check(paths: Sequence[str] | None, work_unit: WorkUnit) -> SubCheck:
     forbidden = _patterns(work_unit, "constraints", "forbidden_paths")
     allowed = _patterns(work_unit, "constraints", "allowed_paths")
     writable = _patterns(work_unit, "permissions", "filesystem_write")
-    violations: list[dict[str, Any]] = []
+    violations: list[dict[str, str | None]] = []
     for path in paths or ():
         for pattern in forbidden:
             if fnmatchcase(path, pattern):
@@ -219,7 +218,7 @@ def logs_check(
     raw = manifest.at("logs")
     logs = raw if isinstance(raw, list) else []
     problems: list[str] = []
-    records: list[dict[str, Any]] = []
+    records: list[dict[str, object]] = []
     inputs: list[InputArtifact] = []
     locator_counts = Counter(at(log, "locator") for log in logs)
     type_counts: Counter[str] = Counter()
@@ -227,7 +226,7 @@ def logs_check(
         locator = at(log, "locator")
         log_type = at(log, "type")
         declared = at(log, "digest")
-        record: dict[str, Any] = {"index": index, "type": log_type, "declared_digest": declared}
+        record: dict[str, object] = {"index": index, "type": log_type, "declared_digest": declared}
         if isinstance(log_type, str):
             type_counts[log_type] += 1
         if not isinstance(locator, str):
