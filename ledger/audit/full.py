@@ -60,13 +60,18 @@ from ledger.store.base import (
 from ledger.trust.keys import key_id as raw_key_id
 
 if TYPE_CHECKING:
+    from ledger.encoding.values import JSONObject
     from ledger.trust.admission import AdmissionPolicy
 
 _APPENDED_AT = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{6}Z")
 _MAX_LISTED = 100  # cap on findings listed one by one for one kind of extra row
 
 
-ObjectCheck = Callable[[StoredObject, Any], list[LedgerFinding]]
+ObjectCheck = Callable[[StoredObject, Any], list[LedgerFinding]]  # Any: each check's reader
+
+#: A column of a log or object row as stored: a tampered file may hold any SQL type there,
+#: so the audit reads it untyped and judges its type itself.
+Column = Any
 
 
 def default_object_checks(policy: AdmissionPolicy) -> dict[str, ObjectCheck]:
@@ -83,15 +88,15 @@ class LedgerAuditReport:
     entries: int = 0
     checkpoints_checked: int = 0
     root: str | None = None
-    from_checkpoint: dict[str, Any] | None = None
-    since_checkpoint: dict[str, Any] | None = None
+    from_checkpoint: JSONObject | None = None
+    since_checkpoint: JSONObject | None = None
     findings: list[LedgerFinding] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
         return not self.findings
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return report_json(self)
 
 
@@ -112,7 +117,7 @@ class AuditFigures(Protocol):
     def findings(self) -> Sequence[LedgerFinding]: ...
 
 
-def report_json(report: AuditFigures) -> dict[str, Any]:
+def report_json(report: AuditFigures) -> dict[str, object]:
     """``verify --json``'s members for the audit itself (the one list of them)."""
     return {
         "ok": not report.findings,
@@ -151,7 +156,7 @@ _OBJECT_TYPES: dict[str, type | tuple[type, ...]] = {
 
 def _object_row_problem(row: RawObjectRow) -> str | None:
     """The first column whose SQL type the ``objects`` table does not allow, or None."""
-    r: Any = row
+    r: Column = row
     # The usual row, decided by exact types (bool is not int, and a subclass of an
     # allowed type only reaches the loop below, which then decides as before).
     if (
@@ -507,10 +512,10 @@ class _AuditRun:
         """Every check of one log entry, then its leaf into the tree."""
         self.totals.add(row)
         # Entry columns as stored: any SQL type in a tampered file.
-        seq: Any = row.seq
-        digest: Any = row.digest
-        kind: Any = row.kind
-        appended_at: Any = row.appended_at
+        seq: Column = row.seq
+        digest: Column = row.digest
+        kind: Column = row.kind
+        appended_at: Column = row.appended_at
         name = digest if isinstance(digest, str) else None
         self._entry_columns(seq, kind, digest, appended_at, name)
         if row.object is None:
@@ -523,7 +528,7 @@ class _AuditRun:
         self._reached(self.frontier.size)
 
     def _entry_columns(
-        self, seq: Any, kind: Any, digest: Any, appended_at: Any, name: str | None
+        self, seq: Column, kind: Column, digest: Column, appended_at: Column, name: str | None
     ) -> None:
         findings, size = self.findings, self.frontier.size
         if seq != size:
@@ -553,9 +558,9 @@ class _AuditRun:
         self,
         obj: StoredObject,  # every column type was just checked
         checked: CheckResult | None,
-        seq: Any,
-        kind: Any,
-        digest: Any,
+        seq: Column,
+        kind: Column,
+        digest: Column,
         name: str | None,
     ) -> None:
         findings = self.findings
@@ -590,7 +595,7 @@ class _AuditRun:
                 _check_record(obj, self.seen.get(seq), self.frontier.root(), self.vkey, self.origin)
             )
 
-    def _tree(self, leaf: bytes, seq: Any, name: str | None) -> None:
+    def _tree(self, leaf: bytes, seq: Column, name: str | None) -> None:
         """Append the leaf; every node it completes must be stored with that hash."""
         for level, idx, value in self.frontier.append(leaf):
             stored = self.nodes.get(level, idx)
@@ -838,7 +843,7 @@ def _check_consistency(
     """The RFC 9162 consistency proof from the resumed checkpoint to the audited log,
     read from the stored nodes and verified against both roots."""
     assert report.since_checkpoint is not None
-    old_root = bytes.fromhex(report.since_checkpoint["root"])
+    old_root = bytes.fromhex(str(report.since_checkpoint["root"]))
     new_size = report.entries
     try:
         proof = merkle.consistency_proof(old_size, new_size, store)
@@ -872,7 +877,7 @@ class _Recent:
         # whether their trust index is current), one query each otherwise.
         self._size = store.size()
 
-    def __getattr__(self, name: str) -> Any:
+    def __getattr__(self, name: str) -> Any:  # the store's other methods, as they are
         return getattr(self._store, name)
 
     def size(self) -> int:
@@ -886,7 +891,7 @@ class _Recent:
         return found if found is not None else self._store.get(digest)
 
 
-def _leaf_hash(seq: int, kind: Any, digest: Any, appended_at: Any) -> bytes:
+def _leaf_hash(seq: int, kind: Column, digest: Column, appended_at: Column) -> bytes:
     """The leaf hash of an entry row; unusable rows get a hash no real entry has."""
     try:
         return merkle.leaf_hash(entry_record(seq, kind, digest, appended_at))
@@ -1060,7 +1065,7 @@ def _check_duplicates(store: AuditSource | Aside, start: int = 0) -> list[Ledger
     in digest then seq order; all but the first are findings.
     """
     found: list[LedgerFinding] = []
-    first: dict[Any, Any] = {}
+    first: dict[Column, Column] = {}
     for seq, digest in store.duplicate_objects(start, _MAX_LISTED):
         if digest in first:
             found.append(
@@ -1080,7 +1085,7 @@ def _extra_refs(store: AuditSource) -> list[LedgerFinding]:
     """Name the reference rows no object's bytes imply (run only when counts disagree)."""
     found: list[LedgerFinding] = []
     rows = store.refs_with_objects()
-    group: list[tuple[Any, ...]] = []
+    group: list[tuple[Column, ...]] = []
     for row in rows:
         if group and row[0] != group[0][0]:
             found.extend(_extra_refs_of(group))
@@ -1093,7 +1098,7 @@ def _extra_refs(store: AuditSource) -> list[LedgerFinding]:
     return found[:_MAX_LISTED]
 
 
-def _extra_refs_of(group: Iterable[tuple[Any, ...]]) -> list[LedgerFinding]:
+def _extra_refs_of(group: Iterable[tuple[Column, ...]]) -> list[LedgerFinding]:
     rows = list(group)
     from_digest, _rel, _to, seq, kind, data = rows[0]
     stored = Counter((rel, to) for _f, rel, to, *_ in rows)
