@@ -317,6 +317,34 @@ def test_imported_history_is_order_not_attested(tmp_path: Path) -> None:
     assert toy.cli_json("stats")["entries"] == before
 
 
+def test_a_frozen_record_planted_without_standing_counts_from_its_attestation(
+    tmp_path: Path,
+) -> None:
+    """A writer plants the frozen cohort early as unattested history (``import
+    --unsigned``), judges an outcome, and only then has the authority freeze it: a
+    frozen record counts from the authority's attestation, so the planted record's early
+    position proves nothing and the outcome is not pre-registered."""
+    frozen = plain_cohort()
+    frozen["stage"] = "frozen"
+    from cohorts.definition import definition_digest_legacy
+
+    frozen["definition_digest"] = definition_digest_legacy(frozen)
+    folder = _idkmesh_folder(tmp_path / "upstream", frozen, {})
+    toy = Toy(tmp_path / "target")
+    toy.work.mkdir()
+    toy.base()
+    toy.cli("import", "idkmesh", str(folder), "--unsigned")
+    digest, result = toy.run()
+    toy.freeze(with_attempt(plain_cohort(), result, digest))
+    report = toy.exe_json("cohort", "audit", PLAIN, code=1)
+    (judged,) = report["preregistration"]
+    assert judged["status"] == "not_pre_registered"
+    counted = roles(judged)["cohort frozen"]  # the authority's, after the outcome
+    assert judged["result"]["seq"] < counted["seq"] < counted["since"]
+    planted = toy.cli_json("log", "--kind", "benchmark-cohort")
+    assert planted[0]["seq"] < judged["result"]["seq"]  # in the log first, never counted
+
+
 def test_a_marker_after_the_outcome_changes_nothing(tmp_path: Path) -> None:
     """Judgements read the log prefix: a history-import record appended after a result
     (a hostile writer trying to excuse it) does not make its order 'not attested'."""
