@@ -64,6 +64,10 @@ EXACT: dict[str, str] = {
         "the outcome is not pre-registered: the cohort's frozen record, its plan or (for a"
         " successor) its binding came after the result in the log, so it does not count"
     ),
+    "checkpoint.cosignature": (
+        "a cosignature in a trusted witness's name on a checkpoint the audit shows does not"
+        " verify under that witness's key: a forged line"
+    ),
     "attempt.behavioral.unconfined": (
         "behavioral evidence linked to the result ran without a sandbox"
     ),

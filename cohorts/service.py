@@ -42,6 +42,7 @@ from cohorts.store_lookup import StoreLookup
 from cohorts.validation import schema_validator
 from ledger.errors import LedgerError, NotFound, RuleViolation
 from ledger.log.cosignature import WitnessKey
+from ledger.log.timeline import CoveringCheckpoint
 from ledger.store.base import AppendResult, LedgerReader, Store
 from ledger.store.prepared import Prepared, prepare_value
 from ledger.trust.attestation import attest_prepared
@@ -840,13 +841,38 @@ def in_time(
                         attempt.attempt,
                     )
                 )
+            found += _forged_cosignatures(verdict.checkpoint, task.task, attempt.attempt)
     notice = report.burn.notice_digest if report.burn is not None else None
+    recorded = None if notice is None else timeline.recorded(notice)
+    if recorded is not None:
+        found += _forged_cosignatures(recorded.checkpoint)
     return dataclasses.replace(
         report,
         preregistration=tuple(judged),
-        burn_recorded=None if notice is None else timeline.recorded(notice),
+        burn_recorded=recorded,
         findings=tuple(sorted((*report.findings, *found), key=sort_key)),
     )
+
+
+def _forged_cosignatures(
+    checkpoint: CoveringCheckpoint | None, task: str | None = None, attempt: str | None = None
+) -> list[CohortFinding]:
+    """``checkpoint.cosignature``: a line in a trusted witness's name (a given
+    --witness-key) that does not verify over the checkpoint shown: a forged line."""
+    if checkpoint is None:
+        return []
+    return [
+        error(
+            "checkpoint.cosignature",
+            f"witness cosignature on checkpoint size {checkpoint.size} does not verify, got a"
+            f" line by {c.witness} at {c.time}, expected a valid cosignature under the given"
+            " --witness-key",
+            task,
+            attempt,
+        )
+        for c in checkpoint.cosignatures
+        if c.verified is False
+    ]
 
 
 def with_replay(reader: LedgerReader, report: CohortAuditReport) -> CohortAuditReport:

@@ -127,9 +127,11 @@ def test_outcome_after_the_freeze_is_pre_registered(tmp_path: Path) -> None:
             "INSERT INTO cosignatures (size, line, added_at) VALUES (?, ?, ?)",
             (size, forged, "2026-01-01T00:00:00Z"),
         )
-    caught = toy.exe_json("cohort", "audit", PLAIN, "--witness-key", witness)
+    caught = toy.exe_json("cohort", "audit", PLAIN, "--witness-key", witness, code=1)
     lines = caught["preregistration"][0]["checkpoint"]["cosignatures"]
     assert sorted(c["verified"] for c in lines) == [False, True]
+    assert [f["code"] for f in caught["findings"]] == ["checkpoint.cosignature"]
+    assert toy.exe_json("cohort", "audit", PLAIN)["ok"] is True  # unchecked without the key
     text = toy.exe("provenance", digest, "--witness-key", witness, code=1)
     assert "DOES NOT VERIFY under its key" in text
     (row,) = browse_rows(toy)  # the browse view: the same verdict, the same positions
