@@ -23,6 +23,13 @@ from typer.core import TyperCommand
 
 from ledger.cli.common import ProvGroup
 
+#: A click command or group as typer builds it. typer 0.2x builds them from its own copy
+#: of click, which it ships as a private module, so they are named here by role only.
+Command = Any
+#: click's context and help formatter, named by role for the same reason.
+Context = Any
+Formatter = Any
+
 
 class Lazy(NamedTuple):
     """A command or sub-app: ``target`` is ``"module:attr"``, ``help`` its one-line help.
@@ -34,12 +41,12 @@ class Lazy(NamedTuple):
     target: str
     help: str
 
-    def load(self, name: str) -> Any:
+    def load(self, name: str) -> Command:
         """Import the target and build its click command, named ``name``."""
         module_name, _, attr = self.target.partition(":")
         obj = getattr(importlib.import_module(module_name), attr)
         if isinstance(obj, typer.Typer):
-            command: Any = typer_group(obj)
+            command: Command = typer_group(obj)
         else:
             single = typer.Typer(add_completion=False)
             single.command(name)(obj)
@@ -48,7 +55,7 @@ class Lazy(NamedTuple):
         return command
 
 
-class LazyCommands(MutableMapping[str, Any]):
+class LazyCommands(MutableMapping[str, Command]):
     """A group's ``commands``: name -> command, each built the first time it is read.
 
     Names (iteration, ``len``, ``in``, ``keys()``) never build anything, so resolving one
@@ -56,12 +63,12 @@ class LazyCommands(MutableMapping[str, Any]):
     value (``[name]``, ``get``, ``items()``, ``values()``) builds that command once.
     """
 
-    def __init__(self, builders: Mapping[str, Callable[[], Any]]) -> None:
+    def __init__(self, builders: Mapping[str, Callable[[], Command]]) -> None:
         self._pending = dict(builders)
-        self._built: dict[str, Any] = {}
+        self._built: dict[str, Command] = {}
         self._order = list(builders)
 
-    def __getitem__(self, name: str) -> Any:
+    def __getitem__(self, name: str) -> Command:
         built = self._built.get(name)
         if built is None:
             build = self._pending[name]  # KeyError for a name the group does not have
@@ -69,7 +76,7 @@ class LazyCommands(MutableMapping[str, Any]):
             del self._pending[name]
         return built
 
-    def __setitem__(self, name: str, command: Any) -> None:
+    def __setitem__(self, name: str, command: Command) -> None:
         if name not in self:
             self._order.append(name)
         self._pending.pop(name, None)
@@ -92,7 +99,7 @@ class LazyCommands(MutableMapping[str, Any]):
         return len(self._order)
 
 
-def typer_group(app: typer.Typer) -> Any:
+def typer_group(app: typer.Typer) -> Command:
     """``typer.main.get_group(app)``, except that each command is built (its signature
     read, its parameters made) only when the group first reads it (``LazyCommands``).
 
@@ -106,7 +113,7 @@ def typer_group(app: typer.Typer) -> Any:
     shell = copy.copy(app)
     shell.registered_commands = []
     group = typer.main.get_group(shell)
-    builders: dict[str, Callable[[], Any]] = {}
+    builders: dict[str, Callable[[], Command]] = {}
     for info in app.registered_commands:
         name = info.name or typer.main.get_command_name(info.callback.__name__)  # type: ignore[union-attr]
         if name:
@@ -126,7 +133,7 @@ class LazySubgroup(NamedTuple):
     help: str
     commands: Mapping[str, Lazy | LazySubgroup] = MappingProxyType({})
 
-    def load(self, name: str) -> Any:
+    def load(self, name: str) -> Command:
         return LazyCommandGroup(
             name=name, help=self.help, table=self.commands, no_args_is_help=True
         )
@@ -143,7 +150,10 @@ class LazyCommandGroup(ProvGroup):
     table: Mapping[str, Lazy | LazySubgroup] = {}
 
     def __init__(
-        self, *, table: Mapping[str, Lazy | LazySubgroup] | None = None, **kw: Any
+        self,
+        *,
+        table: Mapping[str, Lazy | LazySubgroup] | None = None,
+        **kw: Any,  # click's Group options, passed on as they are
     ) -> None:
         super().__init__(**kw)
         if table is not None:
@@ -153,14 +163,14 @@ class LazyCommandGroup(ProvGroup):
         for name, entry in self.table.items():
             self.commands.setdefault(name, TyperCommand(name, help=entry.help))
 
-    def get_command(self, ctx: Any, cmd_name: str) -> Any:
+    def get_command(self, ctx: Context, cmd_name: str) -> Command:
         entry = self.table.get(cmd_name)
         if entry is not None and cmd_name not in self._loaded and not self._rendering_help:
             self.commands[cmd_name] = entry.load(cmd_name)
             self._loaded.add(cmd_name)
         return super().get_command(ctx, cmd_name)
 
-    def format_help(self, ctx: Any, formatter: Any) -> None:
+    def format_help(self, ctx: Context, formatter: Formatter) -> None:
         self._rendering_help = True
         try:
             super().format_help(ctx, formatter)

@@ -72,9 +72,12 @@ _ENCODER = json.JSONEncoder(
 # ``_warm``): its import (~8 ms of CPU after ``typer``) outweighs what it saves on the
 # few objects a read command re-derives. Both paths give the same results.
 _MSGSPEC: msgspec.json.Encoder  # set by _load_msgspec
-# Decoders of untrusted bytes return Any: what they built is judged here before it is
+#: What a decoder built from untrusted bytes, or what a caller passed: not yet known to
+#: be JSON. The walks below judge it by exact ``type()`` tests before anything is vouched.
+Decoded = Any
+# Decoders of untrusted bytes return Decoded: what they built is judged here before it is
 # handed on as a JSONValue (the one boundary of this module, see ``_scan``).
-_CANONICAL_MSGSPEC: msgspec.json.Decoder[Any]  # set by _load_msgspec
+_CANONICAL_MSGSPEC: msgspec.json.Decoder[Decoded]  # set by _load_msgspec
 _ready = False
 _WARM_UP = 32
 _calls = 0
@@ -101,10 +104,10 @@ def _constant(_text: str) -> NoReturn:
 _SCALARS = (str, bool, type(None))
 
 
-def _scan(node: Any, depth: int, max_depth: int, keys: bool) -> bool:
+def _scan(node: Decoded, depth: int, max_depth: int, keys: bool) -> bool:
     """Check a container; True when it holds a float. Raises ``_Unsure`` on anything odd.
 
-    ``node`` is ``Any``: what a decoder built (or a caller passed), not yet known to be
+    ``node`` is ``Decoded``: what a decoder built (or a caller passed), not yet known to be
     JSON; the exact ``type()`` tests below decide, faster than ``isinstance``.
 
     Mirrors the checks of ``strict.parse_strict`` (depth, integer range, finite
@@ -119,7 +122,7 @@ def _scan(node: Any, depth: int, max_depth: int, keys: bool) -> bool:
             for key in node:
                 if type(key) is not str:
                     raise _Unsure
-        items: Any = node.values()
+        items: Decoded = node.values()
     else:
         items = node
     for item in items:
@@ -151,25 +154,25 @@ def _jcs_float(number: float) -> float | int:
 
 
 def _jcs_floats(
-    node: Any, path: list[str | int], hints: list[FloatHint], marks: _Marks | None = None
-) -> Any:
+    node: Decoded, path: list[str | int], hints: list[FloatHint], marks: _Marks | None = None
+) -> Decoded:
     """``node`` with integral floats turned into ints (copy on write); ``_Unsure`` if unsafe.
 
     Returns ``node`` itself when nothing needs to change, so documents whose floats
     are all non-integral share one encoding for both byte forms. Each converted float
     is recorded in ``hints`` as ``reference_float_hints`` would list it (same order).
     With ``marks``, members and items become marker strings instead (see ``_encode``).
-    ``node`` is ``Any`` for the reason ``_scan``'s is.
+    ``node`` is ``Decoded`` for the reason ``_scan``'s is.
     """
     kind = type(node)
-    new: Any
+    new: Decoded
     if kind is float:
         new = _jcs_float(node)
         if new is not node:
             hints.append([*path, repr(node)])
         return new
-    copy: Any = None
-    pairs: Any = node.items() if kind is dict else enumerate(node) if kind is list else ()
+    copy: Decoded = None
+    pairs: Decoded = node.items() if kind is dict else enumerate(node) if kind is list else ()
     for key, value in pairs:
         vkind = type(value)
         if vkind is float:
@@ -262,7 +265,7 @@ def _encode_twice(
 
 def canonicalize(value: object) -> bytes:
     """RFC 8785 bytes of ``value``: identical to ``reference_canonical_bytes`` (errors too)."""
-    given: Any = value  # anything a caller passes: the exact type() tests below judge it
+    given: Decoded = value  # anything a caller passes: the exact type() tests below judge it
     kind = type(given)
     try:
         if kind is dict or kind is list:
@@ -321,7 +324,7 @@ class _Numbers(threading.local):
             parse_int=_safe_int,
             parse_constant=_constant,
         )
-        self.fast: msgspec.json.Decoder[Any] | None = None  # made by fast_decoder
+        self.fast: msgspec.json.Decoder[Decoded] | None = None  # made by fast_decoder
 
     def _float(self, text: str) -> float:
         number = float(text)
@@ -332,7 +335,7 @@ class _Numbers(threading.local):
             self.odd = True
         return number
 
-    def fast_decoder(self) -> msgspec.json.Decoder[Any]:
+    def fast_decoder(self) -> msgspec.json.Decoder[Decoded]:
         import msgspec
 
         decoder = self.fast = msgspec.json.Decoder(float_hook=self._fast_float)
@@ -514,9 +517,9 @@ def _fix_known(
         if located is None:
             continue
         hints: list[FloatHint] = []
-        # Walked by ``type()`` tests ``_locate`` already passed (``Any``: see ``_scan``).
-        root: Any = dict(value) if type(value) is dict else list(value)  # type: ignore[arg-type]
-        copies: dict[JSONPath, Any] = {}
+        # Walked by ``type()`` tests ``_locate`` already passed (``Decoded``: see ``_scan``).
+        root: Decoded = dict(value) if type(value) is dict else list(value)  # type: ignore[arg-type]
+        copies: dict[JSONPath, Decoded] = {}
         for _, path, number in located:
             hints.append([*path, repr(number)])
             node = root
@@ -540,7 +543,7 @@ def _locate(
     every path leads to an integral float."""
     located = []
     for path in paths:
-        node: Any = value  # walked by the exact type() tests below (see ``_scan``)
+        node: Decoded = value  # walked by the exact type() tests below (see ``_scan``)
         position = []
         for key in path:
             kind = type(node)
@@ -608,8 +611,8 @@ def float_hints(value: object) -> list[FloatHint]:
         if number.is_integer() and abs(number) < 1e21:
             hints.append([*path, last, repr(number)] if last is not None else [repr(number)])
 
-    def walk(node: Any) -> None:
-        pairs: Any = node.items() if type(node) is dict else enumerate(node)
+    def walk(node: Decoded) -> None:
+        pairs: Decoded = node.items() if type(node) is dict else enumerate(node)
         for key, item in pairs:
             kind = type(item)
             if kind is float:
