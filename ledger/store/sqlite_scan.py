@@ -9,7 +9,7 @@ references of each object right after it; a sequential cursor per level (and one
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 from ledger.store.base import RawLogRow, RawObjectRow
@@ -23,6 +23,9 @@ _LOG_SELECT = (
     " o.data FROM entries e LEFT JOIN objects o ON o.seq = e.seq WHERE e.seq {} ?"
     " ORDER BY e.seq"
 )
+
+#: A column as SQLite gives it (any SQL type in a tampered file: the audit judges it).
+SQLValue = Any
 
 
 def log_rows(
@@ -63,7 +66,7 @@ def log_rows(
     yield from _build(cursor)
 
 
-def _build(rows: Any) -> Iterator[RawLogRow]:
+def _build(rows: Iterable[Sequence[SQLValue]]) -> Iterator[RawLogRow]:
     for (
         seq,
         digest,
@@ -106,8 +109,8 @@ class SQLiteNodeScan:
 
     def __init__(self, conn: sqlite3.Connection) -> None:
         self._conn = conn
-        self._cursors: dict[int, Iterator[tuple[Any, Any]]] = {}
-        self._heads: dict[int, tuple[Any, Any] | None] = {}
+        self._cursors: dict[int, Iterator[tuple[SQLValue, SQLValue]]] = {}
+        self._heads: dict[int, tuple[SQLValue, SQLValue] | None] = {}
         self._last: dict[int, int] = {}
 
     def _point(self, level: int, idx: int) -> tuple[object] | None:
@@ -162,8 +165,8 @@ class SQLiteRefScan:
 
     def __init__(self, conn: sqlite3.Connection, *, resume: bool = False) -> None:
         self._conn = conn
-        self._rows: Iterator[tuple[Any, ...]] = iter(())
-        self._head: tuple[Any, ...] | None = None
+        self._rows: Iterator[tuple[SQLValue, ...]] = iter(())
+        self._head: tuple[SQLValue, ...] | None = None
         self._resume = resume
         if not resume:
             self._start(-1)

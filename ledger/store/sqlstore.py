@@ -54,6 +54,10 @@ if TYPE_CHECKING:
     from ledger.store.prepared import Prepared
     from ledger.trust.admission import AdmissionPolicy
 
+#: A value as the database driver takes or gives it (sqlite3 and psycopg type them as
+#: Any): every row read is re-derived and checked before it is handed on as typed.
+SQLValue = Any
+
 # Largest value an SQLite INTEGER or a PostgreSQL bigint holds; user numbers beyond it
 # can match nothing.
 INT64_MAX = 2**63 - 1
@@ -78,11 +82,11 @@ class SQLStore(ABC):
 
     # -- what a backend supplies -------------------------------------------------------
     @abstractmethod
-    def _q(self, query: str, args: Sequence[Any] = ()) -> list[Any]:
+    def _q(self, query: str, args: Sequence[SQLValue] = ()) -> list[SQLValue]:
         """The rows of one statement (``?`` placeholders); errors become storage errors."""
 
     @abstractmethod
-    def _execute(self, query: str, args: Sequence[Any] = ()) -> int:
+    def _execute(self, query: str, args: Sequence[SQLValue] = ()) -> int:
         """Run one statement that returns no rows; the number of rows it changed."""
 
     @abstractmethod
@@ -309,7 +313,7 @@ class SQLStore(ABC):
         " FROM objects o LEFT JOIN entries e ON e.seq = o.seq"
     )
 
-    def _checked(self, row: Sequence[Any]) -> StoredObject:
+    def _checked(self, row: Sequence[SQLValue]) -> StoredObject:
         """The object of a row, after checking every column against the bytes.
 
         Bytes must hash to the entry's digest, and kind, index columns and float hints
@@ -330,7 +334,7 @@ class SQLStore(ABC):
             )
         return obj
 
-    def _objects(self, where: str, args: Sequence[Any]) -> list[StoredObject]:
+    def _objects(self, where: str, args: Sequence[SQLValue]) -> list[StoredObject]:
         return [self._checked(r) for r in self._q(f"{self._OBJ} {where}", args)]
 
     #: True when rows may reach the tables past this code by design, not only by
@@ -341,7 +345,7 @@ class SQLStore(ABC):
     #: or seq still refuses such a row (exit 1). False (SQLite): every such row refuses.
     WRITERS_INSERT_ROWS: ClassVar[bool] = False
 
-    def _served(self, row: Sequence[Any]) -> StoredObject | None:
+    def _served(self, row: Sequence[SQLValue]) -> StoredObject | None:
         """``_checked``, or None for a row a lookup by a side column skips."""
         if not self.WRITERS_INSERT_ROWS:
             return self._checked(row)
@@ -350,7 +354,7 @@ class SQLStore(ABC):
         except IntegrityError:
             return None
 
-    def _lookup(self, where: str, args: Sequence[Any]) -> list[StoredObject]:
+    def _lookup(self, where: str, args: Sequence[SQLValue]) -> list[StoredObject]:
         """``_objects`` for a lookup by a side column (see ``WRITERS_INSERT_ROWS``)."""
         rows = self._q(f"{self._OBJ} {where}", args)
         return [obj for r in rows if (obj := self._served(r)) is not None]
@@ -376,7 +380,7 @@ class SQLStore(ABC):
         if version is not None and not 0 <= version <= INT64_MAX:
             return []
         where = "WHERE o.object_id = ?"
-        args: list[Any] = [object_id]
+        args: list[SQLValue] = [object_id]
         if version is not None:
             where += " AND o.object_version = ?"
             args.append(version)
@@ -393,7 +397,9 @@ class SQLStore(ABC):
                 raise self._mismatch(obj, "kind", obj.kind, kind)
         return found
 
-    def _checked_refs(self, digest: str, rows: Iterable[Sequence[Any]]) -> list[tuple[str, str]]:
+    def _checked_refs(
+        self, digest: str, rows: Iterable[Sequence[SQLValue]]
+    ) -> list[tuple[str, str]]:
         """(from, rel) of reference rows (from, rel, to) to ``digest``, each checked
         against the referring object's bytes."""
         out: list[tuple[str, str]] = []
