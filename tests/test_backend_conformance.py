@@ -461,7 +461,11 @@ def test_cosignatures_are_stored_once_append_only_and_copied(db: str, tmp_path: 
 
     assert cli("append", str(EXAMPLES / "work-unit.json"), "--db", db).exit_code == 0
     assert cli("checkpoint", "--db", db, "--log-key", "log.key").exit_code == 0
-    lines = ["— witness.example/w1 AAAA", "— witness.example/w2 BBBB"]
+    import base64
+
+    # Well-formed signature lines (key id + 64 bytes); whether they verify is judged
+    # against witness keys when read, not here.
+    lines = [f"— witness.example/w{n} {base64.b64encode(bytes([n]) * 68).decode()}" for n in (1, 2)]
     with open_store(parse_location(db)) as store:
         assert store.add_cosignatures(1, lines) == 2
         assert store.add_cosignatures(1, lines[::-1]) == 0

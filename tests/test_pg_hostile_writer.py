@@ -229,3 +229,41 @@ def test_rows_a_writer_login_makes_up_cannot_make_reads_fail(burned: PgLedger) -
     assert any(r["id"] == V1 for r in burned.json("cohort", "list"))
     found = {(f["code"], f["seq"]) for f in burned.json("verify", code=1)["findings"]}
     assert ("index-mismatch", seq) in found and ("ref-extra", None) in found
+
+
+def test_checkpoint_rows_a_writer_login_makes_up_stop_no_append_or_bundle(
+    burned: PgLedger, tmp_path: Path
+) -> None:
+    """The writer role may insert checkpoints and cosignatures (whoever holds the log
+    key checkpoints through it). Rows it makes up, not signed by the log key, or a line
+    that is no signature, are skipped by every read: the next append (which logs the
+    checkpoint of the current size), stats and bundle export go on; verify reports them."""
+    size = burned.json("stats")["entries"]
+    pg_sql(burned.writer, "INSERT INTO checkpoints VALUES (%s, '\\x00', 'made up', 'x')", (size,))
+    pg_sql(burned.writer, "INSERT INTO checkpoints VALUES (%s, '\\x00', 'ahead', 'x')", (size + 1,))
+    burned.run("append", _honest(burned.keys, 1), db=burned.writer)  # was: schema violation
+    assert burned.json("stats")["latest_checkpoint_size"] is None
+    log_key = ["--log-key", str(tmp_path / "log.key")]
+    # The size the made-up row holds cannot be signed; the next one can.
+    err = burned.run("checkpoint", *log_key, code=4).stderr
+    assert err.startswith("error: checkpoint, got a stored row at size") and "verify" in err
+    burned.run("append", _honest(burned.keys, 2), db=burned.writer)
+    burned.run("checkpoint", *log_key)
+    newest = burned.json("stats")["entries"]
+    pg_sql(
+        burned.writer,
+        "INSERT INTO cosignatures(size, line, added_at) VALUES (%s, 'no signature', 'x')",
+        (newest,),
+    )
+    bundle = tmp_path / "burn.bundle"
+    burned.run("bundle", "export", V1, "-o", str(bundle))  # was: malformed signature line
+    from ledger.log.checkpoints import verifier_key_of
+    from ledger.store.backends import open_store
+    from ledger.store.location import parse_location
+
+    with open_store(parse_location(burned.owner), readonly=True) as store:
+        vkey = verifier_key_of(store)
+    verified = CliRunner().invoke(app, ["bundle", "verify", str(bundle), "--log-key", vkey])
+    assert verified.exit_code == 0, verified.output
+    codes = {f["code"] for f in burned.json("verify", code=1)["findings"]}
+    assert "checkpoint-signature-invalid" in codes

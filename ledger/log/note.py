@@ -258,6 +258,14 @@ def _parse_signature_line(line: str) -> NoteSignature:
     return NoteSignature(name=name, key_id=blob[:KEY_ID_SIZE], signature=blob[KEY_ID_SIZE:])
 
 
+def parse_signature_line(line: str) -> NoteSignature:
+    """One signature line (``— <name> <base64>``, no newline); ``NoteError`` when it is
+    not one (a note with it appended would not parse)."""
+    if "\n" in line:
+        raise _malformed("signature line, got a newline inside, expected one line")
+    return _parse_signature_line(line)
+
+
 def verify_note(note: bytes, verifier_key_str: str) -> bytes:
     """Verify ``note`` with one trusted key and return its body (the signed bytes).
 

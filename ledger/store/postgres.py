@@ -352,11 +352,25 @@ class PostgresStore(SQLStore):
         return self._checked_refs(digest, self._q(query + " ORDER BY pos", args))
 
     def cosignatures(self, size: int) -> list[str]:
-        """Witness signature lines stored for the checkpoint at ``size``, in arrival order."""
+        """Witness signature lines stored for the checkpoint at ``size``, in arrival order.
+
+        A line that is not a signature line (a writer login's own INSERT) is skipped, so
+        it cannot make every bundle of that checkpoint unreadable (``WRITERS_INSERT_ROWS``);
+        whether a line's signature holds is judged, as always, against a witness key."""
+        from ledger.errors import LedgerError
+        from ledger.log.note import parse_signature_line
+
         if not 0 <= size <= INT64_MAX:
             return []
         rows = self._q("SELECT line FROM cosignatures WHERE size = ? ORDER BY pos", (size,))
-        return [str(line) for (line,) in rows]
+        served = []
+        for (line,) in rows:
+            try:
+                parse_signature_line(str(line))
+            except LedgerError:
+                continue
+            served.append(str(line))
+        return served
 
     def storage_bytes(self) -> int:
         """What the database takes on the server (``pg_database_size``)."""

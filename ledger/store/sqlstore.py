@@ -263,6 +263,13 @@ class SQLStore(ABC):
         with self._write():
             row = self._checkpoint_of_head(sign)
             if self.checkpoint_at(row.size) is None:
+                if self._q("SELECT 1 FROM checkpoints WHERE size = ?", (row.size,)):
+                    # A row reads skip (WRITERS_INSERT_ROWS) holds this size.
+                    raise RuleViolation(
+                        f"checkpoint, got a stored row at size {row.size} that the log key"
+                        " did not sign (written past provledger; run `provledger verify`),"
+                        " expected none: append an entry, then checkpoint the new size"
+                    )
                 self._insert_checkpoint(row)
         return row
 
@@ -466,12 +473,13 @@ class SQLStore(ABC):
         return str(rows[0][0]) if rows else None
 
     def checkpoints(self) -> list[CheckpointRow]:
-        return [
+        rows = [
             CheckpointRow(int(s), bytes(r), bytes(n), str(c))
             for s, r, n, c in self._q(
                 f"SELECT {_CHECKPOINT_COLUMNS} FROM checkpoints ORDER BY size"
             )
         ]
+        return [row for row in rows if self._served_checkpoint(row)]
 
     def checkpoint_at(self, size: int) -> CheckpointRow | None:
         if not 0 <= size <= INT64_MAX:
@@ -480,7 +488,33 @@ class SQLStore(ABC):
         if not rows:
             return None
         s, r, n, c = rows[0]
-        return CheckpointRow(int(s), bytes(r), bytes(n), str(c))
+        row = CheckpointRow(int(s), bytes(r), bytes(n), str(c))
+        return row if self._served_checkpoint(row) else None
+
+    def _served_checkpoint(self, row: CheckpointRow) -> bool:
+        """False for a checkpoint row a writer login made up (see ``WRITERS_INSERT_ROWS``):
+        beyond the log, its note not signed by the log key over its size and root, or
+        not loggable as a record. Reads skip it, so it can neither stop the next append
+        (which logs the checkpoint of the current size) nor a bundle; ``verify`` reports
+        it (it reads the raw rows). The signature stands for the root: only the log key
+        signs a tree head."""
+        if not self.WRITERS_INSERT_ROWS:
+            return True
+        import hmac
+
+        from ledger.errors import LedgerError
+        from ledger.log.checkpoint_record import checkpoint_record
+        from ledger.log.note import open_checkpoint
+
+        vkey = self.get_meta("log_verifier_key")
+        if vkey is None or not 0 <= row.size <= self.size():
+            return False
+        try:
+            body = open_checkpoint(row.note, vkey, self.get_meta("origin"))
+            checkpoint_record(row)
+        except (LedgerError, ValueError):
+            return False
+        return body.size == row.size and hmac.compare_digest(body.root_hash, row.root)
 
     def stats(self) -> LedgerStats:
         """Counts, sizes and the latest checkpoint, all from one snapshot."""
@@ -495,7 +529,11 @@ class SQLStore(ABC):
                     f" {sum(e for e, _o, _b in totals.values())} entries by kind, expected"
                     f" {size}; run `provledger verify`"
                 )
-            latest = self._q("SELECT max(size) FROM checkpoints")[0][0]
+            if self.WRITERS_INSERT_ROWS:
+                served = self.checkpoints()
+                latest = served[-1].size if served else None
+            else:
+                latest = self._q("SELECT max(size) FROM checkpoints")[0][0]
             return LedgerStats(
                 size=size,
                 counts={kind: e for kind, (e, _o, _b) in sorted(totals.items()) if e},
