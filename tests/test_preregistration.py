@@ -32,6 +32,18 @@ def roles(judged: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return {r["role"]: r for r in judged["records"]}
 
 
+def judged_elsewhere(tmp_path: Path) -> tuple[Toy, str, dict[str, Any], Toy]:
+    """The task 002 repair judged in a source ledger: (source, digest, result, target),
+    the target an empty folder for a second ledger."""
+    source = Toy(tmp_path / "source")
+    source.work.mkdir()
+    source.base()
+    digest, result = source.run()
+    target = Toy(tmp_path / "target")
+    target.work.mkdir()
+    return source, digest, result, target
+
+
 def browse_rows(toy: Toy) -> list[dict[str, Any]]:
     """The preregistration rows of the browse database ``provledger index`` writes (the
     installed program), newest listing of each outcome last."""
@@ -227,12 +239,7 @@ def test_a_re_run_after_the_freeze_of_an_outcome_seen_before_is_not_pre_register
 
 def test_outcome_recorded_before_its_plan_is_not_pre_registered(tmp_path: Path) -> None:
     """A result appended by hand before the plan it names: the plan came too late."""
-    source = Toy(tmp_path / "source")
-    source.work.mkdir()
-    source.base()
-    digest, result = source.run()
-    toy = Toy(tmp_path / "target")
-    toy.work.mkdir()
+    source, digest, result, toy = judged_elsewhere(tmp_path)
     toy.cli("init")
     plans = [p for p in sorted((TOY / "evaluators").glob("*.json")) if p != PLAN]
     toy.cli("append", *map(str, sorted((TOY / "work-units").glob("*.json"))), *map(str, plans))
@@ -284,10 +291,7 @@ def _idkmesh_folder(root: Path, cohort: dict[str, Any], docs: dict[str, bytes]) 
 
 
 def test_imported_history_is_order_not_attested(tmp_path: Path) -> None:
-    source = Toy(tmp_path / "source")
-    source.work.mkdir()
-    source.base()
-    digest, result = source.run()
+    source, digest, result, toy = judged_elsewhere(tmp_path)
     listed = with_attempt(plain_cohort(), result, digest)
     listed["stage"] = "frozen"
     from cohorts.definition import definition_digest_legacy
@@ -299,8 +303,6 @@ def test_imported_history_is_order_not_attested(tmp_path: Path) -> None:
         "verification-result.json": source.cli("show", "--raw", digest).encode(),
     }
     folder = _idkmesh_folder(tmp_path / "upstream", listed, docs)
-    toy = Toy(tmp_path / "target")
-    toy.work.mkdir()
     toy.base()
     toy.cli("import", "idkmesh", str(folder))
     report = toy.exe_json("cohort", "audit", PLAIN)
@@ -376,12 +378,7 @@ def test_a_forged_marker_cannot_excuse_an_outcome_seen_before_the_freeze(tmp_pat
     from ledger.encoding.canonical import canonicalize
     from ledger.encoding.digest import sha256_digest
 
-    source = Toy(tmp_path / "source")
-    source.work.mkdir()
-    source.base()
-    digest, result = source.run()
-    toy = Toy(tmp_path / "target")
-    toy.work.mkdir()
+    source, digest, result, toy = judged_elsewhere(tmp_path)
     toy.base()
     manifest = source.cli_json("show", "--raw", result["provenance"]["result_manifest_digest"])
     raw = json.loads(source.cli("show", "--raw", digest))
