@@ -114,6 +114,7 @@ async def home_page(datasette: Datasette, request: Request) -> Response:
         "result_count": (await db.execute("SELECT count(*) FROM results")).first()[0],
         # Burned by the authority: a cohort stored only as unattested history is not.
         "burned": [c for c in overview if c["stage"] == "burned" and _counts(c)],
+        "prereg_text": STATUS_TEXT,
     }
     html = await datasette.render_template("provledger_home.html", context, request=request)
     return Response.html(html)
