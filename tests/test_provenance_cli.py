@@ -180,3 +180,49 @@ def test_unknown_or_malformed_reference_exits_3(ledger_path: Path, runner: CliRu
         assert result.exit_code == 3, (ref, result.output)
         assert result.stderr.startswith("error: ") and expected in result.stderr
         assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_a_cohort_written_past_admission_lists_no_outcome(
+    chain: tuple[Path, str], runner: CliRunner, tmp_path: Path
+) -> None:
+    """A burned cohort walked back to ``collecting`` by raw rows (``sqlite3``, no keys),
+    listing the result as an attempt: the provenance outcome stays unlisted (the record
+    has no standing); the same listing in a cohort anyone may write counts."""
+    from hostile_writer import sqlite_insert
+
+    from ledger.store.prepared import prepare_value
+
+    db, digest = chain
+    toy = ROOT / "examples" / "cohorts" / "toy"
+    files = sorted((toy / "work-units").glob("*.json")) + sorted(
+        (toy / "evaluators").glob("*.json")
+    )
+    _ok(runner, ["append", *map(str, files), "--db", str(db)])
+    base: dict[str, Any] = json.loads((toy / "cohort-v1.json").read_text())
+    (tmp_path / "frozen.json").write_text(json.dumps({**base, "stage": "frozen"}))
+    _ok(runner, ["cohort", "freeze", str(tmp_path / "frozen.json"), "--db", str(db)])
+    _ok(runner, ["cohort", "burn", base["id"], "--reason", "seen", "--db", str(db)])
+    result = json.loads((CAL / "manifests" / "repair.result-manifest.json").read_text())
+    with open_store(db, readonly=True) as store:
+        stored = store.get(digest)
+        manifest = store.by_id(result["id"], kind="result-manifest")[-1]
+    assert stored is not None
+    attempt = {
+        "attempt_id": "attempt-001",
+        "outcome": "support",
+        "structural_signature": "solo-baseline-v1",
+        "result_manifest": {"digest": manifest.digest, "id": result["id"], "path": "rm.json"},
+        "verification_result": {"digest": digest, "id": stored.object_id, "path": "vr.json"},
+    }
+
+    def listing(cohort_id: str) -> dict[str, Any]:
+        value = json.loads(json.dumps(base))
+        value.update(id=cohort_id, stage="collecting")
+        value["tasks"][1]["evidence"] = {"status": "verified", "attempts": [attempt]}
+        return value
+
+    sqlite_insert(db, [prepare_value(listing(base["id"]))])
+    assert _report(runner, db, digest)[1]["outcome"] == "unlisted"
+    (tmp_path / "open.json").write_text(json.dumps(listing("example/anyone")))
+    _ok(runner, ["append", str(tmp_path / "open.json"), "--db", str(db)])
+    assert _report(runner, db, digest)[1]["outcome"] == "counted"
