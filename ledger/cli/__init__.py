@@ -13,6 +13,7 @@ needed, exactly as it does for any other Python caller.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Mapping
 from typing import Annotated, Any
 
@@ -202,4 +203,18 @@ def main(before_command: Callable[[], None] | None = None) -> None:
     run (after every argument is parsed; never for ``--help`` or a usage error)."""
     if before_command is not None:
         _BEFORE_COMMAND.append(before_command)
-    app(prog_name="provledger")
+    try:
+        app(prog_name="provledger")
+    except SystemExit as done:
+        code = done.code
+    else:
+        code = 0
+    # Output still buffered goes now, while a reader that left (`log --limit 5 | head -1`)
+    # can be told apart from a failure; at interpreter exit it would print a traceback.
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:
+        from ledger.cli.common import stdout_closed
+
+        stdout_closed()
+    raise SystemExit(code)

@@ -87,11 +87,10 @@ class ProvGroup(TyperGroup):
             )
             ctx.exit(3)
         except BrokenPipeError:
-            # The reader stopped reading (`provledger log | head`): not an error of ours.
-            # Quiet, and the exit status a process killed by SIGPIPE has (128 + 13).
-            devnull = os.open(os.devnull, os.O_WRONLY)
-            os.dup2(devnull, sys.stdout.fileno())
-            ctx.exit(141)
+            # The reader stopped reading (`provledger log | head`): it has what it wanted,
+            # which is no error of ours: quiet, exit 0 (as `yes | head` ends for the user).
+            stdout_closed()
+            ctx.exit(0)
         except OSError as exc:
             what = "output" if exc.filename is None else os.fsdecode(exc.filename)
             typer.echo(
@@ -146,6 +145,14 @@ class ProvGroup(TyperGroup):
             cmd.help = text
             cmd._provledger_tidy = True  # type: ignore[attr-defined]
         return cmd
+
+
+def stdout_closed() -> None:
+    """The reader of stdout went away: send what is still buffered, and anything written
+    later, to /dev/null, so neither this process nor its exit complains."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
 
 
 _SETUP = "provledger.setup"
@@ -303,6 +310,66 @@ def emit_json(value: Any) -> None:
     sys.stdout.write(json_escape_surrogates(text) + "\n")
 
 
+#: ``emit_json_rows`` writes (and flushes) its first rows after this many, then in batches.
+JSON_FIRST_ROWS = 64
+JSON_BATCH_ROWS = 2000
+
+
+def emit_json_rows(rows: Iterable[dict[str, Any]]) -> None:
+    """Print a JSON array of objects as ``emit_json`` would, written as the rows come.
+
+    The text is exactly ``emit_json(list(rows))``'s (indent 2, sorted keys), so a reader
+    cannot tell streamed output from the other; the first ``JSON_FIRST_ROWS`` rows are
+    flushed at once (the first line of a long listing does not wait for the last), then
+    every ``JSON_BATCH_ROWS``: no more rows are read than are about to be written. A row
+    of plain members (str, int, bool, None) is written by the C string encoder, without
+    the pure-Python indenting encoder ``indent`` selects.
+    """
+    import itertools
+
+    iterator = iter(rows)
+    head = list(itertools.islice(iterator, JSON_FIRST_ROWS))
+    if not head:
+        sys.stdout.write("[]\n")
+        return
+    sys.stdout.write("[\n")
+    chunk, separator = head, ""
+    while chunk:
+        text = separator + ",\n".join(_json_row(row) for row in chunk)
+        sys.stdout.write(json_escape_surrogates(text))
+        sys.stdout.flush()
+        separator = ",\n"
+        chunk = list(itertools.islice(iterator, JSON_BATCH_ROWS))
+    sys.stdout.write("\n]\n")
+
+
+def _json_row(row: dict[str, Any]) -> str:
+    """One member of a JSON array as ``json.dumps(array, indent=2, sort_keys=True,
+    ensure_ascii=False)`` writes it (surrogates not yet escaped)."""
+    import json
+    import json.encoder
+
+    members: list[str] = []
+    for key in sorted(row):
+        value = row[key]
+        if value is None:
+            text = "null"
+        elif value is True or value is False:
+            text = "true" if value else "false"
+        elif isinstance(value, str):
+            text = json.encoder.encode_basestring(value)
+        elif type(value) is int:
+            text = int.__repr__(value)
+        else:
+            members = []
+            break
+        members.append(f"    {json.encoder.encode_basestring(key)}: {text}")
+    if not members:  # an empty object, or a member that is not plain: the encoder's text
+        whole = json.dumps(row, indent=2, sort_keys=True, ensure_ascii=False)
+        return "\n".join("  " + line for line in whole.split("\n"))
+    return "  {\n" + ",\n".join(members) + "\n  }"
+
+
 _SURROGATE = "[\ud800-\udfff]"  # compiled by ``re`` when first used (and cached there)
 
 
@@ -382,9 +449,15 @@ def console() -> Any:
     """
     from rich.console import Console
 
+    class _Console(Console):
+        def on_broken_pipe(self) -> None:
+            # rich would exit 1; a reader that stopped reading is no failure (``ProvGroup``).
+            self.quiet = True
+            raise BrokenPipeError
+
     if sys.stdout.isatty():
-        return Console(highlight=False, soft_wrap=True, markup=False)
-    return Console(highlight=False, soft_wrap=True, width=PIPE_WIDTH, no_color=True, markup=False)
+        return _Console(highlight=False, soft_wrap=True, markup=False)
+    return _Console(highlight=False, soft_wrap=True, width=PIPE_WIDTH, no_color=True, markup=False)
 
 
 def plain_lines(lines: Iterable[str]) -> None:
@@ -393,24 +466,11 @@ def plain_lines(lines: Iterable[str]) -> None:
 
 
 def table(headers: Sequence[str], rows: Iterable[Sequence[str]]) -> None:
-    """A table of plain strings (escaped: never read as markup), whole on a pipe."""
-    from rich.markup import escape
-    from rich.table import Table
+    """A table of plain strings, every cell whole (``ledger.cli.tables``): folded on a
+    terminal, one line per row on a pipe; never read as markup."""
+    from ledger.cli.tables import stream_table
 
-    grid = Table(*[escape(h) for h in headers])
-    for row in rows:
-        grid.add_row(*[escape(cell) for cell in row])
-    out = console()
-    if sys.stdout.isatty():
-        out.print(grid)
-        return
-    for column in grid.columns:
-        column.no_wrap = True
-        column.overflow = "ignore"
-    with out.capture() as captured:
-        out.print(grid)
-    # Rich pads every row to the table's width; trailing blanks carry nothing.
-    plain_lines(line.rstrip() for line in captured.get().splitlines())
+    stream_table(headers, [rows], streamed=False)
 
 
 def read_verifier_key(value: str) -> str:

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -16,10 +17,11 @@ from ledger.cli.common import (
     console,
     dry_run_note,
     emit_json,
+    emit_json_rows,
     progress,
     read_input,
-    table,
 )
+from ledger.cli.tables import stream_table
 from ledger.store.location import DbLocation, SQLitePath
 
 
@@ -157,6 +159,12 @@ def show(
         out.print_json(data=info["object"])
 
 
+#: Entries whose ids ``log`` looks up first, then per chunk: the first rows are printed
+#: after a few lookups, and later ones in batches of the store's ``ids_of`` query.
+LOG_FIRST_CHUNK = 50
+LOG_CHUNK = 2000
+
+
 def log(
     db: DbOption = DEFAULT_DB,
     kind: Annotated[
@@ -166,47 +174,49 @@ def log(
     limit: Annotated[int | None, typer.Option(min=1, help="At most N entries.")] = None,
     json_out: JsonOption = False,
 ) -> None:
-    """List log entries in sequence order: seq, kind, object id, full digest, time."""
-    from ledger.schema.kinds import BLOB, get_kind
+    """List log entries in sequence order: seq, kind, full digest, time, object id.
+
+    Streams: the first entries are printed at once and the work done follows what is
+    printed (--since, --limit, a reader that stops reading), not the ledger's size.
+    JSON: an array of {"seq", "digest", "kind", "appended_at"}.
+    """
+    import itertools
+
+    from ledger.schema.kinds import BLOB, KINDS, get_kind
     from ledger.store.backends import open_store
 
     if kind is not None and kind != BLOB:
         get_kind(kind)  # unknown kinds: exit 3 with the list of known ones
     with open_store(db, readonly=True) as store:
-        entries = list(store.entries(since=since, limit=limit, kind=kind))
-        ids = store.ids_of([e.digest for e in entries])
-    rows = [
-        {
-            "seq": e.seq,
-            "digest": e.digest,
-            "kind": e.kind,
-            "object_id": ids.get(e.digest, (None, None))[0],
-            "object_version": ids.get(e.digest, (None, None))[1],
-            "appended_at": e.appended_at,
-        }
-        for e in entries
-    ]
-    if json_out:
-        # The documented shape, unchanged: ids are for people (``show`` has them all).
-        keys = ("seq", "digest", "kind", "appended_at")
-        emit_json([{k: r[k] for k in keys} for r in rows])
-        return
-    table(
-        ["seq", "kind", "id", "digest", "appended at"],
-        [
-            [
-                str(r["seq"]),
-                str(r["kind"]),
-                "-"
-                if r["object_id"] is None
-                else str(r["object_id"])
-                + ("" if r["object_version"] is None else f"@{r['object_version']}"),
-                str(r["digest"]),
-                str(r["appended_at"]),
-            ]
-            for r in rows
-        ],
-    )
+        entries = store.entries(since=since, limit=limit, kind=kind)
+        if json_out:
+            # The documented shape: ids are for people (``show`` has them all).
+            emit_json_rows(
+                {"seq": e.seq, "digest": e.digest, "kind": e.kind, "appended_at": e.appended_at}
+                for e in entries
+            )
+            return
+
+        def chunks() -> Iterator[list[list[str]]]:
+            size = LOG_FIRST_CHUNK
+            while chunk := list(itertools.islice(entries, size)):
+                # (object id, version) read from each object's checked bytes
+                ids = store.ids_of([e.digest for e in chunk])
+                yield [_log_row(e, ids.get(e.digest, (None, None))) for e in chunk]
+                size = LOG_CHUNK
+
+        # Column floors known before the first row: the widest seq and kind there are.
+        widest_seq = len(str(max(store.size() - 1, 0)))
+        widest_kind = max(len(name) for name in (*KINDS, BLOB))
+        stream_table(
+            ["seq", "kind", "digest", "appended at", "id"], chunks(), [widest_seq, widest_kind]
+        )
+
+
+def _log_row(entry: Any, ids: tuple[str | None, int | None]) -> list[str]:
+    object_id, version = ids
+    shown = "-" if object_id is None else object_id + ("" if version is None else f"@{version}")
+    return [str(entry.seq), str(entry.kind), str(entry.digest), str(entry.appended_at), shown]
 
 
 def stats(db: DbOption = DEFAULT_DB, json_out: JsonOption = False) -> None:

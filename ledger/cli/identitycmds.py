@@ -18,6 +18,7 @@ from ledger.cli.common import (
     dry_run_note,
     emit_json,
     new_app,
+    table,
 )
 from ledger.cli.keycmds import AuthorityKeyOption, PassphraseEnv, authority_signer
 
@@ -115,19 +116,20 @@ def identity_list(
     if json_out:
         emit_json(rows)
         return
-    from rich.table import Table
-
-    table = Table("seq", "verifier id", "adapter", "versions", "key id", "status")
-    for row in rows:
-        table.add_row(
-            str(row["seq"]),
-            row["verifier_id"],
-            row["adapter"],
-            ", ".join(row["adapter_versions"]),
-            row["key_id"],
-            row["status"],
-        )
-    console().print(table)
+    table(
+        ["seq", "verifier id", "adapter", "versions", "key id", "status"],
+        [
+            [
+                str(row["seq"]),
+                str(row["verifier_id"]),
+                str(row["adapter"]),
+                ", ".join(row["adapter_versions"]),
+                str(row["key_id"]),
+                str(row["status"]),
+            ]
+            for row in rows
+        ],
+    )
 
 
 @identity_app.command("show")
