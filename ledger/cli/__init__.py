@@ -35,7 +35,7 @@ COMMANDS: Mapping[str, Lazy | LazySubgroup] = {
     "show": Lazy("ledger.cli.core:show", "Show one object by digest, legacy digest or id."),
     "log": Lazy(
         "ledger.cli.core:log",
-        "List log entries in sequence order: seq, kind, object id, full digest, time.",
+        "List log entries in sequence order: seq, kind, full digest, time, object id.",
     ),
     "stats": Lazy(
         "ledger.cli.core:stats", "Entry counts by kind, sizes and the latest checkpoint."
