@@ -123,7 +123,11 @@ def test_read_only(built: BuiltLedger) -> None:
     before = hashlib.sha256(built.browse.read_bytes()).hexdigest()
     ds = make_app(built.browse)
     assert [n for n in ds.databases if n != "_internal"] == [DATABASE]
-    assert ds.databases[DATABASE].is_mutable is False
+    # Read-only with locking (index may update the file in place): no write gets through.
+    conn = ds.databases[DATABASE].connect()
+    with pytest.raises(sqlite3.OperationalError, match="readonly"):
+        conn.execute("CREATE TABLE x (y)")
+    conn.close()
     assert not any(q.get("write") for q in CANNED_QUERIES.values())
     for path in ("/browse/tasks?_search=boundary", "/browse/burned_cohorts", "/browse"):
         assert _get(built.browse, path).status_code == 200

@@ -1,9 +1,15 @@
-"""Build or update the browse database from a ledger, with sqlite-utils.
+"""Build or update the browse database from a ledger.
 
 Invariants:
-- The ledger is only read (callers open it read-only); the browse file is written to a
-  temporary copy and moved into place, so a reader (``provledger serve``) never sees
-  half an update and a failed run leaves the previous file as it was.
+- The ledger is only read (callers open it read-only), in one pass in log order
+  (``log_rows``), and every object row is checked against its log entry and its bytes
+  as it is read (``ledger.store.derived.row_problem``: digest, kind, index columns and
+  legacy digest re-derived), so nothing projected rests on a stored side value.
+- A full build (``--full``, or no browse file yet) is written to a temporary file and
+  moved into place; an update is written in place, in one transaction. Either way a
+  reader (``provledger serve``, which opens the file read-only) sees the file as it was
+  before the run or after it, never half of it, and a failed run leaves it as it was.
+  An update costs what the new entries cost, not the size of the file.
 - Incremental: ``ledger_info.last_seq`` records the last log position projected; a
   later run projects only the entries after it. Rows depend only on the log prefix
   (see ``project``), so an incremental build equals a full build of the same ledger.
@@ -14,14 +20,14 @@ Invariants:
   projected and replaced whole when the projection grows. Provenance *checks* run live
   on the result page (``pages``), against the ledger, when ``serve`` is given it; what
   the projection holds about provenance is the chain itself (``result_chain``).
-- One transaction per run on the temporary copy (no per-insert commits), fsynced before
-  it replaces the old file.
+- Rows are written by ``executemany`` in batches (``BATCH`` rows); a full build creates
+  the lookup indexes and fills the full-text indexes once, after the rows, where an
+  update keeps them current row by row (their triggers).
 """
 
 from __future__ import annotations
 
 import os
-import shutil
 import sqlite3
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -32,13 +38,14 @@ import sqlite_utils.db
 
 from cohorts.browse.judged import JUDGED_TABLES, judge
 from cohorts.browse.project import Projection, Projector, Row, Update
-from cohorts.browse.tables import TABLES, VIEWS
-from ledger.errors import InputError
-from ledger.store.base import LedgerReader
+from cohorts.browse.tables import TABLES, VIEWS, Table
+from ledger.errors import InputError, IntegrityError
+from ledger.store.base import AuditSource, NodeScan, StoredObject, unchecked_object
+from ledger.store.derived import row_problem
 from ledger.store.location import DbLocation
 
 FORMAT = "provledger-browse/2"  # 2: standing columns
-BATCH = 2000
+BATCH = 5000
 
 
 @dataclass(frozen=True)
@@ -75,8 +82,21 @@ def _t(db: sqlite_utils.Database, name: str) -> sqlite_utils.db.Table:
     return db.table(name)
 
 
-def ensure_schema(db: sqlite_utils.Database) -> None:
-    """Create every declared table, full-text index and view that is missing."""
+def _indexed(table: Table) -> list[str]:
+    """Columns looked up by digest from object pages and canned queries."""
+    return [
+        c.name
+        for c in table.columns
+        if c.name.endswith("_digest") or c.name in ("cohort_id", "key_id")
+    ]
+
+
+def ensure_schema(db: sqlite_utils.Database, *, bulk: bool = False) -> None:
+    """Create every declared table, full-text index and view that is missing.
+
+    ``bulk``: a fresh file about to be filled: the lookup and full-text indexes are made
+    by ``finish_bulk`` after the rows instead.
+    """
     for table in TABLES:
         if not _t(db, table.name).exists():
             _t(db, table.name).create(
@@ -84,21 +104,30 @@ def ensure_schema(db: sqlite_utils.Database) -> None:
                 pk=table.pk[0] if len(table.pk) == 1 else table.pk,
                 foreign_keys=list(table.foreign_keys),
             )
-            if table.fts:
-                _t(db, table.name).enable_fts(list(table.fts), create_triggers=True)
-            for column in table.columns:
-                # Lookups by digest columns from object pages and canned queries.
-                if column.name.endswith("_digest") or column.name in ("cohort_id", "key_id"):
-                    _t(db, table.name).create_index([column.name], if_not_exists=True)
+            if not bulk:
+                _indexes(db, table)
     for view in VIEWS:
         db.create_view(view.name, view.sql, replace=True)
+
+
+def _indexes(db: sqlite_utils.Database, table: Table) -> None:
+    if table.fts:
+        _t(db, table.name).enable_fts(list(table.fts), create_triggers=True, replace=True)
+    for column in _indexed(table):
+        _t(db, table.name).create_index([column], if_not_exists=True)
+
+
+def finish_bulk(db: sqlite_utils.Database) -> None:
+    """The indexes ``ensure_schema(bulk=True)`` left out, built over the rows now there."""
+    for table in TABLES:
+        _indexes(db, table)
 
 
 def _info(db: sqlite_utils.Database) -> dict[str, str]:
     return {str(r["key"]): str(r["value"]) for r in _t(db, "ledger_info").rows}
 
 
-def _check_same_log(store: LedgerReader, info: dict[str, str], out: Path) -> int:
+def _check_same_log(store: AuditSource, info: dict[str, str], out: Path) -> int:
     """Size already projected; refuses a projection of a different or rewritten log."""
     if "last_seq" not in info:
         return 0
@@ -121,18 +150,44 @@ def _check_same_log(store: LedgerReader, info: dict[str, str], out: Path) -> int
     return size
 
 
-def _entries_from(store: LedgerReader, since: int) -> Iterator[tuple[int, str]]:
-    for entry in store.entries(since=since):
-        yield entry.seq, entry.appended_at
+def checked_objects(
+    store: AuditSource, since: int, size: int
+) -> Iterator[tuple[StoredObject, str]]:
+    """(object, appended_at) of entries ``since`` .. ``size - 1``, in log order, each
+    object row checked against its entry and its bytes (``row_problem``)."""
+    for row in store.log_rows(since):
+        seq = row.seq
+        if not isinstance(seq, int) or seq >= size:
+            return  # appended while we read: the next run takes it
+        if row.object is None:
+            raise InputError(f"ledger entry {seq} has no object, expected one (run verify)")
+        obj = unchecked_object(row.object)
+        problem = row_problem(obj, row.digest, row.kind)
+        if problem is None and not isinstance(row.appended_at, str):
+            problem = f"appended_at {row.appended_at!r} is not text"
+        if problem is not None:
+            raise IntegrityError(
+                f"ledger object row at seq {seq} disagrees with its bytes, got {problem},"
+                " expected a row derived from them; run `provledger verify`"
+            )
+        yield obj, row.appended_at  # type: ignore[misc]
 
 
 class _Writer:
     """Batches rows per table; flushes before an update so it sees every earlier row."""
 
     def __init__(self, db: sqlite_utils.Database) -> None:
-        self.db = db
+        self.conn = db.conn
         self.pending: dict[str, list[Row]] = {}
         self.count = 0
+        self._sql = {
+            t.name: (
+                f"INSERT INTO [{t.name}] ({', '.join(f'[{c.name}]' for c in t.columns)})"
+                f" VALUES ({', '.join('?' * len(t.columns))})",
+                tuple(c.name for c in t.columns),
+            )
+            for t in TABLES
+        }
 
     def add(self, projection: Projection) -> None:
         for update in projection.updates:
@@ -146,7 +201,7 @@ class _Writer:
 
     def apply(self, update: Update) -> None:
         sets = ", ".join(f"[{k}] = ?" for k in update.values)
-        self.db.execute(
+        self.conn.execute(
             f"UPDATE [{update.table}] SET {sets} WHERE [{update.match_column}] = ? AND seq < ?",
             [*update.values.values(), update.match_value, update.before_seq],
         )
@@ -156,21 +211,22 @@ class _Writer:
         for table in TABLES:
             rows = self.pending.pop(table.name, None)
             if rows:
-                _t(self.db, table.name).insert_all(rows, batch_size=500)
+                sql, names = self._sql[table.name]
+                self.conn.executemany(sql, [tuple(r.get(n) for n in names) for r in rows])
         self.count = 0
 
 
-def _tree_nodes(store: LedgerReader, seq: int) -> list[Row]:
+def tree_node_rows(nodes: NodeScan, seq: int) -> list[Row]:
     """Every complete-subtree hash that leaf ``seq`` closes (as ``append`` wrote them)."""
     level, idx = 0, seq
-    rows = [{"level": 0, "idx": idx, "hash": store.node(0, idx).hex()}]
+    rows = [_node(nodes, 0, idx)]
     while idx & 1:
         level, idx = level + 1, idx >> 1
-        rows.append({"level": level, "idx": idx, "hash": store.node(level, idx).hex()})
+        rows.append(_node(nodes, level, idx))
     return rows
 
 
-def _judge(db: sqlite_utils.Database, store: LedgerReader, previous: int, size: int) -> None:
+def _judge(db: sqlite_utils.Database, store: AuditSource, previous: int, size: int) -> None:
     """Replace the judged tables (``judged``) when the projection grew or they are not
     judged at ``size`` yet."""
     judged = db.execute("SELECT max(judged_size) FROM cohort_audits").fetchone()[0]
@@ -184,8 +240,18 @@ def _judge(db: sqlite_utils.Database, store: LedgerReader, previous: int, size: 
             _t(db, name).insert_all(rows[name], batch_size=500)
 
 
-def _write(db: sqlite_utils.Database, store: LedgerReader, out: Path) -> IndexReport:
-    ensure_schema(db)
+def _node(nodes: NodeScan, level: int, idx: int) -> Row:
+    found = nodes.get(level, idx)
+    if found is None or not isinstance(found[0], bytes | bytearray | memoryview):
+        raise InputError(
+            f"ledger tree node level {level} index {idx}, got {found!r}, expected its hash"
+            " (run verify)"
+        )
+    return {"level": level, "idx": idx, "hash": bytes(found[0]).hex()}
+
+
+def _write(db: sqlite_utils.Database, store: AuditSource, out: Path, bulk: bool) -> IndexReport:
+    ensure_schema(db, bulk=bulk)
     info = _info(db)
     previous = _check_same_log(store, info, out)
     size = store.size()
@@ -194,15 +260,11 @@ def _write(db: sqlite_utils.Database, store: LedgerReader, out: Path) -> IndexRe
         if obj.seq < previous:
             projector.remember_identity(obj)
     writer = _Writer(db)
+    nodes = store.node_scan()
     last_digest = info.get("last_digest")
-    for seq, appended_at in _entries_from(store, previous):
-        if seq >= size:
-            break  # appended while we read: the next run takes it
-        stored = store.get_by_seq(seq)
-        if stored is None:
-            raise InputError(f"ledger entry {seq} has no object, expected one (run verify)")
+    for stored, appended_at in checked_objects(store, previous, size):
         projection = projector.rows(stored, appended_at)
-        for node in _tree_nodes(store, seq):
+        for node in tree_node_rows(nodes, stored.seq):
             projection.add("tree_nodes", node)
         writer.add(projection)
         last_digest = stored.digest
@@ -219,6 +281,8 @@ def _write(db: sqlite_utils.Database, store: LedgerReader, out: Path) -> IndexRe
         for c in checkpoints
     )
     _judge(db, store, previous, size)
+    if bulk:
+        finish_bulk(db)
     results = _t(db, "results").count
     meta = {
         "format": FORMAT,
@@ -246,23 +310,22 @@ def _format_of(out: Path) -> str | None:
         return None
 
 
-def build_index(store: LedgerReader, out: Path, *, full: bool = False) -> IndexReport:
-    """Project ``store`` into ``out`` (incrementally unless ``full``); atomic replace."""
-    tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
+def build_index(store: AuditSource, out: Path, *, full: bool = False) -> IndexReport:
+    """Project ``store`` into ``out`` (incrementally unless ``full``; module invariants)."""
     # A browse database of an earlier layout is rebuilt, not extended.
     full = full or (out.exists() and _format_of(out) != FORMAT)
+    if out.exists() and not full:
+        return _update(store, out)
+    tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
     try:
-        if out.exists() and not full:
-            shutil.copyfile(out, tmp)
-        elif tmp.exists():
-            tmp.unlink()
+        tmp.unlink(missing_ok=True)
         db = sqlite_utils.Database(tmp)
         try:
-            # A scratch copy: durability comes from the fsync below, not from SQLite.
+            # A scratch file: durability comes from the fsync below, not from SQLite.
             db.execute("PRAGMA journal_mode = OFF")
             db.execute("PRAGMA synchronous = OFF")
             db.conn.execute("BEGIN")  # sqlite-utils nests its writes as savepoints
-            report = _write(db, store, out)
+            report = _write(db, store, out, bulk=True)
             db.conn.execute("COMMIT")
         finally:
             db.close()
@@ -270,6 +333,22 @@ def build_index(store: LedgerReader, out: Path, *, full: bool = False) -> IndexR
             os.fsync(handle.fileno())
         os.replace(tmp, out)
     finally:
-        if tmp.exists():
-            tmp.unlink()
+        tmp.unlink(missing_ok=True)
     return report
+
+
+def _update(store: AuditSource, out: Path) -> IndexReport:
+    """An update in place: one transaction; a reader sees the file before or after it."""
+    db = sqlite_utils.Database(out)
+    try:
+        db.conn.execute("BEGIN IMMEDIATE")  # one writer at a time; readers carry on
+        try:
+            report = _write(db, store, out, bulk=False)
+        except BaseException:
+            db.conn.execute("ROLLBACK")
+            raise
+        db.conn.execute("COMMIT")
+    finally:
+        db.close()
+    return report
+

@@ -25,7 +25,7 @@ from typing import Any
 from cohorts.browse.build import build_index
 from cohorts.browse.tables import TABLES
 from ledger.errors import NotFound
-from ledger.store.base import LedgerReader
+from ledger.store.base import AuditSource
 
 MAX_SHOWN = 20
 
@@ -56,7 +56,7 @@ def _readonly(path: Path) -> sqlite3.Connection:
     return sqlite3.connect(uri, uri=True)
 
 
-def check_browse(store: LedgerReader, file: Path) -> list[BrowseFinding]:
+def check_browse(store: AuditSource, file: Path) -> list[BrowseFinding]:
     """Every difference between ``file`` and a fresh projection of ``store``."""
     if not file.is_file():
         raise NotFound(f"browse database not found, got {file}, expected a file from `index`")

@@ -13,15 +13,17 @@ from __future__ import annotations
 
 import base64
 import binascii
-import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+import msgspec
+
 from cohorts.browse.names import GOVERNED_TABLES
 from cohorts.definition import definition_digests
 from ledger.errors import LedgerError
+from ledger.recent import FirstSeen
 from ledger.store.aliases import by_legacy_digest
 from ledger.store.base import LedgerReader, StoredObject
 from ledger.trust.dsse import pae, payload_type_for
@@ -37,6 +39,7 @@ if TYPE_CHECKING:
 Row = dict[str, Any]
 
 AUTHORITY = "authority"
+RECENT = 4096  # objects the projector keeps to pair attestations with their subjects
 
 
 @dataclass(frozen=True)
@@ -68,7 +71,8 @@ TEXT_LIMIT = 256 * 1024
 
 
 def pretty_text(obj: StoredObject) -> str | None:
-    """Canonical JSON pretty-printed (member order kept); a blob as UTF-8 text or None.
+    """Canonical JSON pretty-printed (member order and every token's spelling kept: only
+    whitespace is added); a blob as UTF-8 text or None.
 
     Longer than ``TEXT_LIMIT`` characters: the first ``TEXT_LIMIT``, then a line saying so.
     """
@@ -79,8 +83,9 @@ def pretty_text(obj: StoredObject) -> str | None:
             return None
     else:
         try:
-            text = json.dumps(json.loads(obj.data), indent=2, ensure_ascii=False)
-        except (ValueError, RecursionError):
+            # Re-indents the bytes as they are (in C), without parsing them into Python values.
+            text = msgspec.json.format(obj.data, indent=2).decode("utf-8")
+        except (msgspec.DecodeError, UnicodeDecodeError, RecursionError):
             text = obj.data.decode("utf-8", errors="replace")
     if len(text) <= TEXT_LIMIT:
         return text
@@ -118,6 +123,9 @@ class Projector:
         self._identities: dict[str, tuple[str, bytes]] = {}
         self._appended_at = ""  # log time of the object being projected
         self._timeline: Timeline | None = None  # made on the first cohort object
+        # Objects projected last (already checked): an attestation's subject is usually
+        # among them, so pairing it costs no second read (and re-derivation) of its row.
+        self._recent: FirstSeen[str, StoredObject] = FirstSeen(RECENT)
 
     def remember_identity(self, obj: StoredObject) -> None:
         """Learn the key of an identity object (also for objects projected in earlier runs)."""
@@ -133,8 +141,12 @@ class Projector:
             return
         self._identities.setdefault(kid, (verifier, raw))
 
+    def _get(self, digest: str) -> StoredObject | None:
+        return self._recent.get(digest) or self.reader.get(digest)
+
     def rows(self, obj: StoredObject, appended_at: str) -> Projection:
         out = Projection()
+        self._recent.add(obj.digest, obj)
         out.add(
             "objects",
             {
@@ -281,7 +293,7 @@ class Projector:
     def _objective(self, digest: str | None, before: int) -> str | None:
         if digest is None:
             return None
-        found = self.reader.get(digest)
+        found = self._get(digest)
         if found is None:
             legacy = by_legacy_digest(self.reader, digest)
             found = legacy[0][0] if legacy else None
@@ -567,7 +579,7 @@ class Projector:
                 return signer, False
         else:
             return None, False
-        subject = self.reader.get(subject_digest)
+        subject = self._get(subject_digest)
         payload_type = as_str(value.get("payloadType"))
         if (
             subject is None

@@ -1,6 +1,8 @@
 """``provledger serve``: Datasette over the browse database, read-only.
 
-The database is opened immutable (read-only, no locking, never written). The server
+The database is opened read-only (``mode=ro``: SQLite refuses every write) with SQLite's
+locking, so ``provledger index`` may update it in place while it is served: each query
+sees it before or after an update, never half of one. The server
 binds 127.0.0.1 unless told otherwise. Metadata comes from ``tables`` (a title and a
 description for every table and column) plus canned queries for the questions auditors
 ask. A small plugin (``DigestLinks``) renders every digest as a link to an object page
@@ -143,8 +145,9 @@ class _BoundedConnection(sqlite3.Connection):
 
 
 def bounded_connection(path: Path) -> sqlite3.Connection:
-    """A read-only (immutable) connection to ``path`` under ``BOUNDS``."""
-    uri = "file:" + urllib.parse.quote(str(path.absolute())) + "?immutable=1"
+    """A read-only connection to ``path`` under ``BOUNDS`` (``mode=ro`` with SQLite's
+    locking: ``index`` may update the file in place; each query sees it before or after)."""
+    uri = "file:" + urllib.parse.quote(str(path.absolute())) + "?mode=ro"
     conn = sqlite3.connect(uri, uri=True, check_same_thread=False, factory=_BoundedConnection)
     conn.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, BOUNDS.value_bytes)
     conn.execute("PRAGMA temp_store = MEMORY")  # sorts and temporary tables off the disk
@@ -208,7 +211,7 @@ def _require_datasette() -> ModuleType:
 def make_app(
     browse: Path, title: str | None = None, ledger: DbLocation | Path | None = None
 ) -> Datasette:
-    """A Datasette instance on ``browse`` opened immutable, with our plugin registered.
+    """A Datasette instance on ``browse`` opened read-only, with our plugin registered.
 
     ``ledger`` (opened read-only per request) lets result pages run provenance checks."""
     _require_datasette()
@@ -242,7 +245,9 @@ def make_app(
     if "_memory" in ds.databases:
         # No scratch database: the only database served is the browse file.
         ds.remove_database("_memory")
-    ds.add_database(BoundedDatabase(ds, path=str(browse), is_mutable=False), name=DATABASE)
+    # "Mutable" in Datasette's sense: opened mode=ro with locking, not immutable=1 (which
+    # would let a reader see an in-place update of ``index`` half written).
+    ds.add_database(BoundedDatabase(ds, path=str(browse), is_mutable=True), name=DATABASE)
     ds.provledger_ledger = ledger
     return ds
 
