@@ -183,7 +183,9 @@ def burn_cmd(
     ] = None,
     successor: Annotated[
         list[str] | None,
-        typer.Option("--successor", help="Successor reference (digest/issue/URI)."),
+        typer.Option(
+            "--successor", help="Successor reference (digest or unique prefix, issue, URI)."
+        ),
     ] = None,
     authority_key: AuthorityKey = None,
     db: DbOption = DEFAULT_DB,
@@ -194,6 +196,7 @@ def burn_cmd(
     authority key, in one transaction.
     """
     from cohorts.service import burn_cohort
+    from ledger.store.resolve import full_digest
 
     excluded = _task_reasons(exclude) if exclude else None
     signer = _signer(db, authority_key)
@@ -206,7 +209,8 @@ def burn_cmd(
             signer=signer,
             excluded=excluded,
             observed=observed or (),
-            successors=successor or (),
+            # A unique digest prefix names its object; the notice records the full digest.
+            successors=[full_digest(store, s) for s in successor or ()],
         ),
         json_out,
         dry_run,
@@ -237,7 +241,8 @@ def bind_cmd(
         typer.Option(
             "--calibration",
             metavar="DIGEST",
-            help="A calibration-record (from `calibrate --record`) justifying a plan version.",
+            help="A calibration-record (from `calibrate --record`) justifying a plan version:"
+            " its digest or a unique prefix of it.",
         ),
     ] = None,
     authority_key: AuthorityKey = None,
@@ -251,6 +256,7 @@ def bind_cmd(
     from pathlib import Path as _Path
 
     from cohorts.service import bind_cohort, plan_choice
+    from ledger.store.resolve import full_digest
 
     choices = [plan_choice(p) for p in plan or ()]
     target: Any = _parse(successor) if successor == "-" or _Path(successor).is_file() else successor
@@ -263,7 +269,8 @@ def bind_cmd(
             predecessor,
             signer,
             plans=choices,
-            calibrations=calibration or (),
+            # A unique prefix names its record; the binding records the full digest.
+            calibrations=[full_digest(store, c) for c in calibration or ()],
         ),
         json_out,
         dry_run,

@@ -339,6 +339,25 @@ def test_serve_without_datasette_says_how(
     assert result.exit_code == 3
     assert "pip install 'provledger[web]'" in result.output
     assert result.output.count("error:") == 1
+    assert "serving" not in result.output  # said only once the server can start
+
+
+def test_serve_on_a_port_in_use_says_so_in_one_line(built: BuiltLedger) -> None:
+    import socket
+
+    pytest.importorskip("datasette")
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = CliRunner().invoke(
+            app, ["serve", "--browse", str(built.browse), "--port", str(port)]
+        )
+    assert result.exit_code == 3
+    assert result.output == (
+        f"error: cannot serve on 127.0.0.1:{port}, got 'Address already in use',"
+        " expected a free port (--port)\n"
+    )
 
 
 def test_serve_missing_browse_file(tmp_path: Path) -> None:

@@ -346,7 +346,8 @@ def test_errors_of_modules_imported_late_still_map_to_their_exit_codes() -> None
         result.stderr == "error: database error, got 'disk I/O error', expected a usable ledger\n"
     )
     usage = CliRunner().invoke(probe, ["fine", "--no-such-option"])
-    assert usage.exit_code == 2 and "No such option" in usage.output
+    assert usage.exit_code == 2 and "no such option" in usage.output
+    assert usage.output.startswith("error: ") and len(usage.output.splitlines()) == 1
 
 
 # -- sub-apps build only the command that runs ------------------------------------------

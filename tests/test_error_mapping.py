@@ -81,8 +81,17 @@ def test_finding_codes_the_audit_reports_are_the_classes() -> None:
     assert ParseError.finding_code == "parse-error"
 
 
+#: The one place errors become exit codes: ``ProvGroup`` (its ``main`` maps click's usage
+#: errors, parsed before any command runs, as ``invoke`` maps the commands' errors).
+MAPPING_PLACE = ("ledger/cli/common.py", "ProvGroup")
+
+
 def _exit_calls(path: Path) -> list[str]:
     tree = ast.parse(path.read_text("utf-8"))
+    if str(path.relative_to(ROOT)) == MAPPING_PLACE[0]:
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ClassDef) and node.name == MAPPING_PLACE[1]:
+                node.body = []  # its exits are the mapping itself
     found = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Call):

@@ -59,7 +59,8 @@ def serve_cmd(
 ) -> None:
     """Serve the browse database read-only with Datasette (needs the optional web extra).
 
-    Result pages run provenance checks on the ledger (--db), opened read-only.
+    Result pages run provenance checks on the ledger (--db), opened read-only. A missing
+    web extra or an address in use is one error line (exit 3), before "serving" is said.
     """
     from cohorts.browse.build import default_out
     from cohorts.browse.web import ServeOptions, serve
@@ -71,11 +72,15 @@ def serve_cmd(
         raise NotFound(
             f"browse database not found, got {target}, expected one made by `provledger index`"
         )
-    typer.echo(f"serving {target} read-only at http://{host}:{port}/ (Ctrl-C stops)", err=True)
     # A server's ledger is always given; a file only when there is one (without it,
     # result pages say how to run the checks).
     ledger = None if isinstance(db, SQLitePath) and not db.path.is_file() else db
-    serve(ServeOptions(target, host, port, ledger=ledger))
+    serve(
+        ServeOptions(target, host, port, ledger=ledger),
+        started=lambda url: typer.echo(
+            f"serving {target} read-only at {url} (Ctrl-C stops)", err=True
+        ),
+    )
 
 
 def browse_findings(store: Any, file: Path) -> list[dict[str, str]]:

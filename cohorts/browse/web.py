@@ -26,8 +26,11 @@ Datasette is optional (``pip install 'provledger[web]'``); only ``serve`` needs 
 
 from __future__ import annotations
 
+import errno
+import socket
 import sqlite3
 import urllib.parse
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
@@ -261,8 +264,44 @@ class ServeOptions:
     title: str | None = None
 
 
-def serve(options: ServeOptions) -> None:
-    """Run the server until interrupted."""
+class ServeError(LedgerError):
+    """The server cannot start: its address is in use or cannot be bound."""
+
+    exit_code = 3
+
+
+def listen(host: str, port: int) -> socket.socket:
+    """A socket bound to ``host:port`` (port 0: any free one); refusals are one
+    ``ServeError`` line instead of the server's log and traceback."""
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(
+            host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+        )[0]
+        sock = socket.socket(family, kind, proto)
+    except OSError as exc:
+        raise ServeError(
+            f"cannot serve on {host}:{port}, got '{exc.strerror or exc}', expected an address"
+            " of this machine (--host)"
+        ) from None
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(address)
+    except OSError as exc:
+        sock.close()
+        expected = {
+            errno.EADDRINUSE: "a free port (--port)",
+            errno.EADDRNOTAVAIL: "an address of this machine (--host)",
+            errno.EACCES: "a port this user may bind (--port above 1023)",
+        }.get(exc.errno or 0, "an address and port this process may bind")
+        raise ServeError(
+            f"cannot serve on {host}:{port}, got '{exc.strerror or exc}', expected {expected}"
+        ) from None
+    return sock
+
+
+def serve(options: ServeOptions, started: Callable[[str], None] = lambda url: None) -> None:
+    """Run the server until interrupted. Everything that can refuse to start (Datasette
+    missing, the browse file, the address) is checked before ``started(url)`` is called."""
     uvicorn = _require_datasette()
     from datasette.cli import check_databases, run_sync
 
@@ -271,4 +310,8 @@ def serve(options: ServeOptions) -> None:
 
     run_sync(ds.invoke_startup)
     run_sync(lambda: check_databases(ds))
-    uvicorn.run(ds.app(), host=options.host, port=options.port, log_level="warning")
+    sock = listen(options.host, options.port)
+    host, port = sock.getsockname()[:2]
+    started(f"http://{f'[{host}]' if ':' in host else host}:{port}/")
+    config = uvicorn.Config(ds.app(), log_level="warning")
+    uvicorn.Server(config).run(sockets=[sock])

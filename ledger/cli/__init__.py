@@ -205,16 +205,13 @@ def main(before_command: Callable[[], None] | None = None) -> None:
         _BEFORE_COMMAND.append(before_command)
     try:
         app(prog_name="provledger")
-    except SystemExit as done:
-        code = done.code
-    else:
-        code = 0
-    # Output still buffered goes now, while a reader that left (`log --limit 5 | head -1`)
-    # can be told apart from a failure; at interpreter exit it would print a traceback.
-    try:
-        sys.stdout.flush()
-    except BrokenPipeError:
-        from ledger.cli.common import stdout_closed
+    finally:
+        # Output still buffered goes now, while a reader that left (`log --limit 5 |
+        # head -1`) can be told apart from a failure; at interpreter exit it would print
+        # a traceback. The exit status stays the command's.
+        try:
+            sys.stdout.flush()
+        except BrokenPipeError:
+            from ledger.cli.common import stdout_closed
 
-        stdout_closed()
-    raise SystemExit(code)
+            stdout_closed()

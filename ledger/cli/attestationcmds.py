@@ -158,17 +158,21 @@ def attestation_check(
 
 @attestation_app.command("export")
 def attestation_export(
-    attestation: Annotated[str, typer.Argument(help="Digest of the attestation object.")],
+    attestation: Annotated[
+        str, typer.Argument(help="Digest of the attestation object (or a unique prefix).")
+    ],
     db: DbOption = DEFAULT_DB,
     output: OutOption = None,
 ) -> None:
     """Print the full standard DSSE envelope (payload = the subject's stored bytes)."""
     from ledger.store.backends import open_store
+    from ledger.store.resolve import full_digest
     from ledger.trust.attestation import rebuild_envelope
     from ledger.trust.judgement import find_attestation
 
     with open_store(db, readonly=True) as store:
-        envelope = rebuild_envelope(store, find_attestation(store, attestation))
+        found = find_attestation(store, full_digest(store, attestation))
+        envelope = rebuild_envelope(store, found)
     write_out(envelope.to_json_bytes(), output)
 
 

@@ -78,7 +78,9 @@ def verify(
     log_key: Annotated[
         str,
         typer.Option(
-            "--log-key", help="Trusted log verifier key (signed-note form, or a file holding it)."
+            "--log-key",
+            help="Trusted log verifier key (signed-note form, or a file holding it, or the"
+            " log's PEM public key file <db>.log.key.pub).",
         ),
     ],
     witness_key: Annotated[
@@ -114,12 +116,12 @@ def verify(
     from ledger.cli.witnesscmds import read_key_text, witness_keys
     from ledger.log.bundle import MAX_BUNDLE_BYTES, BundleError
 
-    key = read_verifier_key(log_key)
     witnesses = [read_key_text(v) for v in witness_key or []]
-    # The keys and the quorum are refused (exit 3) before the bundle is read.
+    # The witness keys and the quorum are refused (exit 3) before the bundle is read.
     required_quorum(quorum, len(witness_keys(witnesses)))
     # One byte over the limit still reaches verify_bundle, which names the part (exit 1).
     data = read_input(file, MAX_BUNDLE_BYTES + 1)
+    key = read_verifier_key(log_key, lambda: _checkpoint_origin(data))
     try:
         verified = verify_bundle(data, key, witness_keys=witnesses, quorum=quorum)
     except BundleError as exc:
@@ -166,6 +168,18 @@ def _replay_exit(replayed: dict[str, object] | None) -> None:
 
     if replayed is not None and replayed.get("status") != "reproduced":
         raise ProblemsReported(f"replay {replayed.get('status')}")
+
+
+def _checkpoint_origin(data: bytes) -> str | None:
+    """The origin line of a bundle's checkpoint (to name a PEM public key), or None."""
+    from ledger.log.bundle import BundleError, decode_bundle
+
+    try:
+        note = decode_bundle(data).subject.proof.checkpoint
+    except BundleError:
+        return None  # verify_bundle says what is wrong with it
+    first = note.split(b"\n", 1)[0]
+    return first.decode("utf-8", "replace") or None
 
 
 def register(app: typer.Typer) -> None:

@@ -10,6 +10,7 @@ error so its traceback is shown.
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import sys
@@ -66,6 +67,34 @@ def _framework_exceptions() -> tuple[type[BaseException], ...]:
     return tuple(found)
 
 
+def _click() -> tuple[Any, type[BaseException]]:
+    """The click typer runs on (its vendored ``typer._click``, or click itself), and the
+    ``Abort`` it raises."""
+    import typer.core
+
+    vendored = getattr(typer.core, "_click", None)
+    if vendored is None:
+        import click
+
+        return click, click.exceptions.Abort
+    abort: type[BaseException] = typer.core.Abort  # type: ignore[attr-defined]
+    return vendored, abort
+
+
+def usage_line(exc: Any) -> str:
+    """A click usage error as one ``error:`` line naming the command, what was wrong and
+    the command's usage (``provledger log --bogus``: ``error: provledger log: no such
+    option: --bogus (usage: provledger log [OPTIONS]; -h for help)``)."""
+    message = " ".join(str(exc.format_message()).split()).rstrip(".")
+    message = message[:1].lower() + message[1:]
+    ctx = getattr(exc, "ctx", None)
+    if ctx is None:
+        return fail_line(message)
+    usage = " ".join(ctx.get_usage().split())
+    usage = usage.removeprefix("Usage:").strip()
+    return fail_line(f"{ctx.command_path}: {message} (usage: {usage}; -h for help)")
+
+
 class ProvGroup(TyperGroup):
     """Command group mapping every ``LedgerError`` to its exit code.
 
@@ -73,6 +102,47 @@ class ProvGroup(TyperGroup):
     TEXT / PATH / INTEGER (never Python type names), flags show no type, and each
     command's help ends with its example from ``ledger.cli.examples``.
     """
+
+    def main(
+        self,
+        args: Sequence[str] | None = None,
+        prog_name: str | None = None,
+        complete_var: str | None = None,
+        standalone_mode: bool = True,
+        windows_expand_args: bool = True,
+        **extra: Any,
+    ) -> Any:
+        """Run the command line; a usage error (unknown command or option, bad or missing
+        value) is one line ``error: ...`` on stderr, exit 2, like every other error.
+
+        click and typer would draw a usage banner and a framed message over several
+        lines; parsing happens before ``invoke``, so it is mapped here, around it.
+        """
+        run = functools.partial(
+            super().main,
+            args,
+            prog_name,
+            complete_var,
+            standalone_mode=False,
+            windows_expand_args=windows_expand_args,
+            **extra,
+        )
+        if not standalone_mode:
+            return run()
+        click, abort = _click()
+        try:
+            code = run()
+        except click.exceptions.ClickException as exc:
+            # A group run without a subcommand has printed its help page already.
+            if not isinstance(exc, getattr(click.exceptions, "NoArgsIsHelpError", ())):
+                typer.echo(usage_line(exc), err=True)
+            sys.exit(exc.exit_code)
+        except abort:
+            typer.echo(fail_line("aborted, got end of input, expected an answer"), err=True)
+            sys.exit(1)
+        # Without standalone mode click returns the exit code of an ``Exit`` (a command's
+        # own return value is None: none of ours returns one).
+        sys.exit(code if isinstance(code, int) else 0)
 
     def invoke(self, ctx: Any) -> Any:
         try:
@@ -473,20 +543,39 @@ def table(headers: Sequence[str], rows: Iterable[Sequence[str]]) -> None:
     stream_table(headers, [rows], streamed=False)
 
 
-def read_verifier_key(value: str) -> str:
+def read_verifier_key(value: str, origin: Callable[[], str | None] | None = None) -> str:
     """A signed-note verifier key given inline, or as the path of a file holding it.
 
     A path that exists must be a regular UTF-8 text file of at most ``KEY_LIMIT`` bytes
     (a FIFO, device, directory or binary file is refused with exit 3); anything else is
-    taken as the key itself.
+    taken as the key itself. The file may also be the PEM public key ``init`` writes
+    beside the log key (``<db>.log.key.pub``): a verifier key is the log's name plus its
+    public key, so the name is then ``origin()`` (the log the key is to check: the
+    ledger's, or the checkpoint's in a bundle). Signatures must still verify under the
+    given public key; only the name is taken from what is checked.
     """
     from ledger.bounded import KEY_LIMIT
     from ledger.files import read_text_file
 
     path = Path(value)
-    if os.path.lexists(path):
-        return read_text_file(path, "verifier key", KEY_LIMIT).strip()
-    return value.strip()
+    text = (
+        read_text_file(path, "verifier key", KEY_LIMIT).strip()
+        if os.path.lexists(path)
+        else value.strip()
+    )
+    if not text.startswith("-----BEGIN"):
+        return text
+    from ledger.errors import InputError
+    from ledger.log.note import verifier_key
+    from ledger.trust.keys import load_public_key
+
+    name = origin() if origin is not None else None
+    if not name:
+        raise InputError(
+            f"verifier key {value}, got a PEM public key and no log origin to name it with,"
+            " expected the verifier key `provledger init` printed (name+keyid+key)"
+        )
+    return verifier_key(name, load_public_key(text))
 
 
 def read_input(name: str, max_bytes: int | None = None, what: str = "document") -> bytes:

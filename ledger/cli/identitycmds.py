@@ -134,17 +134,21 @@ def identity_list(
 
 @identity_app.command("show")
 def identity_show(
-    ref: Annotated[str, typer.Argument(help="Key id, verifier id or identity digest.")],
+    ref: Annotated[
+        str, typer.Argument(help="Key id, verifier id or identity digest (or a unique prefix).")
+    ],
     db: DbOption = DEFAULT_DB,
     json_out: JsonOption = False,
 ) -> None:
     """Show the identities a key id, verifier id or digest names, and their revocations."""
     from ledger.errors import NotFound
     from ledger.store.backends import open_store
+    from ledger.store.resolve import full_digest
     from ledger.trust.identity import identities_matching, trust_index
 
     with open_store(db, readonly=True) as store:
         index = trust_index(store)
+        ref = full_digest(store, ref)  # an identity's digest prefix
     found = identities_matching(index, ref)
     if not found:
         raise NotFound(

@@ -121,3 +121,14 @@ class _WithAliases:
 
     def by_id(self, object_id: str, version: int | None = None) -> list[StoredObject]:
         return self._store.by_id(object_id, version)
+
+
+def full_digest(store: LedgerReader, ref: str) -> str:
+    """``ref`` with a digest prefix (``sha256:`` + 4 to 63 hex digits) spelled out as the
+    one ledger digest it names; anything else as given, for the caller's own checks to
+    judge (a full digest that is not stored stays a finding of theirs, not NotFound).
+    An ambiguous prefix is refused (``InputError``)."""
+    if not PREFIX.match(ref):
+        return ref
+    found = resolve_prefix(store, ref)
+    return ref if found is None else found.digest
