@@ -126,7 +126,8 @@ def digest_cmd(
     if json_out:
         emit_json(
             {
-                "id": cohort.get("id"),
+                "cohort_id": cohort.get("id"),
+                "id": cohort.get("id"),  # deprecated: cohort_id (DEPRECATED_KEYS)
                 "legacy": digests.legacy,
                 "jcs": digests.jcs,
                 "recorded": recorded,
@@ -468,11 +469,44 @@ def audit_cmd(
         attested = audit_attestations(store, report)
         behavioral = audit_behavioral(store, report)
     if json_out:
-        emit_json({**report.to_json(), "attestations": attested, "behavioral": behavioral})
+        emit_json(audit_json(report.to_json(), attested, behavioral))
     else:
         plain_lines(audit_lines(report, attested, behavioral))
     if not report.ok:
         raise ProblemsReported(f"cohort {cohort_id} audit failed")
+
+
+#: Keys a command's JSON still carries under an earlier release's name, beside the name
+#: that now means the same thing in every command: old -> new (docs/COHORTS.md).
+DEPRECATED_KEYS = {
+    "cohort audit": {
+        "definition_digest": "definition_digests",
+        "attestations": "attestation_states",
+    },
+    "cohort list": {"id": "cohort_id", "tasks": "task_count"},
+    "cohort audit --all": {"id": "cohort_id", "tasks": "task_count"},
+    "cohort digest": {"id": "cohort_id"},
+}
+
+
+def audit_json(
+    report: dict[str, Any], attested: dict[str, str], behavioral: dict[str, list[str]]
+) -> dict[str, Any]:
+    """``cohort audit --json``: the report, the attestation state of each burn notice and
+    binding it names, and behavioral evidence per result.
+
+    ``definition_digests`` (the recorded digest under both schemes) and
+    ``attestation_states`` are the names every command uses for these; the report's own
+    ``definition_digest`` (an object here, the recorded digest string elsewhere) and
+    ``attestations`` (elsewhere a list of verdicts) stay for one release (``DEPRECATED_KEYS``).
+    """
+    return {
+        **report,
+        "definition_digests": report.get("definition_digest"),
+        "attestation_states": attested,
+        "attestations": attested,
+        "behavioral": behavioral,
+    }
 
 
 def _audit_all(db: DbLocation, json_out: bool, replay: bool = False) -> None:
@@ -514,9 +548,9 @@ def _audit_all(db: DbLocation, json_out: bool, replay: bool = False) -> None:
             ],
             [
                 [
-                    str(r["id"]),
+                    str(r["cohort_id"]),
                     str(r["stage"]),
-                    str(r["tasks"]),
+                    str(r["task_count"]),
                     str(r["outcomes"]),
                     str(r["excluded"]),
                     str(r["defects"]),

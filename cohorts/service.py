@@ -961,13 +961,17 @@ class CohortRow:
 
     def to_json(self) -> dict[str, object]:
         return {
-            "id": self.cohort_id,
+            "cohort_id": self.cohort_id,
             "stage": self.stage,
             "definition_digest": self.definition_digest,
-            "tasks": self.tasks,
+            "task_count": self.tasks,
             "record_digest": self.record_digest,
             "attested": self.attested,
             "standing": self.standing,
+            # Deprecated names of earlier releases, same values (docs/COHORTS.md): ``id``
+            # and ``tasks`` mean ``cohort_id`` and a list of task reports elsewhere.
+            "id": self.cohort_id,
+            "tasks": self.tasks,
         }
 
 
