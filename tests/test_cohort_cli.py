@@ -245,14 +245,21 @@ def test_bind_gate_refuses_then_binds(toy: Path, runner: CliRunner, tmp_path: Pa
         "gate.carry_over.calibration",
     }
     assert "no valid attestation by a registered" in failures[0]["message"]
-    # Calibrated by a registered verifier through the CLI: the binding is appended.
+    # Calibrated by a registered verifier through the CLI: the binding is appended. The
+    # records are named by unique digest prefixes; the binding holds their full digests.
     cal = calibrate(runner, toy, tmp_path)
+    prefixes = [arg if arg == "--calibration" else arg[:19] for arg in cal]
     out = json.loads(
         _run(
-            runner, ["cohort", "bind", v2, "--predecessor", V1, "--db", db, *PLANS, *cal, "--json"]
+            runner,
+            ["cohort", "bind", v2, "--predecessor", V1, "--db", db, *PLANS, *prefixes, "--json"],
         ).stdout
     )
     assert [o["kind"] for o in out["objects"]] == ["cohort-binding", "attestation"]
+    binding = json.loads(
+        _run(runner, ["show", out["objects"][0]["digest"], "--db", db, "--json"]).stdout
+    )
+    assert binding["object"]["calibrations"] == sorted(cal[1::2])
     audit = json.loads(
         _run(runner, ["cohort", "audit", "example/toy-v2", "--db", db, "--json"]).stdout
     )

@@ -114,6 +114,7 @@ def outputs(tmp_path_factory: pytest.TempPathFactory) -> Outputs:
     attestation = next(e["digest"] for e in log if e["kind"] == "attestation")
     out.run("stats", "stats")
     out.run("show", "show", repair)
+    out.run("show attestation", "show", attestation)
     out.run("proof inclusion", "proof", "inclusion", repair)
     out.run("proof consistency", "proof", "consistency", "1")
     out.run("verify", "verify")

@@ -1,7 +1,10 @@
 """One example per command, appended to its ``--help`` (by ``ProvGroup``).
 
 Keyed by the command path below ``provledger``. A test walks every command and
-requires an entry here, so a new command cannot ship without an example.
+requires an entry here, so a new command cannot ship without an example. A digest an
+example names is one of the IDKMesh reference corpus (``import idkmesh``) or the demo, and
+``tests/test_examples_run.py`` runs every such example on a ledger holding both; digests
+that differ per ledger (attestations, calibration records) are written as placeholders.
 """
 
 from __future__ import annotations
@@ -9,26 +12,24 @@ from __future__ import annotations
 EXAMPLES: dict[str, str] = {
     "init": "provledger init --db ledger.db",
     "append": "provledger append work-unit.json result-manifest.json",
-    "show": "provledger show sha256:4fdec8a2",
+    "show": "provledger show sha256:11d3bdaf",
     "log": "provledger log --kind benchmark-cohort --limit 20",
     "stats": "provledger stats --json",
     "copy": "provledger copy ledger.db postgresql://writer@db.example.org/evidence",
     "migrate": "provledger migrate --db old-ledger.db",
     "checkpoint": "provledger checkpoint",
     "verify": "provledger verify --authority-key ledger.db.authority.key.pub",
-    "sign": "provledger sign sha256:4fdec8a2 --key verifier.key",
+    "sign": "provledger sign sha256:05cde97b --key verifier.key",
     "provenance": "provledger provenance phase0/smoke-verification/attempt-1",
     "run-verifier": (
         "provledger run-verifier --work-unit wu.json --plan plan.json --manifest rm.json"
         " --candidate-root out/ --key verifier.key"
     ),
     "calibrate": "provledger calibrate --record --key verifier.key",
-    "proof inclusion": "provledger proof inclusion sha256:4fdec8a2",
+    "proof inclusion": "provledger proof inclusion sha256:11d3bdaf",
     "proof consistency": "provledger proof consistency 10 20",
-    "bundle export": "provledger bundle export sha256:4fdec8a2 --output result.bundle.json",
-    "bundle verify": (
-        'provledger bundle verify result.bundle.json --log-key "$(cat log-verifier-key.txt)"'
-    ),
+    "bundle export": "provledger bundle export sha256:05cde97b --output result.bundle.json",
+    "bundle verify": "provledger bundle verify result.bundle.json --log-key ledger.db.log.key.pub",
     "witness init": (
         'provledger witness init witness.example/w1 --state w1.json --log-key "$(cat log.vkey)"'
     ),
@@ -48,11 +49,13 @@ EXAMPLES: dict[str, str] = {
     "identity list": "provledger identity list",
     "identity show": "provledger identity show idkmesh-local-verifier",
     "identity revoke": "provledger identity revoke KEY_ID --reason retired",
-    "attestation check": "provledger attestation check sha256:4fdec8a2",
-    "attestation export": "provledger attestation export sha256:5b1e07c3 --output envelope.json",
+    "attestation check": "provledger attestation check sha256:11d3bdaf",
+    "attestation export": (
+        "provledger attestation export ATTESTATION_DIGEST --output envelope.json"
+    ),
     "attestation import": "provledger attestation import envelope.json",
     "attestation verify-envelope": "provledger attestation verify-envelope envelope.json",
-    "export intoto": "provledger export intoto sha256:4fdec8a2 --key verifier.key",
+    "export intoto": "provledger export intoto sha256:05cde97b --key verifier.key",
     "import jsonl": "provledger import jsonl objects.jsonl",
     "import idkmesh": "provledger import idkmesh ../idkmesh",
     "cohort digest": "provledger cohort digest benchmarks/phase-b2-first-five/cohort.json",
@@ -62,7 +65,7 @@ EXAMPLES: dict[str, str] = {
     ),
     "cohort bind": (
         "provledger cohort bind toy-v2 --predecessor toy-v1 --plan TASK=PLAN_ID@0.4"
-        " --calibration sha256:6a013660"
+        " --calibration CALIBRATION_DIGEST"
     ),
     "cohort draft-successor": (
         "provledger cohort draft-successor benchmark/phase-b2-first-five -o successor"
