@@ -197,3 +197,32 @@ def test_streamed_json_is_byte_for_byte_emit_json(rows: list[dict[str, Any]]) ->
     finally:
         sys.stdout = saved
     assert streamed == whole
+
+
+def test_postgres_log_streams_through_a_server_side_cursor(pg_url: str, tmp_path: Path) -> None:
+    from bench_corpus import write_corpus
+
+    from ledger.store.backends import open_store
+    from ledger.store.location import db_location
+
+    runner = CliRunner()
+    assert runner.invoke(app, ["init", "--db", pg_url]).exit_code == 0
+    write_corpus(tmp_path / "c.jsonl", 300, 5)
+    done = runner.invoke(app, ["import", "jsonl", str(tmp_path / "c.jsonl"), "--db", pg_url])
+    assert done.exit_code == 0, done.output
+    rows = json.loads(runner.invoke(app, ["log", "--db", pg_url, "--json"]).stdout)
+    assert [r["seq"] for r in rows] == list(range(300))
+    window = ["--since", "290", "--limit", "5"]
+    some = json.loads(runner.invoke(app, ["log", "--db", pg_url, "--json", *window]).stdout)
+    assert some == rows[290:295]
+    human = runner.invoke(app, ["log", "--db", pg_url, "--kind", "work-unit"]).stdout
+    assert len(human.splitlines()) == 1 + sum(r["kind"] == "work-unit" for r in rows)
+    with open_store(db_location(pg_url), readonly=True) as store:
+        first = store.entries()
+        second = store.entries(since=10)  # two cursors open at once
+        assert [next(first).seq, next(second).seq, next(first).seq] == [0, 10, 1]
+        first.close()
+        second.close()  # a reader that stopped: its cursor's connection is closed
+        assert store._idle()  # type: ignore[attr-defined]  # the store's own is untouched
+        assert store.size() == 300
+        assert [e.seq for e in store.entries(since=295)] == list(range(295, 300))

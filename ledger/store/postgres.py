@@ -322,8 +322,44 @@ class PostgresStore(SQLStore):
     def entries(
         self, since: int = 0, limit: int | None = None, kind: str | None = None
     ) -> Iterator[Entry]:
+        """Entries in seq order, streamed: what is read follows what is taken.
+
+        A long read (no ``limit``, or one over ``_PAGE``) goes through a server-side
+        cursor on a connection of its own, ``_PAGE`` rows per round trip: the first rows
+        come after one page whatever the log's size, nothing else on this store's
+        connection waits on it, and a reader that stops early (``log | head``; the
+        generator's ``close``) ends the cursor and that connection. Inside a transaction
+        of this store (a dry run's, whose rows only it sees) and for short reads, pages
+        of ``_PAGE`` rows by seq on this connection instead.
+        """
         if since > INT64_MAX:
             return
+        if (limit is not None and limit <= _PAGE) or not self._idle():
+            yield from self._entry_pages(since, limit, kind)
+            return
+        query = "SELECT seq, digest, kind, appended_at FROM entries WHERE seq >= %s"
+        args: list[Any] = [max(since, 0)]
+        if kind is not None:
+            query += " AND kind = %s"
+            args.append(kind)
+        query += " ORDER BY seq"
+        if limit is not None:
+            query += " LIMIT %s"
+            args.append(min(limit, INT64_MAX))
+        conn = _connect(self.location, readonly=True)
+        try:
+            # A server-side cursor lives in a transaction; this one is the cursor's alone.
+            with conn.transaction(), conn.cursor(name="provledger_entries") as cur:
+                cur.itersize = _PAGE
+                cur.execute(query, args)
+                for seq, digest, k, appended_at in cur:
+                    yield Entry(int(seq), digest, k, appended_at)
+        except psycopg.Error as exc:
+            raise _storage_error(exc, self._where) from None
+        finally:
+            conn.close()
+
+    def _entry_pages(self, since: int, limit: int | None, kind: str | None) -> Iterator[Entry]:
         left = limit
         at = max(since, 0)
         while left is None or left > 0:
