@@ -15,7 +15,7 @@ table, and (as canonical blobs) by ``git fast-import`` into a bare repository.
 
 Usage: .venv/bin/python scripts/bench.py [--sizes 10000,100000] [--out bench.json]
        [--quick] [--seed 7] [--workdir DIR] [--keep] [--no-peers] [--no-store-floor]
-       [--postgres ADMIN_URL [--writer-counts 1,4,8]]
+       [--postgres ADMIN_URL [--writer-counts 1,4,8]] [--reads-on LEDGER]
 """
 
 from __future__ import annotations
@@ -372,6 +372,82 @@ def _provenance(store: Any, digests: list[str], rng: random.Random) -> dict[str,
     }
 
 
+def _first_entry_line(db: Path) -> float:
+    """Seconds from starting ``provledger log`` until its first entry line (the line
+    after the header) reaches a reader, which then closes the pipe, as ``head`` does.
+    The command must end quietly with exit 0."""
+    env = {**os.environ, "PROVLEDGER_NO_PROGRESS": "1"}
+    start = time.perf_counter()
+    proc = subprocess.Popen(
+        [PROVLEDGER, "log", "--db", str(db)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.readline()  # the header
+    line = proc.stdout.readline()
+    took = time.perf_counter() - start
+    proc.stdout.close()
+    err = proc.stderr.read()
+    code = proc.wait()
+    if not line or code != 0 or err:
+        raise RuntimeError(f"log | head: exit {code}, first line {line[:80]!r}, stderr {err!r}")
+    return took
+
+
+def _drain(cmd: list[str]) -> dict[str, Any]:
+    """Run ``cmd`` with stdout a pipe read in full (and dropped): wall, CPU, bytes."""
+    env = {**os.environ, "PROVLEDGER_NO_PROGRESS": "1"}
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, env=env)
+    assert proc.stdout is not None
+    size = 0
+    while chunk := proc.stdout.read(1 << 20):
+        size += len(chunk)
+    code = proc.wait()
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if code != 0:
+        raise RuntimeError(f"{cmd[:3]} exited {code}")
+    cpu = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
+    return {"wall_s": wall, "cpu_s": cpu, "bytes": size}
+
+
+def read_commands(db: Path, n: int, work: Path, repeats: int = 5) -> dict[str, Any]:
+    """``log | head`` first-line latency, ``log --json`` piped in full, ``index`` from
+    scratch and again with nothing new, on the ledger ``db`` of ``n`` entries."""
+    out: dict[str, Any] = {}
+    _first_entry_line(db)  # bytecode caches and the page cache, as for a user's second run
+    firsts = [_first_entry_line(db) for _ in range(repeats)]
+    out["log_head"] = {
+        "first_entry_s_median": statistics.median(firsts),
+        "first_entry_s_min": min(firsts),
+        "first_entry_s_max": max(firsts),
+        "runs": repeats,
+    }
+    full = _drain([PROVLEDGER, "log", "--db", str(db), "--json"])
+    out["log_json"] = {
+        **full,
+        "entries_per_s": n / full["wall_s"],
+        "cpu_us_per_entry": full["cpu_s"] / n * 1e6,
+    }
+    browse = work / "bench.browse.db"
+    index = run([PROVLEDGER, "index", "--db", str(db), "--out", str(browse), "--full", "--json"])
+    again = run([PROVLEDGER, "index", "--db", str(db), "--out", str(browse), "--json"])
+    out["index"] = {
+        "wall_s": index["wall_s"],
+        "entries_per_s": n / index["wall_s"],
+        "cpu_us_per_entry": index["cpu_s"] / n * 1e6,
+        "max_rss_mb": (index["max_rss_bytes"] or 0) / 2**20,
+        "browse_bytes": browse.stat().st_size,
+        "nothing_new_wall_s": again["wall_s"],
+    }
+    browse.unlink()
+    return out
+
+
 def _git_stream(db: Path, path: Path) -> None:
     """A git fast-import stream holding every stored canonical object as a blob."""
     import sqlite3
@@ -598,6 +674,7 @@ def bench_size(n: int, args: argparse.Namespace, base: Path) -> dict[str, Any]:
         - (since_report.get("since_checkpoint") or {}).get("size", 0),
         "findings": len(since_report.get("findings", [])),
     }
+    res["reads"] = read_commands(db, n, work, 3 if args.quick else 5)
     proofs = _proofs(db, args.queries, args.seed)
     digest = proofs.pop("sample_digest")
     inc = run([PROVLEDGER, "proof", "inclusion", digest, "--db", str(db), "--json"])
@@ -749,6 +826,18 @@ def table(result: dict[str, Any]) -> str:
     )
     add("verify peak RSS MB (largest proc)", lambda r: f"{r['verify']['max_rss_mb']:.0f}")
     add("verify peak PSS MB (process tree)", lambda r: f"{r['verify']['tree_pss_mb']:.0f}")
+    add(
+        "log | head first entry s (median, max)",
+        lambda r: (
+            f"{r['reads']['log_head']['first_entry_s_median']:.2f},"
+            f" {r['reads']['log_head']['first_entry_s_max']:.2f}"
+        ),
+    )
+    add("log --json piped entries/s", lambda r: f"{r['reads']['log_json']['entries_per_s']:,.0f}")
+    add("log --json CPU us/entry", lambda r: f"{r['reads']['log_json']['cpu_us_per_entry']:.1f}")
+    add("index (full) entries/s", lambda r: f"{r['reads']['index']['entries_per_s']:,.0f}")
+    add("index (full) CPU us/entry", lambda r: f"{r['reads']['index']['cpu_us_per_entry']:.0f}")
+    add("index, nothing new s", lambda r: f"{r['reads']['index']['nothing_new_wall_s']:.2f}")
     add("inclusion proof p50/p99 ms", lambda r: _p50_99(r["proofs"]["inclusion"]))
     add("consistency proof p50/p99 ms", lambda r: _p50_99(r["proofs"]["consistency"]))
     add("provenance p50/p99 ms", lambda r: _p50_99(r["proofs"]["provenance"]))
@@ -827,6 +916,14 @@ def main(argv: list[str] | None = None) -> int:
         " the server at ADMIN_URL gets one scratch database per run",
     )
     parser.add_argument("--writer-counts", default="1,4,8", help="with --postgres")
+    parser.add_argument(
+        "--reads-on",
+        metavar="LEDGER",
+        type=Path,
+        default=None,
+        help="instead: only the read commands (log | head, log --json, index) on an"
+        " existing ledger file",
+    )
     args = parser.parse_args(argv)
     if args.queries is None:
         args.queries = 100 if args.quick else 1000
@@ -845,6 +942,8 @@ def main(argv: list[str] | None = None) -> int:
     }
     if args.postgres:
         return _postgres(args, sizes, base, result)
+    if args.reads_on is not None:
+        return _reads_only(args, base, result)
     for n in sizes:
         print(f"== n={n}", file=sys.stderr, flush=True)
         result["runs"].append(bench_size(n, args, base))
@@ -858,6 +957,23 @@ def main(argv: list[str] | None = None) -> int:
     if args.workdir is None and not args.keep:
         shutil.rmtree(base, ignore_errors=True)
     print(table(result))
+    return 0
+
+
+def _reads_only(args: argparse.Namespace, base: Path, result: dict[str, Any]) -> int:
+    """``--reads-on LEDGER``: ``read_commands`` alone, on a ledger made earlier."""
+    import sqlite3
+
+    conn = sqlite3.connect(f"file:{args.reads_on}?mode=ro", uri=True)
+    (n,) = conn.execute("SELECT count(*) FROM entries").fetchone()
+    conn.close()
+    reads = read_commands(args.reads_on, n, base, 3 if args.quick else 5)
+    result["reads_on"] = {"ledger": str(args.reads_on), "entries": n, **reads}
+    if args.out:
+        args.out.write_text(json.dumps(result, indent=2, sort_keys=True) + "\n")
+    if args.workdir is None and not args.keep:
+        shutil.rmtree(base, ignore_errors=True)
+    print(json.dumps(result["reads_on"], indent=2, sort_keys=True))
     return 0
 
 

@@ -122,6 +122,15 @@ def test_bench_quick_run(tmp_path: Path) -> None:
             assert web[page]["requests"] == 50
             assert 0 < web[page]["p50_ms"] <= web[page]["p99_ms"] <= web[page]["max_ms"]
         assert "web result page p50/p99 ms" in proc.stdout
+    # The read commands: log | head, log --json in full, index from scratch and again.
+    reads = run["reads"]
+    head = reads["log_head"]
+    assert 0 < head["first_entry_s_min"] <= head["first_entry_s_median"]
+    assert head["first_entry_s_median"] <= head["first_entry_s_max"]
+    assert reads["log_json"]["bytes"] > 100 * N and reads["log_json"]["entries_per_s"] > 0
+    assert reads["index"]["entries_per_s"] > 0 and reads["index"]["browse_bytes"] > 0
+    assert reads["index"]["nothing_new_wall_s"] > 0
+    assert "log | head first entry s" in proc.stdout and "index (full) entries/s" in proc.stdout
     # The printed table names every measured row.
     assert "import objects/s" in proc.stdout and "verify entries/s" in proc.stdout
     assert "verify floor CPU us/entry (checks alone)" in proc.stdout

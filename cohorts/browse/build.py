@@ -212,7 +212,7 @@ class _Writer:
             rows = self.pending.pop(table.name, None)
             if rows:
                 sql, names = self._sql[table.name]
-                self.conn.executemany(sql, [tuple(r.get(n) for n in names) for r in rows])
+                self.conn.executemany(sql, [tuple(map(r.get, names)) for r in rows])
         self.count = 0
 
 
