@@ -189,12 +189,12 @@ def test_cohort_tables_show_every_id_and_digest(
     real_ledger: Path, width: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     listed = _json(["cohort", "list"], real_ledger)
-    assert len({row["id"] for row in listed}) == len(listed) > 1
+    assert len({row["cohort_id"] for row in listed}) == len(listed) > 1
     rows = parse(_cli(["cohort", "list"], real_ledger, width, monkeypatch), LIST)
-    assert [r[0] for r in rows] == [row["id"] for row in listed]
+    assert [r[0] for r in rows] == [row["cohort_id"] for row in listed]
     assert [r[2] for r in rows] == [row["definition_digest"] or "-" for row in listed]
     audited = parse(_cli(["cohort", "audit", "--all"], real_ledger, width, monkeypatch), AUDIT)
-    assert [r[0] for r in audited] == [row["id"] for row in listed]
+    assert [r[0] for r in audited] == [row["cohort_id"] for row in listed]
 
 
 @pytest.mark.parametrize("width", [80, 120])
@@ -215,5 +215,5 @@ def test_piped_cohort_list_is_one_line_per_cohort(real_ledger: Path) -> None:
     body = lines.splitlines()[1:]
     assert len(body) == len(listed)
     for line, row in zip(body, listed, strict=True):
-        assert line.split()[0] == row["id"]
+        assert line.split()[0] == row["cohort_id"]
         assert str(row["definition_digest"] or "-") in line.split()
