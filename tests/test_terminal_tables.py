@@ -217,3 +217,16 @@ def test_piped_cohort_list_is_one_line_per_cohort(real_ledger: Path) -> None:
     for line, row in zip(body, listed, strict=True):
         assert line.split()[0] == row["cohort_id"]
         assert str(row["definition_digest"] or "-") in line.split()
+
+
+@pytest.mark.parametrize("width", [2, 8, 20, 40, 60])  # 2: one wide character
+def test_narrow_terminals_cut_nothing(width: int) -> None:
+    """Below 80 columns too: records, values below their labels when the side is too
+    narrow; every cell is there, read line after line."""
+    text = _render(HEADERS, LONG_ROWS, width)
+    assert "…" not in text
+    assert all(cell_width(line) <= width for line in text.splitlines()), text
+    squeezed = "".join(text.split())
+    for row in LONG_ROWS:
+        for cell in row:
+            assert "".join(cell.split()) in squeezed, (width, cell)

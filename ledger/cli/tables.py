@@ -29,6 +29,8 @@ SHORT = 12
 #: A folding column narrower than this (or than its widest cell, when that is less)
 #: makes the table a list of records instead: a digest in 8-character pieces is no help.
 MIN_FOLD = 20
+#: Records put a value below its label when fewer columns than this are left beside it.
+NARROW = 12
 
 #: Unicode categories shown as escapes: controls, format characters (bidirectional
 #: overrides could make one id read as another), surrogates, line/paragraph separators.
@@ -252,14 +254,20 @@ class TableWriter:
         if not chunk:
             return
         label = max(cell_width(h) for h in self.headers)
-        grid = Table.grid(padding=(0, 2))
-        grid.add_column(width=label, no_wrap=True)
-        grid.add_column(width=max(1, width - label - 2), overflow="fold")
+        beside = width - label - 2 >= NARROW  # values beside their labels, else below
+        grid = Table.grid(padding=(0, 2) if beside else 0)
+        if beside:
+            grid.add_column(width=label, no_wrap=True)
+        grid.add_column(width=width - label - 2 if beside else max(1, width), overflow="fold")
         for row in chunk:
             if self._records:
-                grid.add_row("", "")
+                grid.add_row(*[""] * len(grid.columns))
             for name, cell in zip(self.headers, row, strict=True):
-                grid.add_row(Text(name), Text(cell))
+                if beside:
+                    grid.add_row(Text(name), Text(cell))
+                else:
+                    grid.add_row(Text(name + ":"))
+                    grid.add_row(Text(cell))
             self._records += 1
         sys.stdout.write("".join(line + "\n" for line in _render(grid, width)))
 
