@@ -242,3 +242,11 @@ def serving(db: Path, browse: Path) -> Iterator[Served]:
     finally:
         proc.terminate()
         proc.wait()
+
+
+def corpus_ledger(tmp_path_factory: Any, name: str) -> BuiltLedger:
+    """``build`` in a new folder, or skip (saying why) when the reference corpus is absent."""
+    corpus = ROOT.parent / "shared" / "reference" / "idkmesh"
+    if not corpus.is_dir():
+        pytest.skip(f"reference corpus absent: {corpus}")
+    return build(tmp_path_factory.mktemp(name), corpus)

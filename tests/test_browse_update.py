@@ -16,13 +16,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from typer.testing import CliRunner
+from generated_ledger import generated_ledger
 
 from cohorts.browse import build
 from cohorts.browse.build import build_index
 from cohorts.browse.project import Projector
 from cohorts.browse.tables import TABLES
-from ledger.cli import app
 from ledger.store.sqlite import SQLiteStore, open_store
 
 N = 300
@@ -30,16 +29,7 @@ N = 300
 
 @pytest.fixture(scope="module")
 def ledger(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from bench_corpus import write_corpus
-
-    work = tmp_path_factory.mktemp("browse-update")
-    db = work / "ledger.db"
-    runner = CliRunner()
-    assert runner.invoke(app, ["init", "--db", str(db)]).exit_code == 0
-    write_corpus(work / "c.jsonl", N, 3)
-    done = runner.invoke(app, ["import", "jsonl", str(work / "c.jsonl"), "--db", str(db)])
-    assert done.exit_code == 0, done.output
-    return db
+    return Path(generated_ledger(tmp_path_factory.mktemp("browse-update"), N, 3))
 
 
 class Upto:

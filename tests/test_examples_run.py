@@ -16,7 +16,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from browse_ledger import BuiltLedger, build
+from browse_ledger import BuiltLedger, corpus_ledger
 from typer.testing import CliRunner
 
 from ledger.cli import app
@@ -25,7 +25,6 @@ from ledger.store.resolve import resolve
 from ledger.store.sqlite import open_store
 
 ROOT = Path(__file__).resolve().parents[1]
-CORPUS = ROOT.parent / "shared" / "reference" / "idkmesh"
 DIGEST = re.compile(r"sha256:[0-9a-f]+")
 
 
@@ -59,9 +58,7 @@ def _naming_digests() -> list[tuple[str, str]]:
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory: pytest.TempPathFactory) -> BuiltLedger:
-    if not CORPUS.is_dir():
-        pytest.skip(f"reference corpus absent: {CORPUS}")
-    return build(tmp_path_factory.mktemp("examples"), CORPUS)
+    return corpus_ledger(tmp_path_factory, "examples")
 
 
 def test_there_are_examples_naming_digests() -> None:

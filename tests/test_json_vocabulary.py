@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from browse_ledger import BURNED, TOY, BuiltLedger, build
+from browse_ledger import BURNED, TOY, BuiltLedger, corpus_ledger
 from typer.testing import CliRunner
 
 from cohorts.cli import DEPRECATED_KEYS
@@ -104,10 +104,8 @@ class Outputs:
 
 @pytest.fixture(scope="module")
 def outputs(tmp_path_factory: pytest.TempPathFactory) -> Outputs:
-    if not CORPUS.is_dir():
-        pytest.skip(f"reference corpus absent: {CORPUS}")
-    tmp = tmp_path_factory.mktemp("vocabulary")
-    built = build(tmp, CORPUS)
+    built = corpus_ledger(tmp_path_factory, "vocabulary")
+    tmp = built.db.parent
     out = Outputs(built, tmp)
     repair = built.repair_digest
     log = out.run("log", "log")

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from generated_ledger import generated_ledger
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
@@ -34,16 +35,7 @@ ENTRIES = 3000
 @pytest.fixture(scope="module")
 def big_ledger(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A ledger of ``ENTRIES`` generated objects (the benchmark's corpus)."""
-    from bench_corpus import write_corpus
-
-    work = tmp_path_factory.mktemp("logstream")
-    db = work / "ledger.db"
-    runner = CliRunner()
-    assert runner.invoke(app, ["init", "--db", str(db)]).exit_code == 0
-    write_corpus(work / "c.jsonl", ENTRIES, 7)
-    done = runner.invoke(app, ["import", "jsonl", str(work / "c.jsonl"), "--db", str(db)])
-    assert done.exit_code == 0, done.output
-    return db
+    return Path(generated_ledger(tmp_path_factory.mktemp("logstream"), ENTRIES, 7))
 
 
 class Counted:
@@ -200,16 +192,11 @@ def test_streamed_json_is_byte_for_byte_emit_json(rows: list[dict[str, Any]]) ->
 
 
 def test_postgres_log_streams_through_a_server_side_cursor(pg_url: str, tmp_path: Path) -> None:
-    from bench_corpus import write_corpus
-
     from ledger.store.backends import open_store
     from ledger.store.location import db_location
 
     runner = CliRunner()
-    assert runner.invoke(app, ["init", "--db", pg_url]).exit_code == 0
-    write_corpus(tmp_path / "c.jsonl", 300, 5)
-    done = runner.invoke(app, ["import", "jsonl", str(tmp_path / "c.jsonl"), "--db", pg_url])
-    assert done.exit_code == 0, done.output
+    generated_ledger(tmp_path, 300, 5, url=pg_url)
     rows = json.loads(runner.invoke(app, ["log", "--db", pg_url, "--json"]).stdout)
     assert [r["seq"] for r in rows] == list(range(300))
     window = ["--since", "290", "--limit", "5"]

@@ -75,6 +75,23 @@ class StoredObject:
 
 OBJECT_COLUMNS: tuple[str, ...] = tuple(f.name for f in fields(StoredObject))
 
+
+def entries_query(
+    mark: str, since: int, limit: int | None, kind: str | None
+) -> tuple[str, list[Any]]:
+    """The SELECT of ``LedgerReader.entries`` (seq order, from ``since``, only ``kind``,
+    at most ``limit``) and its arguments; ``mark`` is the driver's parameter mark."""
+    sql = f"SELECT seq, digest, kind, appended_at FROM entries WHERE seq >= {mark}"
+    args: list[Any] = [since]
+    if kind is not None:
+        sql += f" AND kind = {mark}"
+        args.append(kind)
+    sql += " ORDER BY seq"
+    if limit is not None:
+        sql += f" LIMIT {mark}"
+        args.append(min(limit, 2**63 - 1))  # a bigint: any larger limit is no limit
+    return sql, args
+
 #: The tables of a ledger, in every backend; all of them are append-only.
 LEDGER_TABLES: tuple[str, ...] = (
     "meta",

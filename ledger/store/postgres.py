@@ -53,6 +53,7 @@ from ledger.store.base import (
     SnapshotReader,
     StorageFinding,
     StoredObject,
+    entries_query,
 )
 from ledger.store.batch import BatchRows
 from ledger.store.location import PostgresURL, redact
@@ -337,21 +338,13 @@ class PostgresStore(SQLStore):
         if (limit is not None and limit <= _PAGE) or not self._idle():
             yield from self._entry_pages(since, limit, kind)
             return
-        query = "SELECT seq, digest, kind, appended_at FROM entries WHERE seq >= %s"
-        args: list[Any] = [max(since, 0)]
-        if kind is not None:
-            query += " AND kind = %s"
-            args.append(kind)
-        query += " ORDER BY seq"
-        if limit is not None:
-            query += " LIMIT %s"
-            args.append(min(limit, INT64_MAX))
+        query, args = entries_query("?", max(since, 0), limit, kind)
         conn = _connect(self.location, readonly=True)
         try:
             # A server-side cursor lives in a transaction; this one is the cursor's alone.
             with conn.transaction(), conn.cursor(name="provledger_entries") as cur:
                 cur.itersize = _PAGE
-                cur.execute(query, args)
+                cur.execute(pyformat(query), args)
                 for seq, digest, k, appended_at in cur:
                     yield Entry(int(seq), digest, k, appended_at)
         except psycopg.Error as exc:
@@ -364,12 +357,7 @@ class PostgresStore(SQLStore):
         at = max(since, 0)
         while left is None or left > 0:
             page = _PAGE if left is None else min(_PAGE, left)
-            query = "SELECT seq, digest, kind, appended_at FROM entries WHERE seq >= ?"
-            args: list[Any] = [at]
-            if kind is not None:
-                query += " AND kind = ?"
-                args.append(kind)
-            rows = self._q(query + f" ORDER BY seq LIMIT {page}", args)
+            rows = self._q(*entries_query("?", at, page, kind))
             for seq, digest, k, appended_at in rows:
                 yield Entry(int(seq), digest, k, appended_at)
             if left is not None:

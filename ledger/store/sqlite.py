@@ -31,6 +31,7 @@ from ledger.store.base import (
     SnapshotReader,
     StorageFinding,
     StoredObject,
+    entries_query,
 )
 from ledger.store.batch import BatchRows
 from ledger.store.location import SQLitePath
@@ -555,17 +556,7 @@ class SQLiteStore(SQLStore):
     ) -> Iterator[Entry]:
         if since > INT64_MAX:
             return
-        if limit is not None:
-            limit = min(limit, INT64_MAX)
-        sql = "SELECT seq, digest, kind, appended_at FROM entries WHERE seq >= ?"
-        args: list[Any] = [since]
-        if kind is not None:
-            sql += " AND kind = ?"
-            args.append(kind)
-        sql += " ORDER BY seq"
-        if limit is not None:
-            sql += " LIMIT ?"
-            args.append(limit)
+        sql, args = entries_query("?", since, limit, kind)
         try:
             cur = self._conn.execute(sql, tuple(args))
             for seq, digest, kind, appended_at in cur:
