@@ -123,7 +123,7 @@ class _WithAliases:
         return self._store.by_id(object_id, version)
 
 
-def full_digest(store: LedgerReader, ref: str) -> str:
+def full_digest(store: ObjectIndex[StoredObject], ref: str) -> str:
     """``ref`` with a digest prefix (``sha256:`` + 4 to 63 hex digits) spelled out as the
     one ledger digest it names; anything else as given, for the caller's own checks to
     judge (a full digest that is not stored stays a finding of theirs, not NotFound).
