@@ -2,9 +2,10 @@
 
 Invariants:
 - The ledger is only read (callers open it read-only), in one pass in log order
-  (``log_rows``), and every object row is checked against its log entry and its bytes
-  as it is read (``ledger.store.derived.row_problem``: digest, kind, index columns and
-  legacy digest re-derived), so nothing projected rests on a stored side value.
+  (``log_rows``), and every object row is checked as ``verify`` checks it, and against
+  its log entry, as it is read (``checked_objects``: digest, canonical form, kind,
+  schema, index columns and legacy digest re-derived), so nothing projected rests on a
+  stored side value. The checks run in worker processes beside the projection.
 - A full build (``--full``, or no browse file yet) is written to a temporary file and
   moved into place; an update is written in place, in one transaction. Either way a
   reader (``provledger serve``, which opens the file read-only) sees the file as it was
@@ -39,9 +40,10 @@ import sqlite_utils.db
 from cohorts.browse.judged import JUDGED_TABLES, judge
 from cohorts.browse.project import Projection, Projector, Row, Update
 from cohorts.browse.tables import TABLES, VIEWS, Table
+from ledger.audit.object_check import check_object
+from ledger.audit.parallel import default_workers, with_object_checks
 from ledger.errors import InputError, IntegrityError
-from ledger.store.base import AuditSource, NodeScan, StoredObject, unchecked_object
-from ledger.store.derived import row_problem
+from ledger.store.base import AuditSource, NodeScan, RawLogRow, StoredObject, unchecked_object
 from ledger.store.location import DbLocation
 
 FORMAT = "provledger-browse/2"  # 2: standing columns
@@ -151,23 +153,36 @@ def _check_same_log(store: AuditSource, info: dict[str, str], out: Path) -> int:
 
 
 def checked_objects(
-    store: AuditSource, since: int, size: int
+    store: AuditSource, since: int, size: int, workers: int | None = None
 ) -> Iterator[tuple[StoredObject, str]]:
     """(object, appended_at) of entries ``since`` .. ``size - 1``, in log order, each
-    object row checked against its entry and its bytes (``row_problem``)."""
-    for row in store.log_rows(since):
-        seq = row.seq
-        if not isinstance(seq, int) or seq >= size:
-            return  # appended while we read: the next run takes it
+    object row checked as ``verify`` checks it (``check_object``: digest of the bytes,
+    canonical form, kind, schema, index columns, legacy digest) and against its entry.
+
+    The checks run in ``workers`` processes (default: as many as ``verify`` would use
+    for as many entries), the projection in this one, so they overlap.
+    """
+
+    def upto_size() -> Iterator[RawLogRow]:
+        for row in store.log_rows(since):
+            if not isinstance(row.seq, int) or row.seq >= size:
+                return  # appended while we read: the next run takes it
+            yield row
+
+    count = default_workers(size - since) if workers is None else workers
+    for row, check in with_object_checks(upto_size(), count):
         if row.object is None:
-            raise InputError(f"ledger entry {seq} has no object, expected one (run verify)")
+            raise InputError(f"ledger entry {row.seq} has no object, expected one (run verify)")
         obj = unchecked_object(row.object)
-        problem = row_problem(obj, row.digest, row.kind)
+        findings, _refs = check_object(obj) if check is None else check
+        problem = findings[0].message if findings else None
+        if problem is None and (obj.digest, obj.kind) != (row.digest, row.kind):
+            problem = f"row {obj.kind} {obj.digest}, entry {row.kind} {row.digest}"
         if problem is None and not isinstance(row.appended_at, str):
             problem = f"appended_at {row.appended_at!r} is not text"
         if problem is not None:
             raise IntegrityError(
-                f"ledger object row at seq {seq} disagrees with its bytes, got {problem},"
+                f"ledger object row at seq {row.seq} disagrees with its bytes, got {problem},"
                 " expected a row derived from them; run `provledger verify`"
             )
         yield obj, row.appended_at  # type: ignore[misc]
