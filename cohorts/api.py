@@ -126,11 +126,13 @@ class CohortAudit:
         return self.report.ok
 
     def to_json(self) -> dict[str, object]:
-        return {
-            **self.report.to_json(),
-            "attestations": dict(self.attestations),
-            "behavioral": {k: list(v) for k, v in self.behavioral.items()},
-        }
+        from cohorts.service import audit_report_json
+
+        return audit_report_json(
+            self.report,
+            dict(self.attestations),
+            {k: list(v) for k, v in self.behavioral.items()},
+        )
 
 
 @dataclass(frozen=True)

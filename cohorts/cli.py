@@ -445,6 +445,7 @@ def audit_cmd(
     from cohorts.service import (
         audit_attestations,
         audit_behavioral,
+        audit_report_json,
         audit_stored_cohort,
         with_replay,
     )
@@ -469,7 +470,7 @@ def audit_cmd(
         attested = audit_attestations(store, report)
         behavioral = audit_behavioral(store, report)
     if json_out:
-        emit_json(audit_json(report.to_json(), attested, behavioral))
+        emit_json(audit_report_json(report, attested, behavioral))
     else:
         plain_lines(audit_lines(report, attested, behavioral))
     if not report.ok:
@@ -487,26 +488,6 @@ DEPRECATED_KEYS = {
     "cohort audit --all": {"id": "cohort_id", "tasks": "task_count"},
     "cohort digest": {"id": "cohort_id"},
 }
-
-
-def audit_json(
-    report: dict[str, Any], attested: dict[str, str], behavioral: dict[str, list[str]]
-) -> dict[str, Any]:
-    """``cohort audit --json``: the report, the attestation state of each burn notice and
-    binding it names, and behavioral evidence per result.
-
-    ``definition_digests`` (the recorded digest under both schemes) and
-    ``attestation_states`` are the names every command uses for these; the report's own
-    ``definition_digest`` (an object here, the recorded digest string elsewhere) and
-    ``attestations`` (elsewhere a list of verdicts) stay for one release (``DEPRECATED_KEYS``).
-    """
-    return {
-        **report,
-        "definition_digests": report.get("definition_digest"),
-        "attestation_states": attested,
-        "attestations": attested,
-        "behavioral": behavioral,
-    }
 
 
 def _audit_all(db: DbLocation, json_out: bool, replay: bool = False) -> None:

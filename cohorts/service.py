@@ -928,6 +928,29 @@ def audit_attestations(reader: LedgerReader, report: CohortAuditReport) -> dict[
     return {d: attestation_state(reader, d) for d in sorted(set(digests))}
 
 
+def audit_report_json(
+    report: CohortAuditReport, attested: dict[str, str], behavioral: dict[str, list[str]]
+) -> dict[str, Any]:
+    """``cohort audit ID --json`` (and the audit the browse database stores): the report,
+    the attestation state of each burn notice and binding it names (``audit_attestations``)
+    and behavioral evidence per result (``audit_behavioral``).
+
+    ``definition_digests`` (the recorded digest under both schemes) and
+    ``attestation_states`` are the names every command uses for these; the report's own
+    ``definition_digest`` (an object here, the recorded digest string elsewhere) and
+    ``attestations`` (elsewhere a list of verdicts) stay for one release
+    (``cohorts.cli.DEPRECATED_KEYS``, docs/COHORTS.md).
+    """
+    shown = report.to_json()
+    return {
+        **shown,
+        "definition_digests": shown.get("definition_digest"),
+        "attestation_states": attested,
+        "attestations": attested,
+        "behavioral": behavioral,
+    }
+
+
 def audit_behavioral(reader: LedgerReader, report: CohortAuditReport) -> dict[str, list[str]]:
     """Behavioral evidence recorded for each stored VerificationResult the report lists
     (by the result's ledger digest): the separate, stronger channel, linked not merged."""

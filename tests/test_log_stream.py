@@ -193,7 +193,7 @@ def test_streamed_json_is_byte_for_byte_emit_json(rows: list[dict[str, Any]]) ->
 
 def test_postgres_log_streams_through_a_server_side_cursor(pg_url: str, tmp_path: Path) -> None:
     from ledger.store.backends import open_store
-    from ledger.store.location import db_location
+    from ledger.store.location import parse_location
 
     runner = CliRunner()
     generated_ledger(tmp_path, 300, 5, url=pg_url)
@@ -204,7 +204,7 @@ def test_postgres_log_streams_through_a_server_side_cursor(pg_url: str, tmp_path
     assert some == rows[290:295]
     human = runner.invoke(app, ["log", "--db", pg_url, "--kind", "work-unit"]).stdout
     assert len(human.splitlines()) == 1 + sum(r["kind"] == "work-unit" for r in rows)
-    with open_store(db_location(pg_url), readonly=True) as store:
+    with open_store(parse_location(pg_url), readonly=True) as store:
         first = store.entries()
         second = store.entries(since=10)  # two cursors open at once
         assert [next(first).seq, next(second).seq, next(first).seq] == [0, 10, 1]

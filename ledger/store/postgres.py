@@ -155,6 +155,7 @@ class PostgresStore(SQLStore):
         dry_run: bool = False,
     ) -> None:
         self.location = location
+        self._url = location  # (``location`` is typed as any ledger location in the base)
         self._conn = conn
         self._where = redact(location.url)
         self._policy = policy
@@ -339,7 +340,7 @@ class PostgresStore(SQLStore):
             yield from self._entry_pages(since, limit, kind)
             return
         query, args = entries_query("?", max(since, 0), limit, kind)
-        conn = _connect(self.location, readonly=True)
+        conn = _connect(self._url, readonly=True)
         try:
             # A server-side cursor lives in a transaction; this one is the cursor's alone.
             with conn.transaction(), conn.cursor(name="provledger_entries") as cur:
