@@ -90,7 +90,7 @@ def test_serve_gives_result_pages_a_database_and_a_file_only_when_there_is_one(
     from cohorts.browse import web
 
     served: list[web.ServeOptions] = []
-    monkeypatch.setattr(web, "serve", served.append)
+    monkeypatch.setattr(web, "serve", lambda options, started: served.append(options))
     browse = tmp_path / "ledger.browse.db"
     browse.write_bytes(b"")
     url = "postgresql://u@/led?host=/nowhere"
