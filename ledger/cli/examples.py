@@ -73,7 +73,7 @@ EXAMPLES: dict[str, str] = {
     ),
     "cohort record-outcome": (
         "provledger cohort record-outcome example/toy-v2 --task example/toy/002-division-test"
-        " --result sha256:00a59f32"
+        " --result RESULT_DIGEST"
     ),
     "cohort audit": "provledger cohort audit benchmark/phase-b2-first-five",
     "cohort list": "provledger cohort list --json",
