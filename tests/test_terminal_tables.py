@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import io
 import json
+import os
+import re
+import subprocess
 import sys
 import unicodedata
 from collections.abc import Iterator, Sequence
@@ -230,3 +233,54 @@ def test_narrow_terminals_cut_nothing(width: int) -> None:
     for row in LONG_ROWS:
         for cell in row:
             assert "".join(cell.split()) in squeezed, (width, cell)
+
+
+# -- the installed provledger on a real terminal (a pseudo-terminal of a given size) -------
+
+EXE = Path(sys.executable).parent / "provledger"
+SGR = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def _on_a_terminal(args: list[str], db: Path, width: int) -> str:
+    """What the installed ``provledger`` writes to a terminal ``width`` columns wide (the
+    pseudo-terminal's size, as a terminal emulator sets it), colours removed."""
+    import fcntl
+    import struct
+    import termios
+
+    leader, follower = os.openpty()
+    fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 50, width, 0, 0))
+    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES", "NO_COLOR")}
+    env["TERM"] = "xterm-256color"
+    with subprocess.Popen(
+        [str(EXE), *args, "--db", str(db)], stdout=follower, stderr=subprocess.PIPE, env=env
+    ) as proc:
+        os.close(follower)
+        out = b""
+        while True:
+            try:
+                chunk = os.read(leader, 65536)
+            except OSError:  # EIO: the program ended and closed the terminal
+                break
+            if not chunk:
+                break
+            out += chunk
+        stderr = proc.stderr.read() if proc.stderr else b""
+    os.close(leader)
+    assert proc.returncode in (0, 1), stderr
+    assert stderr == b""
+    return SGR.sub("", out.decode("utf-8").replace("\r\n", "\n"))
+
+
+@pytest.mark.skipif(not EXE.exists(), reason="provledger is not installed in this venv")
+@pytest.mark.parametrize("width", [80, 120])
+def test_installed_cli_on_a_terminal_shows_every_id(real_ledger: Path, width: int) -> None:
+    listed = _json(["cohort", "list"], real_ledger)
+    shown = _on_a_terminal(["cohort", "list"], real_ledger, width)
+    assert "…" not in shown
+    assert all(cell_width(line) <= width for line in shown.splitlines()), shown
+    rows = parse(shown, LIST)
+    assert [r[0] for r in rows] == [row["cohort_id"] for row in listed]
+    assert [r[2] for r in rows] == [row["definition_digest"] or "-" for row in listed]
+    audited = parse(_on_a_terminal(["cohort", "audit", "--all"], real_ledger, width), AUDIT)
+    assert [r[0] for r in audited] == [row["cohort_id"] for row in listed]
