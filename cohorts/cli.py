@@ -487,6 +487,8 @@ DEPRECATED_KEYS = {
     "cohort list": {"id": "cohort_id", "tasks": "task_count"},
     "cohort audit --all": {"id": "cohort_id", "tasks": "task_count"},
     "cohort digest": {"id": "cohort_id"},
+    "bundle export": {"cosignatures": "cosignature_count"},
+    "bundle verify": {"cosignatures": "cosignature_count"},
 }
 
 

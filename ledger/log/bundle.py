@@ -364,6 +364,8 @@ class VerifiedBundle:
                 "root": self.checkpoint.root_hash.hex(),
             },
             "attestations": [item(a) for a in self.attestations],
+            "cosignature_count": self.cosignatures,
+            # deprecated: cosignature_count (elsewhere ``cosignatures`` lists them)
             "cosignatures": self.cosignatures,
             "witnesses": None if self.witnesses is None else self.witnesses.to_json(),
             "inputs": None if self.inputs is None else [item(i) for i in self.inputs],

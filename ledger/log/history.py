@@ -71,7 +71,9 @@ class HistoryMark:
             "marker_digest": self.marker_digest,
             "marker_seq": self.marker_seq,
             "source": self.source,
-            "root": self.root,
+            # The folder imported, under the name ``import idkmesh`` will use: ``root``
+            # is a tree head in every other output.
+            "source_root": self.root,
         }
 
 
