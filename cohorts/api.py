@@ -173,7 +173,8 @@ class CohortDigests:
 
     def to_json(self) -> dict[str, object]:
         return {
-            "id": self.id,
+            "cohort_id": self.id,
+            "id": self.id,  # deprecated: cohort_id (cohorts.cli.DEPRECATED_KEYS)
             "legacy": self.legacy,
             "jcs": self.jcs,
             "recorded": self.recorded,

@@ -118,22 +118,11 @@ def digest_cmd(
     json_out: JsonOption = False,
 ) -> None:
     """Print the definition digest under both schemes (upstream legacy and RFC 8785)."""
-    from cohorts.definition import definition_digests, recorded_definition_digest
+    from cohorts.api import definition_digest
 
-    cohort = _parse(file)
-    digests = definition_digests(cohort)
-    recorded = recorded_definition_digest(cohort)
+    digests = definition_digest(_parse(file))
     if json_out:
-        emit_json(
-            {
-                "cohort_id": cohort.get("id"),
-                "id": cohort.get("id"),  # deprecated: cohort_id (DEPRECATED_KEYS)
-                "legacy": digests.legacy,
-                "jcs": digests.jcs,
-                "recorded": recorded,
-                "recorded_scheme": digests.scheme_for(recorded) if recorded else None,
-            }
-        )
+        emit_json(digests.to_json())
         return
     typer.echo(f"legacy {digests.legacy}")
     typer.echo(f"jcs    {digests.jcs}")
