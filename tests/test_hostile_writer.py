@@ -105,6 +105,15 @@ def test_walk_back_written_with_sqlite3_has_no_standing_and_verify_flags_it(
     assert "burned -> collecting" in finding["message"] and finding["remedy"]
     text = burned.run("verify", code=1).stdout
     assert f"FAIL cohort-lifecycle seq {seq}" in text and "(use: a new cohort id" in text
+    # The installed command, in its own process, says the same.
+    import subprocess
+    import sys
+
+    exe = Path(sys.executable).parent / "provledger"
+    proc = subprocess.run(
+        [str(exe), "verify", "--db", str(burned.db)], capture_output=True, text=True, timeout=120
+    )
+    assert proc.returncode == 1 and f"FAIL cohort-lifecycle seq {seq}" in proc.stdout
 
 
 def test_governed_record_written_with_sqlite3_never_counts(burned: Led) -> None:

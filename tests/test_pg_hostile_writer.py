@@ -86,6 +86,9 @@ def burned(pg_url: str, pg_cluster: Any, tmp_path: Path) -> PgLedger:
 def test_walk_back_by_a_writer_login_has_no_standing_and_verify_flags_it(
     burned: PgLedger, tmp_path: Path
 ) -> None:
+    note = tmp_path / "seen.checkpoint"
+    note.write_text(burned.run("checkpoint", "--log-key", str(tmp_path / "log.key")).stdout)
+    burned.run("append", _honest(burned.keys, 0), db=burned.writer)  # logs the checkpoint
     (seq,) = pg_insert(burned.writer, [prepare_value(_v1("collecting"))])
     assert burned.json("cohort", "audit", V1)["stage"] == "burned"
     # The ledger still works for everyone: a later append, stats, verify.
@@ -94,6 +97,10 @@ def test_walk_back_by_a_writer_login_has_no_standing_and_verify_flags_it(
     report = burned.json("verify", code=1)
     [finding] = report["findings"]
     assert (finding["seq"], finding["code"]) == (seq, "cohort-lifecycle")
+    # Incrementally: only what came after the checkpoint, judged against all before it.
+    since = burned.json("verify", "--since-checkpoint", str(note), code=1)
+    assert since["since_checkpoint"] is not None
+    assert [(f["seq"], f["code"]) for f in since["findings"]] == [(seq, "cohort-lifecycle")]
     # A copy of the tampered database carries no standing and is flagged the same.
     dst = tmp_path / "copy.db"
     assert CliRunner().invoke(app, ["copy", burned.owner, str(dst)]).exit_code == 0
