@@ -203,6 +203,19 @@ def test_write_results_are_the_commands_json(built: Built, tmp_path: Path) -> No
         assert book.stats().entries == _cli("stats", *db)["entries"]  # nothing was kept
 
 
+def test_an_intoto_export_is_the_commands(built: Built) -> None:
+    """Ed25519 signatures are deterministic: the API's envelope is the command's bytes."""
+    key = built.db.parent / "verifier.key"
+    done = CliRunner().invoke(
+        app, ["export", "intoto", built.result, "--key", str(key), "--db", str(built.db)]
+    )
+    assert done.exit_code == 0, done.output
+    with open_ledger(built.db, readonly=True) as book:
+        envelope = book.export_intoto(built.result, load_signer(key))
+    assert done.stdout_bytes == envelope + b"\n"
+    assert json.loads(envelope)["payloadType"] == "application/vnd.in-toto+json"
+
+
 def test_show_notes_come_from_the_plugin_with_no_setup(built: Built) -> None:
     with open_ledger(built.db, readonly=True) as book:
         notes = book.get(built.result).notes

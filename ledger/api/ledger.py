@@ -545,6 +545,16 @@ class Ledger:
             advance=progress or _ignore,
         )
 
+    def export_intoto(self, ref: str, signer: Signer) -> bytes:
+        """An in-toto Statement v1 about the object ``ref`` names, in a DSSE envelope
+        signed by ``signer`` (``export intoto``): the envelope's JSON bytes. Nothing is
+        appended; ``Ledger.sign`` records an attestation."""
+        from ledger.store.resolve import resolve_stored
+        from ledger.trust.attestation import intoto_export
+
+        envelope = intoto_export(self.store, resolve_stored(self.store, ref).digest, signer)
+        return envelope.to_json_bytes()
+
     # -- bundles ------------------------------------------------------------------------
 
     def export_bundle(self, ref: str, *, with_inputs: bool = False) -> ExportedBundle:

@@ -44,11 +44,9 @@ def export_intoto(
     output: OutOption = None,
 ) -> None:
     """Write an in-toto Statement v1 about the object in a DSSE envelope signed by KEY."""
-    from ledger.store.backends import open_store
-    from ledger.store.resolve import resolve_stored
-    from ledger.trust.attestation import intoto_export
+    from ledger.api import open_ledger
 
     signer = signer_from_file(key, passphrase_env)
-    with open_store(db, readonly=True) as store:
-        envelope = intoto_export(store, resolve_stored(store, subject).digest, signer)
-    write_out(envelope.to_json_bytes(), output)
+    with open_ledger(db, readonly=True) as book:
+        envelope = book.export_intoto(subject, signer)
+    write_out(envelope, output)
