@@ -400,3 +400,22 @@ def test_squatted_upstream_spelling_adds_no_finding_to_the_successor_audit(
     assert shown["legacy_digest"] == legacy_digest(upstream)
     report = led.json("provenance", legacy_digest(upstream), code=1)  # upstream's own faults
     assert report["digest"] == shown["digest"]
+
+
+def test_batch_records_written_by_hand_excuse_nothing(burned: Led) -> None:
+    """The same-batch rule is replayed from the batch records in the log: a record written
+    by hand that calls a binding's batch upstream history (bindings never are), or that
+    overlaps the batch before it, is a finding, and the binding has no standing."""
+    from ledger.log.batch_record import batch_record
+    from ledger.store.backends import open_store
+
+    binding = prepare_value(json.loads((TOY / "cohort-binding.json").read_text()))
+    with open_store(burned.db, readonly=True) as store:
+        first = store.size()
+    seqs = sqlite_insert(burned.db, [binding, batch_record(first, history=True)])
+    (overlap,) = sqlite_insert(burned.db, [batch_record(0, history=False)])
+    found = {(f["seq"], f["code"]) for f in _findings(burned)}
+    assert (seqs[0], "authority-governed") in found
+    assert (overlap, "batch-record-invalid") in found
+    audit = burned.json("cohort", "audit", V1)
+    assert audit["relations"]["bindings"] == []
