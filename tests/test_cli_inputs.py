@@ -136,3 +136,34 @@ def test_log_key_takes_the_pem_file_init_writes(signed: dict[str, str], runner: 
     bundle.write_text("not a bundle")
     nameless = runner.invoke(app, ["bundle", "verify", str(bundle), "--log-key", pem])
     assert nameless.exit_code == 3 and "no log origin" in nameless.stderr
+
+
+def test_a_witness_takes_the_pem_file_init_writes(
+    signed: dict[str, str], runner: CliRunner, tmp_path: Path
+) -> None:
+    """``witness init --log-key`` and ``witness add-log`` take ``<db>.log.key.pub``: the
+    key is named by the origin of the ledger beside it, and is the ledger's verifier key."""
+    from ledger.store.sqlite import open_store
+
+    db = signed["db"]
+    with open_store(Path(db), readonly=True) as store:
+        origin, vkey = store.get_meta("origin"), store.get_meta("log_verifier_key")
+    state = tmp_path / "w1.json"
+    made = _json(runner, "witness", "init", "w.example/w1", "--state", str(state),
+                 "--log-key", f"{db}.log.key.pub")  # fmt: skip
+    assert made["logs"] == [origin]
+    assert json.loads(state.read_text())["logs"][origin]["log_key"] == vkey
+    other = tmp_path / "w2.json"
+    assert (
+        runner.invoke(app, ["witness", "init", "w.example/w2", "--state", str(other)]).exit_code
+        == 0
+    )
+    added = runner.invoke(app, ["witness", "add-log", f"{db}.log.key.pub", "--state", str(other)])
+    assert added.exit_code == 0 and added.stdout == f"witnessing log {origin}\n"
+    assert json.loads(other.read_text())["logs"][origin]["log_key"] == vkey
+    # A PEM file beside no ledger names no log: one error line, exit 3.
+    loose = tmp_path / "loose.log.key.pub"
+    loose.write_bytes(Path(f"{db}.log.key.pub").read_bytes())
+    refused = runner.invoke(app, ["witness", "add-log", str(loose), "--state", str(other)])
+    assert refused.exit_code == 3
+    assert refused.stderr.startswith("error: verifier key") and refused.stderr.count("\n") == 1

@@ -552,7 +552,9 @@ def read_verifier_key(value: str, origin: Callable[[], str | None] | None = None
     beside the log key (``<db>.log.key.pub``): a verifier key is the log's name plus its
     public key, so the name is then ``origin()`` (the log the key is to check: the
     ledger's, or the checkpoint's in a bundle). Signatures must still verify under the
-    given public key; only the name is taken from what is checked.
+    given public key; only the name is taken from what is checked. Without ``origin``
+    (a witness has no ledger to ask), the name is the origin of the SQLite ledger the
+    file was written beside (``<db>`` for ``<db>.log.key.pub``).
     """
     from ledger.bounded import KEY_LIMIT
     from ledger.files import read_text_file
@@ -569,13 +571,34 @@ def read_verifier_key(value: str, origin: Callable[[], str | None] | None = None
     from ledger.log.note import verifier_key
     from ledger.trust.keys import load_public_key
 
-    name = origin() if origin is not None else None
+    name = origin() if origin is not None else _origin_beside(path)
     if not name:
         raise InputError(
             f"verifier key {value}, got a PEM public key and no log origin to name it with,"
-            " expected the verifier key `provledger init` printed (name+keyid+key)"
+            " expected the verifier key `provledger init` printed (name+keyid+key) or the"
+            " <db>.log.key.pub file beside its ledger <db>"
         )
     return verifier_key(name, load_public_key(text))
+
+
+LOG_KEY_PUB = ".log.key.pub"
+
+
+def _origin_beside(path: Path) -> str | None:
+    """The origin of the SQLite ledger ``<db>`` that ``init`` wrote ``path`` (named
+    ``<db>.log.key.pub``) beside; None when there is none."""
+    if not path.name.endswith(LOG_KEY_PUB) or path.name == LOG_KEY_PUB:
+        return None
+    db = path.with_name(path.name[: -len(LOG_KEY_PUB)])
+    return ledger_origin(SQLitePath(db)) if db.is_file() else None
+
+
+def ledger_origin(db: DbLocation) -> str | None:
+    """The ledger's log origin (its checkpoints' name), read from a read-only store."""
+    from ledger.store.backends import open_store
+
+    with open_store(db, readonly=True) as store:
+        return store.get_meta("origin")
 
 
 def read_input(name: str, max_bytes: int | None = None, what: str = "document") -> bytes:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
 
@@ -16,13 +16,11 @@ from ledger.cli.common import (
     console,
     dry_run_note,
     emit_json,
+    ledger_origin,
     new_app,
     read_verifier_key,
 )
 from ledger.errors import ProblemsReported, reported_like
-
-if TYPE_CHECKING:
-    from ledger.store.location import DbLocation
 
 proof_app = new_app("Inclusion and consistency proofs (RFC 9162).")
 
@@ -224,7 +222,7 @@ def verify(
     # Every input is read before the ledger is opened (a missing key file is named first).
     # A PEM public key (``<db>.log.key.pub``) is named with the ledger's origin: the
     # checkpoints must then carry that origin and verify under that key.
-    trusted = read_verifier_key(log_key, lambda: _origin(db)) if log_key else None
+    trusted = read_verifier_key(log_key, lambda: ledger_origin(db)) if log_key else None
     saved = None if from_checkpoint is None else read_input(str(from_checkpoint))
     since = None if since_checkpoint is None else read_input(str(since_checkpoint))
     keys = [read_key_text(k) for k in witness_key or []]
@@ -285,11 +283,3 @@ def verify(
             out.print(f"browse database {browse} {verdict}", markup=False)
     if not report.ok:
         raise ProblemsReported(f"{len(report.findings)} problem(s)")
-
-
-def _origin(db: DbLocation) -> str | None:
-    """The ledger's log origin (names a PEM ``--log-key``)."""
-    from ledger.store.backends import open_store
-
-    with open_store(db, readonly=True) as store:
-        return store.get_meta("origin")

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from ledger.cli.common import JsonOption, console, emit_json, new_app
+from ledger.cli.common import JsonOption, console, emit_json, new_app, read_verifier_key
 
 if TYPE_CHECKING:
     from ledger.log.cosignature import WitnessKey
@@ -65,14 +65,18 @@ def init(
     state: StateOption = Path("witness.json"),
     log_key: Annotated[
         list[str] | None,
-        typer.Option("--log-key", help="Verifier key of a log to witness (repeatable)."),
+        typer.Option(
+            "--log-key",
+            help="Verifier key of a log to witness, or its <db>.log.key.pub (repeatable).",
+        ),
     ] = None,
     json_out: JsonOption = False,
 ) -> None:
     """Create a witness: an Ed25519 key and a state file. Prints the witness verifier key."""
     from ledger.log.witness import create_witness, key_path
 
-    keys = [read_key_text(k) for k in log_key or []]
+    # A log's key may be its PEM file (<db>.log.key.pub, named by the ledger beside it).
+    keys = [read_verifier_key(k) for k in log_key or []]
     created, identity = create_witness(state, name, keys)
     info = {
         "state": str(state),
@@ -94,14 +98,16 @@ def init(
 
 @witness_app.command("add-log")
 def add_log(
-    log_key: Annotated[str, typer.Argument(help="Verifier key of the log (or a file).")],
+    log_key: Annotated[
+        str, typer.Argument(help="Verifier key of the log, a file holding it, or <db>.log.key.pub.")
+    ],
     state: StateOption = Path("witness.json"),
 ) -> None:
     """Start witnessing a log (origin = the key's name)."""
     from ledger.log.note import parse_verifier_key
     from ledger.log.witness import WitnessFiles, trust_log
 
-    key = read_key_text(log_key)
+    key = read_verifier_key(log_key)
     trust_log(WitnessFiles(state), key)
     sys.stdout.write(f"witnessing log {parse_verifier_key(key)[0]}\n")
 
