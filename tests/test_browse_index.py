@@ -360,6 +360,31 @@ def test_serve_on_a_port_in_use_says_so_in_one_line(built: BuiltLedger) -> None:
     )
 
 
+def test_installed_serve_on_a_port_in_use_says_so_before_serving(built: BuiltLedger) -> None:
+    """The installed ``provledger serve``: a taken port is one error line (exit 3) and
+    "serving" is never said."""
+    import socket
+
+    pytest.importorskip("datasette")
+    exe = ROOT / ".venv" / "bin" / "provledger"
+    if not exe.exists():
+        pytest.skip("no installed .venv/bin/provledger")
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        done = subprocess.run(
+            [str(exe), "serve", "--browse", str(built.browse), "--port", str(port)],
+            capture_output=True, text=True, timeout=120, check=False,
+        )  # fmt: skip
+    assert done.returncode == 3, done.stderr
+    assert done.stdout == ""
+    assert done.stderr == (
+        f"error: cannot serve on 127.0.0.1:{port}, got 'Address already in use',"
+        " expected a free port (--port)\n"
+    )
+
+
 def test_serve_missing_browse_file(tmp_path: Path) -> None:
     result = CliRunner().invoke(app, ["serve", "--browse", str(tmp_path / "none.db")])
     assert result.exit_code == 3
