@@ -53,6 +53,7 @@ __all__ = [
     "import_idkmesh",
     "list_cohorts",
     "provenance",
+    "record_outcome",
 ]
 
 #: A cohort document: a JSON file, its bytes, or its JSON value.
@@ -215,6 +216,12 @@ def _write(ledger: Ledger, done: Written) -> CohortWrite:
     )
 
 
+def _pairs(
+    items: Mapping[str, str] | Sequence[tuple[str, str]],
+) -> Sequence[tuple[str, str]]:
+    return list(items.items()) if isinstance(items, Mapping) else items
+
+
 def _authority(ledger: Ledger, authority: Signer | None) -> Signer:
     return authority if authority is not None else ledger.authority()
 
@@ -239,7 +246,7 @@ def burn(
     cohort_id: str,
     *,
     reason: str,
-    excluded: Mapping[str, str] | None = None,
+    excluded: Mapping[str, str] | Sequence[tuple[str, str]] | None = None,
     observed: Sequence[str] = (),
     successors: Sequence[str] = (),
     authority: Signer | None = None,
@@ -252,15 +259,17 @@ def burn(
     A second burn is refused (``LifecycleError``, exit 4)."""
     from cohorts.burn import TaskReason
     from cohorts.service import burn_cohort
+    from ledger.store.resolve import full_digest
 
     done = burn_cohort(
         ledger.store,
         cohort_id,
         reason=reason,
         signer=_authority(ledger, authority),
-        excluded=None if excluded is None else [TaskReason(t, r) for t, r in excluded.items()],
+        excluded=None if excluded is None else [TaskReason(t, r) for t, r in _pairs(excluded)],
         observed=observed,
-        successors=successors,
+        # A unique digest prefix names its object; the notice records the full digest.
+        successors=[full_digest(ledger.store, s) for s in successors],
         issued_at=issued_at,
     )
     return _write(ledger, done)
@@ -271,18 +280,21 @@ def bind(
     successor: str | CohortDocument,
     *,
     predecessor: str,
-    plans: Mapping[str, str] = {},
+    plans: Mapping[str, str] | Sequence[str] = {},
     calibrations: Sequence[str] = (),
     authority: Signer | None = None,
 ) -> CohortWrite:
     """Append a cohort-binding of ``successor`` (its id in the ledger, or its document)
     to the burned ``predecessor``, attested by the authority, when every successor gate
     item holds. ``plans``: carried-over task id -> ``PLAN_ID@VERSION`` of the plan it
-    binds (one per carried-over task); ``calibrations``: digests of calibration records
+    binds (one per carried-over task; or ``TASK=PLAN_ID@VERSION`` texts, as ``--plan``
+    takes them); ``calibrations``: digests (or unique prefixes) of calibration records
     justifying a plan version. ``GateError`` lists every unmet item with its remedy."""
     from cohorts.service import bind_cohort, plan_choice
+    from ledger.store.resolve import full_digest
 
-    choices = [plan_choice(f"{task}={plan}") for task, plan in (plans or {}).items()]
+    texts = [f"{t}={p}" for t, p in plans.items()] if isinstance(plans, Mapping) else plans
+    choices = [plan_choice(text) for text in texts]
     target: str | JSONObject = (
         successor if isinstance(successor, str) else cohort_value(successor)
     )
@@ -292,7 +304,36 @@ def bind(
         predecessor,
         _authority(ledger, authority),
         plans=choices,
-        calibrations=calibrations,
+        # A unique prefix names its record; the binding records the full digest.
+        calibrations=[full_digest(ledger.store, c) for c in calibrations],
+    )
+    return _write(ledger, done)
+
+
+def record_outcome(
+    ledger: Ledger,
+    cohort_id: str,
+    *,
+    task: str,
+    result: str,
+    attempt_id: str | None = None,
+    signature: str | None = None,
+    authority: Signer | None = None,
+) -> CohortWrite:
+    """Append the frozen cohort again, listing the stored VerificationResult ``result``
+    (digest, prefix or id) as an attempt of ``task``, attested by the authority
+    (``cohort record-outcome``). Refused (exit 4) when the outcome is not
+    pre-registered: the cohort, its plan and binding must have had standing first."""
+    from cohorts.service import record_outcome as record
+
+    done = record(
+        ledger.store,
+        cohort_id,
+        task=task,
+        result=result,
+        signer=_authority(ledger, authority),
+        attempt_id=attempt_id,
+        signature=signature,
     )
     return _write(ledger, done)
 

@@ -28,8 +28,10 @@ from ledger.cli.common import (
 from ledger.errors import ProblemsReported, RejectionsReported
 
 if TYPE_CHECKING:
+    from cohorts.api import CohortWrite
     from cohorts.findings import CohortFinding
     from cohorts.provenance import Check
+    from ledger.api import Ledger
     from ledger.store.location import DbLocation
 
 cohort_app = new_app("Benchmark cohorts: definition digests, freeze, burn, bind, audit.")
@@ -79,24 +81,25 @@ def _print_findings(findings: list[CohortFinding] | tuple[CohortFinding, ...]) -
 
 
 def _append_gated(
-    db: DbLocation, action: Callable[[Any], Any], json_out: bool, dry_run: bool = False
+    db: DbLocation, action: Callable[[Ledger], CohortWrite], json_out: bool, dry_run: bool = False
 ) -> None:
-    """Run one gated append on the open ledger and report it (a refusal exits 4)."""
+    """Run one gated append (a ``cohorts.api`` write) on the open ledger and report it (a
+    refusal exits 4)."""
     from cohorts.errors import GateError
-    from ledger.store.backends import open_store
+    from ledger.api import open_ledger
 
-    with open_store(db, dry_run=dry_run) as store:
+    with open_ledger(db, dry_run=dry_run) as book:
         try:
-            done = action(store)
+            done = action(book)
         except GateError as exc:
             _gate_refusal(exc, json_out)
             return
     if json_out:
-        emit_json({"ok": True, "dry_run": dry_run, **done.to_json()})
+        emit_json(done.to_json())
     else:
         verb = "would append" if dry_run else "appended"
-        for kind, dig, new in done.objects:
-            typer.echo(f"{verb if new else 'present '} {kind} {dig}")
+        for obj in done.objects:
+            typer.echo(f"{verb if obj.new else 'present '} {obj.kind} {obj.digest}")
         for f in done.findings:
             if f.severity == "warning":
                 _print_findings([f])
@@ -139,11 +142,11 @@ def freeze_cmd(
     """Append the cohort as frozen, attested by the authority key, when the freeze gate
     holds; else list every failure (exit 4).
     """
-    from cohorts.service import freeze_cohort
+    from cohorts.api import freeze
 
     cohort = _parse(file)
     signer = _signer(db, authority_key)
-    _append_gated(db, lambda store: freeze_cohort(store, cohort, signer), json_out, dry_run)
+    _append_gated(db, lambda book: freeze(book, cohort, authority=signer), json_out, dry_run)
 
 
 def _task_reasons(items: list[str]) -> list[Any]:
@@ -185,22 +188,20 @@ def burn_cmd(
     """Burn a frozen cohort: the burned cohort and its burn notice, each attested by the
     authority key, in one transaction.
     """
-    from cohorts.service import burn_cohort
-    from ledger.store.resolve import full_digest
+    from cohorts.api import burn
 
     excluded = _task_reasons(exclude) if exclude else None
     signer = _signer(db, authority_key)
     _append_gated(
         db,
-        lambda store: burn_cohort(
-            store,
+        lambda book: burn(
+            book,
             cohort_id,
             reason=reason,
-            signer=signer,
-            excluded=excluded,
+            authority=signer,
+            excluded=None if excluded is None else [(t.task, t.reason) for t in excluded],
             observed=observed or (),
-            # A unique digest prefix names its object; the notice records the full digest.
-            successors=[full_digest(store, s) for s in successor or ()],
+            successors=successor or (),
         ),
         json_out,
         dry_run,
@@ -245,22 +246,19 @@ def bind_cmd(
     """
     from pathlib import Path as _Path
 
-    from cohorts.service import bind_cohort, plan_choice
-    from ledger.store.resolve import full_digest
+    from cohorts.api import bind
 
-    choices = [plan_choice(p) for p in plan or ()]
     target: Any = _parse(successor) if successor == "-" or _Path(successor).is_file() else successor
     signer = _signer(db, authority_key)
     _append_gated(
         db,
-        lambda store: bind_cohort(
-            store,
+        lambda book: bind(
+            book,
             target,
-            predecessor,
-            signer,
-            plans=choices,
-            # A unique prefix names its record; the binding records the full digest.
-            calibrations=[full_digest(store, c) for c in calibration or ()],
+            predecessor=predecessor,
+            plans=plan or (),
+            calibrations=calibration or (),
+            authority=signer,
         ),
         json_out,
         dry_run,
@@ -386,17 +384,17 @@ def record_outcome_cmd(
     authority key. An outcome recorded before the cohort froze, before its plan or (for
     a successor) before its binding is not pre-registered: refused (exit 4).
     """
-    from cohorts.service import record_outcome
+    from cohorts.api import record_outcome
 
     signer = _signer(db, authority_key)
     _append_gated(
         db,
-        lambda store: record_outcome(
-            store,
+        lambda book: record_outcome(
+            book,
             cohort_id,
             task=task,
             result=result,
-            signer=signer,
+            authority=signer,
             attempt_id=attempt,
             signature=signature,
         ),
