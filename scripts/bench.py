@@ -15,7 +15,7 @@ table, and (as canonical blobs) by ``git fast-import`` into a bare repository.
 
 Usage: .venv/bin/python scripts/bench.py [--sizes 10000,100000] [--out bench.json]
        [--quick] [--seed 7] [--workdir DIR] [--keep] [--no-peers] [--no-store-floor]
-       [--postgres ADMIN_URL [--writer-counts 1,4,8]] [--reads-on LEDGER]
+       [--no-web] [--postgres ADMIN_URL [--writer-counts 1,4,8]] [--reads-on LEDGER]
 """
 
 from __future__ import annotations
@@ -686,7 +686,10 @@ def bench_size(n: int, args: argparse.Namespace, base: Path) -> dict[str, Any]:
     res["start_up"] = start_up(db, digest, 3 if args.quick else 11)
     # Last: it adds the reference corpus's cohorts to this ledger, then serves it.
     try:
-        res["web"] = web_latency(db, work, 50 if args.quick else REQUESTS, args.seed)
+        if args.no_web:
+            res["web"] = {"skipped": "--no-web"}
+        else:
+            res["web"] = web_latency(db, work, 50 if args.quick else REQUESTS, args.seed)
     except (RuntimeError, OSError) as exc:  # a failed server must not lose the run's rows
         res["web"] = {"error": str(exc)[-2000:]}
     if not args.keep:
@@ -770,9 +773,12 @@ def table(result: dict[str, Any]) -> str:
     add("verify entries/s", lambda r: f"{r['verify']['entries_per_s']:,.0f}")
     add("verify CPU us/entry (all processes)", lambda r: f"{r['verify']['cpu_us_per_entry']:.0f}")
     add("verify findings", lambda r: str(r["verify"]["findings"]))
-    for job, unit in (("verify", "entry"), ("import", "object")):
+    for job, unit, what in (
+        ("verify", "entry", "checks alone"),
+        ("import", "object", "checks + serial store"),
+    ):
         add(
-            f"{job} floor CPU us/{unit} (checks alone)",
+            f"{job} floor CPU us/{unit} ({what})",
             lambda r, job=job: (
                 f"{r['floor'][job]['floor_us']:.0f}"
                 f" (ceiling {r['floor'][job]['ceiling_per_s']:,.0f}/s)"
@@ -898,6 +904,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workdir", type=Path, default=None, help="default: a temp directory")
     parser.add_argument("--keep", action="store_true", help="keep the ledgers and corpora")
     parser.add_argument("--no-peers", action="store_true", help="skip sqlite-utils and git")
+    parser.add_argument(
+        "--no-web", action="store_true", help="skip the web page latency (bench_web.py)"
+    )
     parser.add_argument(
         "--no-store-floor",
         action="store_true",
