@@ -15,7 +15,8 @@ table, and (as canonical blobs) by ``git fast-import`` into a bare repository.
 
 Usage: .venv/bin/python scripts/bench.py [--sizes 10000,100000] [--out bench.json]
        [--quick] [--seed 7] [--workdir DIR] [--keep] [--no-peers] [--no-store-floor]
-       [--no-web] [--postgres ADMIN_URL [--writer-counts 1,4,8]] [--reads-on LEDGER]
+       [--no-web] [--no-reads] [--corpus-cache DIR]
+       [--postgres ADMIN_URL [--writer-counts 1,4,8]] [--reads-on LEDGER]
 """
 
 from __future__ import annotations
@@ -553,11 +554,8 @@ def goals(res: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def bench_size(n: int, args: argparse.Namespace, base: Path) -> dict[str, Any]:
-    work = base / f"n{n}"
-    if work.exists():
-        shutil.rmtree(work)
-    work.mkdir(parents=True)
+def _new_corpus(work: Path, n: int, args: argparse.Namespace) -> tuple[dict[str, int], float]:
+    """``provledger init`` in ``work`` and the corpus signed with its authority key."""
     db = work / "ledger.db"
     run([PROVLEDGER, "init", "--db", str(db), "--json"])
     signer = None
@@ -565,15 +563,56 @@ def bench_size(n: int, args: argparse.Namespace, base: Path) -> dict[str, Any]:
         from ledger.trust.keys import Ed25519Signer
 
         signer = Ed25519Signer.from_file(db.with_name(db.name + ".authority.key"))
-    jsonl = work / "corpus.jsonl"
     t = time.perf_counter()
-    counts = write_corpus(jsonl, n, args.seed, signer)
-    gen_s = time.perf_counter() - t
+    counts = write_corpus(work / "corpus.jsonl", n, args.seed, signer)
+    return counts, time.perf_counter() - t
+
+
+def _cached_corpus(
+    cache: Path, n: int, args: argparse.Namespace, work: Path
+) -> tuple[dict[str, int], float]:
+    """``--corpus-cache``: a fresh ledger and its corpus made once per size, seed and
+    attestation setting, then copied (the empty ledger and its keys) and linked (the
+    JSONL, only read) into each run's directory. Runs then differ only in what they
+    measure; the corpus is the same seeded documents, signed by the cached ledger's key.
+    """
+    entry = cache / f"n{n}-seed{args.seed}-{'plain' if args.no_attestations else 'signed'}"
+    made = entry / "counts.json"
+    gen_s = 0.0
+    if not made.exists():
+        if entry.exists():
+            shutil.rmtree(entry)
+        entry.mkdir(parents=True)
+        counts, gen_s = _new_corpus(entry, n, args)
+        made.write_text(json.dumps(counts))
+    for item in entry.iterdir():
+        if item.name == "corpus.jsonl":
+            try:
+                os.link(item, work / item.name)
+            except OSError:  # another file system
+                shutil.copy2(item, work / item.name)
+        elif item.name.startswith("ledger.db"):
+            shutil.copy2(item, work / item.name)
+    return json.loads(made.read_text()), gen_s
+
+
+def bench_size(n: int, args: argparse.Namespace, base: Path) -> dict[str, Any]:
+    work = base / f"n{n}"
+    if work.exists():
+        shutil.rmtree(work)
+    work.mkdir(parents=True)
+    db = work / "ledger.db"
+    jsonl = work / "corpus.jsonl"
+    if args.corpus_cache is not None:
+        counts, gen_s = _cached_corpus(args.corpus_cache, n, args, work)
+    else:
+        counts, gen_s = _new_corpus(work, n, args)
     res: dict[str, Any] = {
         "objects": n,
         "by_kind": counts,
         "jsonl_bytes": jsonl.stat().st_size,
         "generate_s": gen_s,
+        "corpus_cached": args.corpus_cache is not None,
     }
 
     imp_cmd = [PROVLEDGER, "import", "jsonl", str(jsonl), "--db", str(db), "--json"]
@@ -674,7 +713,8 @@ def bench_size(n: int, args: argparse.Namespace, base: Path) -> dict[str, Any]:
         - (since_report.get("since_checkpoint") or {}).get("size", 0),
         "findings": len(since_report.get("findings", [])),
     }
-    res["reads"] = read_commands(db, n, work, 3 if args.quick else 5)
+    if not args.no_reads:
+        res["reads"] = read_commands(db, n, work, 3 if args.quick else 5)
     proofs = _proofs(db, args.queries, args.seed)
     digest = proofs.pop("sample_digest")
     inc = run([PROVLEDGER, "proof", "inclusion", digest, "--db", str(db), "--json"])
@@ -906,6 +946,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-peers", action="store_true", help="skip sqlite-utils and git")
     parser.add_argument(
         "--no-web", action="store_true", help="skip the web page latency (bench_web.py)"
+    )
+    parser.add_argument(
+        "--no-reads", action="store_true", help="skip log and index (read_commands)"
+    )
+    parser.add_argument(
+        "--corpus-cache",
+        type=Path,
+        default=None,
+        help="make each size's empty ledger and corpus once here, copy them into each run",
     )
     parser.add_argument(
         "--no-store-floor",
