@@ -247,6 +247,14 @@ def _framework_private_names(source: str) -> list[str]:
             text = node.value
         elif isinstance(node, ast.Attribute):
             text = ast.unparse(node)
+        elif (
+            isinstance(node, ast.Call)
+            and ast.unparse(node.func) in ("getattr", "hasattr")
+            and len(node.args) >= 2
+            and isinstance(node.args[1], ast.Constant)
+            and isinstance(node.args[1].value, str)
+        ):
+            text = f"{ast.unparse(node.args[0])}.{node.args[1].value}"  # getattr(typer, "_x")
         else:
             continue
         if _FRAMEWORK_PRIVATE.match(text):
@@ -269,6 +277,7 @@ def test_the_framework_check_catches_the_known_cases() -> None:
     assert _framework_private_names('sys.modules.get("typer._click.exceptions")')
     assert _framework_private_names("x = typer._click.core")
     assert _framework_private_names('m = "rich._emoji_codes"')
+    assert _framework_private_names('getattr(typer.core, "_click", None)')
     assert not _framework_private_names('sys.modules.get("typer.exceptions")')
     assert not _framework_private_names("x = typer.core.TyperGroup")
 

@@ -67,18 +67,17 @@ def _framework_exceptions() -> tuple[type[BaseException], ...]:
     return tuple(found)
 
 
-def _click() -> tuple[Any, type[BaseException]]:
-    """The click typer runs on (its vendored ``typer._click``, or click itself), and the
-    ``Abort`` it raises."""
-    import typer.core
+def _usage_exceptions() -> tuple[tuple[type[BaseException], ...], type[BaseException]]:
+    """(the exceptions click raises for a usage error, the ``Abort`` typer raises), named
+    through public modules: typer 0.2x runs on its own copy of click, whose exceptions
+    derive from ``typer.exceptions.TyperException``; an older typer runs on click."""
+    from typer.exceptions import Abort, TyperException
 
-    vendored = getattr(typer.core, "_click", None)
-    if vendored is None:
-        import click
-
-        return click, click.exceptions.Abort
-    abort: type[BaseException] = typer.core.Abort  # type: ignore[attr-defined]
-    return vendored, abort
+    errors: list[type[BaseException]] = [TyperException]
+    click = sys.modules.get("click.exceptions")
+    if click is not None:
+        errors.append(click.ClickException)
+    return tuple(errors), Abort
 
 
 def usage_line(exc: Any) -> str:
@@ -129,14 +128,15 @@ class ProvGroup(TyperGroup):
         )
         if not standalone_mode:
             return run()
-        click, abort = _click()
+        errors, abort = _usage_exceptions()
         try:
             code = run()
-        except click.exceptions.ClickException as exc:
-            # A group run without a subcommand has printed its help page already.
-            if not isinstance(exc, getattr(click.exceptions, "NoArgsIsHelpError", ())):
+        except errors as exc:
+            # A group run without a subcommand has printed its help page already: typer's
+            # renderer prints it, so the error carries no text of its own.
+            if str(getattr(exc, "format_message", str)()).strip():
                 typer.echo(usage_line(exc), err=True)
-            sys.exit(exc.exit_code)
+            sys.exit(getattr(exc, "exit_code", 2))
         except abort:
             typer.echo(fail_line("aborted, got end of input, expected an answer"), err=True)
             sys.exit(1)
