@@ -14,7 +14,7 @@ import functools
 import os
 import re
 import sys
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any
@@ -39,6 +39,13 @@ def fail_line(message: str) -> str:
 
     return "error: " + " ".join(safe_text(message).split())
 
+
+#: click's objects as typer builds them (a context, a command, a parameter list, an
+#: exception). typer 0.2x runs on its own copy of click, shipped as a private module, so
+#: they are named here by role and used through click's documented attributes only.
+Context = Any
+Command = Any
+Params = Any
 
 def _sqlite_errors() -> tuple[type[BaseException], ...]:
     """``sqlite3.Error`` once sqlite3 is loaded (an ``except`` clause evaluates this only
@@ -80,7 +87,7 @@ def _usage_exceptions() -> tuple[tuple[type[BaseException], ...], type[BaseExcep
     return tuple(errors), Abort
 
 
-def usage_line(exc: Any) -> str:
+def usage_line(exc: Any) -> str:  # click's usage error
     """A click usage error as one ``error:`` line naming the command, what was wrong and
     the command's usage (``provledger log --bogus``: ``error: provledger log: no such
     option: --bogus (usage: provledger log [OPTIONS]; -h for help)``)."""
@@ -144,7 +151,7 @@ class ProvGroup(TyperGroup):
         # own return value is None: none of ours returns one).
         sys.exit(code if isinstance(code, int) else 0)
 
-    def invoke(self, ctx: Any) -> Any:
+    def invoke(self, ctx: Context) -> Any:  # what the command returns
         try:
             return super().invoke(ctx)
         except LedgerError as exc:
@@ -193,10 +200,10 @@ class ProvGroup(TyperGroup):
             restore_db_env(ctx)
         return None
 
-    def get_params(self, ctx: Any) -> Any:
+    def get_params(self, ctx: Context) -> Params:
         return _prepared(super().get_params(ctx))
 
-    def get_command(self, ctx: Any, cmd_name: str) -> Any:
+    def get_command(self, ctx: Context, cmd_name: str) -> Command:
         cmd = super().get_command(ctx, cmd_name)
         if cmd is not None and not getattr(cmd, "_provledger_tidy", False):
             from ledger.cli.examples import example_for
@@ -228,7 +235,7 @@ def stdout_closed() -> None:
 _SETUP = "provledger.setup"
 
 
-def setup_before_commands(ctx: Any, setup: Callable[[], None]) -> None:
+def setup_before_commands(ctx: Context, setup: Callable[[], None]) -> None:
     """Run ``setup`` once a command is about to run, in this invocation only.
 
     A command runs after every argument of every level is parsed, so ``--help`` and
@@ -237,8 +244,8 @@ def setup_before_commands(ctx: Any, setup: Callable[[], None]) -> None:
     ctx.meta[_SETUP] = setup  # click shares ``meta`` with every sub-context
 
 
-def _after_setup(invoke: Callable[[Any], Any]) -> Callable[[Any], Any]:
-    def run(ctx: Any) -> Any:
+def _after_setup(invoke: Callable[[Context], object]) -> Callable[[Context], object]:
+    def run(ctx: Context) -> object:
         setup = ctx.meta.pop(_SETUP, None)
         if setup is not None:
             setup()
@@ -251,7 +258,7 @@ DB_ENV = "PROVLEDGER_DB"
 _SAVED_ENV = "provledger.saved_db_env"
 
 
-def set_db_env(ctx: Any, db: DbLocation) -> None:
+def set_db_env(ctx: Context, db: DbLocation) -> None:
     """The global ``--db`` (before the subcommand): every command's ``--db`` default.
 
     Set through ``PROVLEDGER_DB`` for this invocation only; ``--db`` after the
@@ -261,7 +268,7 @@ def set_db_env(ctx: Any, db: DbLocation) -> None:
     os.environ[DB_ENV] = db.arg
 
 
-def restore_db_env(ctx: Any) -> None:
+def restore_db_env(ctx: Context) -> None:
     saved = ctx.meta.pop(_SAVED_ENV, None)
     if saved is None:
         return
@@ -277,7 +284,7 @@ def reflow(text: str) -> str:
     return "\n\n".join(p for p in paragraphs if p)
 
 
-def _no_type(ctx: Any) -> None:
+def _no_type(ctx: Context) -> None:
     return None
 
 
@@ -299,13 +306,13 @@ def _type_name(annotation: Any, desc: Any) -> str:
     return "TEXT"
 
 
-def _prepared(params: Any) -> Any:
+def _prepared(params: Params) -> Params:
     """Tidy metavars, and coerce plain-typed values without pydantic (``ledger.cli.coercion``)."""
     fast_coercion(params)
     return tidy_params(params)
 
 
-def tidy_params(params: Any) -> Any:
+def tidy_params(params: Params) -> Params:
     """Give every parameter a plain metavar (TEXT, PATH, INTEGER...; none for flags)."""
     for param in params:
         if getattr(param, "param_type_name", "") == "argument":
@@ -367,7 +374,7 @@ def dry_run_note(dry_run: bool) -> None:
         typer.echo("dry run: nothing written", err=True)
 
 
-def emit_json(value: Any) -> None:
+def emit_json(value: object) -> None:
     """Print JSON with sorted keys: the documented, stable output form.
 
     The output is always UTF-8. Text read from a damaged ledger may hold lone surrogates
@@ -385,7 +392,7 @@ JSON_FIRST_ROWS = 64
 JSON_BATCH_ROWS = 2000
 
 
-def emit_json_rows(rows: Iterable[dict[str, Any]]) -> None:
+def emit_json_rows(rows: Iterable[Mapping[str, object]]) -> None:
     """Print a JSON array of objects as ``emit_json`` would, written as the rows come.
 
     The text is exactly ``emit_json(list(rows))``'s (indent 2, sorted keys), so a reader
@@ -413,7 +420,7 @@ def emit_json_rows(rows: Iterable[dict[str, Any]]) -> None:
     sys.stdout.write("\n]\n")
 
 
-def _json_row(row: dict[str, Any]) -> str:
+def _json_row(row: Mapping[str, object]) -> str:
     """One member of a JSON array as ``json.dumps(array, indent=2, sort_keys=True,
     ensure_ascii=False)`` writes it (surrogates not yet escaped)."""
     import json

@@ -21,13 +21,9 @@ import typer
 import typer.main
 from typer.core import TyperCommand
 
-from ledger.cli.common import ProvGroup
+from ledger.cli.common import Command, Context, ProvGroup
 
-#: A click command or group as typer builds it. typer 0.2x builds them from its own copy
-#: of click, which it ships as a private module, so they are named here by role only.
-Command = Any
-#: click's context and help formatter, named by role for the same reason.
-Context = Any
+#: click's help formatter (see ``ledger.cli.common.Context``).
 Formatter = Any
 
 
