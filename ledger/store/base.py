@@ -50,7 +50,7 @@ class StoredObject:
     legacy_hints: str | None
     data: bytes
 
-    def json(self) -> Any:
+    def json(self) -> Any:  # the stored bytes' own JSON (json.loads), None when not JSON
         """The JSON value the stored bytes hold; None for a blob or bytes that are not
         JSON. A fresh value on every call.
 

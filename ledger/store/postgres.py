@@ -72,7 +72,7 @@ from ledger.store.postgres_schema import (
     migrate_statements,
     trigger_ddl,
 )
-from ledger.store.sqlstore import INT64_MAX, SQLStore
+from ledger.store.sqlstore import INT64_MAX, SQLStore, SQLValue
 
 if TYPE_CHECKING:
     from ledger.trust.admission import AdmissionPolicy
@@ -90,6 +90,11 @@ INSTALL_HINT = "pip install 'provledger[postgres]'"
 # How long a writer waits for the tail lock before it fails (seconds; env override).
 LOCK_TIMEOUT_S = 60
 LOCK_TIMEOUT_ENV = "PROVLEDGER_PG_LOCK_TIMEOUT"
+
+#: psycopg's connection and cursor: the driver is an optional dependency, imported when a
+#: PostgreSQL ledger is opened, so its types are named here by role.
+Connection = Any
+Cursor = Any
 
 
 def lock_timeout_ms() -> int:
@@ -150,7 +155,7 @@ class PostgresStore(SQLStore):
     def __init__(
         self,
         location: PostgresURL,
-        conn: Any,
+        conn: Connection,
         policy: AdmissionPolicy | None = None,
         dry_run: bool = False,
     ) -> None:
@@ -160,7 +165,7 @@ class PostgresStore(SQLStore):
         self._where = redact(location.url)
         self._policy = policy
         self.dry_run = dry_run
-        self._dry: Any = None  # a dry run's outer transaction, rolled back by close()
+        self._dry: Connection | None = None  # a dry run's outer transaction, rolled back by close()
 
     # -- lifecycle -------------------------------------------------------------------
     def close(self) -> None:
@@ -261,18 +266,18 @@ class PostgresStore(SQLStore):
         return nullcontext()
 
     # -- reading ---------------------------------------------------------------------
-    def _fetch(self, query: str, args: Sequence[Any] = ()) -> list[Any]:
+    def _fetch(self, query: str, args: Sequence[SQLValue] = ()) -> list[SQLValue]:
         """Rows of a statement in psycopg's own ``%s`` style."""
         try:
-            rows: list[Any] = self._conn.execute(query, args).fetchall()
+            rows: list[SQLValue] = self._conn.execute(query, args).fetchall()
             return rows
         except psycopg.Error as exc:
             raise _storage_error(exc, self._where) from None
 
-    def _q(self, query: str, args: Sequence[Any] = ()) -> list[Any]:
+    def _q(self, query: str, args: Sequence[SQLValue] = ()) -> list[SQLValue]:
         return self._fetch(pyformat(query), args)
 
-    def _execute(self, query: str, args: Sequence[Any] = ()) -> int:
+    def _execute(self, query: str, args: Sequence[SQLValue] = ()) -> int:
         try:
             return int(self._conn.execute(pyformat(query), args).rowcount)
         except psycopg.Error as exc:
@@ -370,7 +375,7 @@ class PostgresStore(SQLStore):
     def refs_to(self, digest: str, rel: str | None = None) -> list[tuple[str, str]]:
         """References to ``digest``; each is checked against the referring object's bytes."""
         query = "SELECT from_digest, rel, to_digest FROM refs WHERE to_digest = ?"
-        args: list[Any] = [digest]
+        args: list[SQLValue] = [digest]
         if rel is not None:
             query += " AND rel = ?"
             args.append(rel)
@@ -498,7 +503,7 @@ class PostgresStore(SQLStore):
             " LEFT JOIN objects o ON o.digest = r.from_digest ORDER BY r.from_digest, r.pos"
         )
 
-    def catalog(self, query: str, args: Sequence[Any] = ()) -> list[Any]:
+    def catalog(self, query: str, args: Sequence[SQLValue] = ()) -> list[SQLValue]:
         """Rows of a query on the system catalogs (``postgres_audit``), in psycopg's
         ``%s`` style."""
         return self._fetch(query, args)
@@ -549,13 +554,13 @@ class _RefReader:
 
     def __init__(self, store: PostgresStore, *, resume: bool = False) -> None:
         self._store = store
-        self._page: list[tuple[Any, ...]] = []
+        self._page: list[tuple[SQLValue, ...]] = []
         self._at = 0
         self._after = -1
         self._done = resume  # nothing to page until the first point query says where
         self._resume = resume
 
-    def _head(self) -> tuple[Any, ...] | None:
+    def _head(self) -> tuple[SQLValue, ...] | None:
         if self._at == len(self._page) and not self._done:
             self._page = self._store._q(
                 "SELECT pos, from_digest, rel, to_digest FROM refs WHERE pos > ?"
@@ -583,7 +588,9 @@ class _RefReader:
         return found is not None
 
 
-def _copy(cur: Any, table: str, columns: Sequence[str], rows: list[tuple[Any, ...]]) -> None:
+def _copy(
+    cur: Cursor, table: str, columns: Sequence[str], rows: list[tuple[SQLValue, ...]]
+) -> None:
     statement = sql.SQL("COPY {} ({}) FROM STDIN").format(
         sql.Identifier(table), sql.SQL(", ").join(sql.Identifier(c) for c in columns)
     )
@@ -592,7 +599,7 @@ def _copy(cur: Any, table: str, columns: Sequence[str], rows: list[tuple[Any, ..
             copy.write_row(row)
 
 
-def _connect(location: PostgresURL, readonly: bool) -> Any:
+def _connect(location: PostgresURL, readonly: bool) -> Connection:
     """A connection in autocommit mode: every write opens its own transaction."""
     _require_driver()
     where = redact(location.url)

@@ -16,7 +16,7 @@ from collections.abc import Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager, suppress
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ledger.errors import AppendOnlyError, NotFound, StorageError
 from ledger.files import require_regular, shown
@@ -37,7 +37,7 @@ from ledger.store.batch import BatchRows
 from ledger.store.location import SQLitePath
 from ledger.store.sqlite_audit import SQLiteSnapshotReader
 from ledger.store.sqlite_scan import SQLiteNodeScan, SQLiteRefScan
-from ledger.store.sqlstore import ADD_TOTALS, INT64_MAX, SQLStore
+from ledger.store.sqlstore import ADD_TOTALS, INT64_MAX, SQLStore, SQLValue
 
 if TYPE_CHECKING:
     from ledger.trust.admission import AdmissionPolicy
@@ -457,14 +457,14 @@ class SQLiteStore(SQLStore):
         rows = self._q("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,))
         return bool(rows)
 
-    def _q(self, query: str, args: Sequence[Any] = ()) -> list[Any]:
+    def _q(self, query: str, args: Sequence[SQLValue] = ()) -> list[SQLValue]:
         self._settle()
         try:
             return self._conn.execute(query, args).fetchall()
         except sqlite3.Error as exc:
             raise _storage_error(exc, self.path) from None
 
-    def _execute(self, query: str, args: Sequence[Any] = ()) -> int:
+    def _execute(self, query: str, args: Sequence[SQLValue] = ()) -> int:
         self._settle()
         try:
             return self._conn.execute(query, args).rowcount
