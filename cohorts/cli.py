@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -28,11 +28,17 @@ from ledger.cli.common import (
 from ledger.errors import ProblemsReported, RejectionsReported
 
 if TYPE_CHECKING:
+    from rich.tree import Tree
+
     from cohorts.api import CohortWrite
+    from cohorts.burn import TaskReason
+    from cohorts.errors import GateError
     from cohorts.findings import CohortFinding
     from cohorts.provenance import Check
     from ledger.api import Ledger
+    from ledger.encoding.values import JSONObject
     from ledger.store.location import DbLocation
+    from ledger.trust.keys import Signer
 
 cohort_app = new_app("Benchmark cohorts: definition digests, freeze, burn, bind, audit.")
 
@@ -57,7 +63,7 @@ AuthorityKey = Annotated[
 ]
 
 
-def _parse(name: str) -> dict[str, Any]:
+def _parse(name: str) -> JSONObject:
     from cohorts.errors import CohortInputError
     from ledger.encoding.canonical import parse_strict
 
@@ -67,7 +73,7 @@ def _parse(name: str) -> dict[str, Any]:
     return value
 
 
-def _signer(db: DbLocation, given: Path | None) -> Any:
+def _signer(db: DbLocation, given: Path | None) -> Signer:
     from ledger.cli.core import authority_key_path
     from ledger.trust.keys import Ed25519Signer
 
@@ -106,7 +112,7 @@ def _append_gated(
     dry_run_note(dry_run)
 
 
-def _gate_refusal(exc: Any, json_out: bool) -> None:
+def _gate_refusal(exc: GateError, json_out: bool) -> None:
     """Print every failed gate item, then re-raise (exit 4)."""
     if json_out:
         emit_json({"ok": False, "gate": exc.gate, "failures": [f.to_json() for f in exc.failures]})
@@ -149,7 +155,7 @@ def freeze_cmd(
     _append_gated(db, lambda book: freeze(book, cohort, authority=signer), json_out, dry_run)
 
 
-def _task_reasons(items: list[str]) -> list[Any]:
+def _task_reasons(items: list[str]) -> list[TaskReason]:
     from cohorts.burn import TaskReason
     from cohorts.errors import CohortInputError
 
@@ -248,7 +254,8 @@ def bind_cmd(
 
     from cohorts.api import bind
 
-    target: Any = _parse(successor) if successor == "-" or _Path(successor).is_file() else successor
+    is_file = successor == "-" or _Path(successor).is_file()
+    target: str | JSONObject = _parse(successor) if is_file else successor
     signer = _signer(db, authority_key)
     _append_gated(
         db,
@@ -562,7 +569,7 @@ def list_cmd(db: DbOption = DEFAULT_DB, json_out: JsonOption = False) -> None:
     )
 
 
-def _tree(parent: Any, check: Check) -> None:
+def _tree(parent: Tree, check: Check) -> None:
     from rich.markup import escape
     from rich.text import Text
 

@@ -40,6 +40,7 @@ from cohorts.lookup import BENCHMARK_COHORT, BURN_NOTICE, EVALUATOR_PLAN, Stored
 from cohorts.standing import StandingLookup
 from cohorts.store_lookup import StoreLookup
 from cohorts.validation import schema_validator
+from ledger.encoding.values import JSONObject
 from ledger.errors import LedgerError, NotFound, RuleViolation
 from ledger.log.cosignature import WitnessKey
 from ledger.log.timeline import CoveringCheckpoint
@@ -128,7 +129,7 @@ def unattested_burn_notices(reader: LedgerReader, cohort_id: str) -> list[Stored
 
 def freeze_document(
     cohort: Mapping[str, object], reader: LedgerReader
-) -> tuple[dict[str, Any], list[CohortFinding]]:
+) -> tuple[dict[str, object], list[CohortFinding]]:
     """The document to append and the freeze gate's findings; raises on any refusal.
 
     A cohort already at ``frozen`` is checked as given (its recorded digest must
@@ -186,7 +187,7 @@ def _burn_plan(
     excluded: Sequence[TaskReason] | None,
     observed: Sequence[str],
     successors: Sequence[str],
-) -> tuple[dict[str, Any], dict[str, Any], list[CohortFinding]]:
+) -> tuple[dict[str, object], dict[str, object], list[CohortFinding]]:
     doc = require_cohort(reader, cohort_id)
     cohort = dict(doc.value)
     failures: list[CohortFinding] = []
@@ -461,7 +462,7 @@ def _bind_plan(
     predecessor_id: str,
     choices: Sequence[PlanChoice],
     calibrations: Sequence[str],
-) -> dict[str, Any]:
+) -> dict[str, object]:
     """Every gate item, on the ledger's state (not on how it got there), counting only
     records with standing; the binding."""
     raw = StandingLookup(reader)
@@ -597,7 +598,7 @@ def _outcome_plan(
     result_ref: str,
     attempt_id: str | None,
     signature: str | None,
-) -> dict[str, Any]:
+) -> dict[str, object]:
     """The cohort document that lists one more attempt; raises on any refusal.
 
     The outcome is judged from log positions first (``cohorts.timeline``): one recorded
@@ -610,7 +611,7 @@ def _outcome_plan(
     from verifiers.model import VerificationResult
 
     doc = require_cohort(reader, cohort_id)
-    cohort: dict[str, Any] = copy.deepcopy(dict(doc.value))
+    cohort: dict[str, Any] = copy.deepcopy(dict(doc.value))  # Any: edited in place below
     if cohort.get("stage") != "frozen":
         raise LifecycleError(
             f"outcomes are recorded for a frozen cohort, got stage"
@@ -712,7 +713,7 @@ def record_outcome(
 # --- audit -------------------------------------------------------------------------------
 
 
-def quarantined_cohort(reader: LedgerReader, cohort_id: str) -> dict[str, Any] | None:
+def quarantined_cohort(reader: LedgerReader, cohort_id: str) -> JSONObject | None:
     """The document of ``cohort_id`` when the ledger holds it only quarantined (it failed
     its schema at import) and its stored bytes still parse; else None."""
     from cohorts.lookup import QUARANTINE
@@ -930,7 +931,7 @@ def audit_attestations(reader: LedgerReader, report: CohortAuditReport) -> dict[
 
 def audit_report_json(
     report: CohortAuditReport, attested: dict[str, str], behavioral: dict[str, list[str]]
-) -> dict[str, Any]:
+) -> dict[str, object]:
     """``cohort audit ID --json`` (and the audit the browse database stores): the report,
     the attestation state of each burn notice and binding it names (``audit_attestations``)
     and behavioral evidence per result (``audit_behavioral``).
