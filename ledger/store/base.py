@@ -73,16 +73,21 @@ class StoredObject:
             return None
 
 
+#: A value as a database driver takes or gives it (sqlite3 and psycopg type them as Any;
+#: a tampered file may hold any SQL type in any column): every row read is re-derived
+#: and checked before it is handed on as typed.
+SQLValue = Any
+
 OBJECT_COLUMNS: tuple[str, ...] = tuple(f.name for f in fields(StoredObject))
 
 
 def entries_query(
     mark: str, since: int, limit: int | None, kind: str | None
-) -> tuple[str, list[Any]]:
+) -> tuple[str, list[SQLValue]]:
     """The SELECT of ``LedgerReader.entries`` (seq order, from ``since``, only ``kind``,
     at most ``limit``) and its arguments; ``mark`` is the driver's parameter mark."""
     sql = f"SELECT seq, digest, kind, appended_at FROM entries WHERE seq >= {mark}"
-    args: list[Any] = [since]
+    args: list[SQLValue] = [since]
     if kind is not None:
         sql += f" AND kind = {mark}"
         args.append(kind)
@@ -117,7 +122,7 @@ LEDGER_META_KEYS: tuple[str, ...] = (
 )
 
 
-def stored_object(columns: Sequence[Any]) -> StoredObject:
+def stored_object(columns: Sequence[SQLValue]) -> StoredObject:
     """A ``StoredObject`` from a row of ``OBJECT_COLUMNS``, matched by name."""
     return StoredObject(**dict(zip(OBJECT_COLUMNS, columns, strict=True)))
 
@@ -139,7 +144,7 @@ class RawObjectRow:
 
 def unchecked_object(raw: RawObjectRow) -> StoredObject:
     """The row as a ``StoredObject``, field by field, WITHOUT checking the SQL types."""
-    row: Any = raw  # untyped on purpose: a tampered row keeps its SQL types
+    row: SQLValue = raw  # untyped on purpose: a tampered row keeps its SQL types
     return StoredObject(
         digest=row.digest,
         seq=row.seq,

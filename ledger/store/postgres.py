@@ -51,6 +51,7 @@ from ledger.store.base import (
     RawObjectRow,
     RefScan,
     SnapshotReader,
+    SQLValue,
     StorageFinding,
     StoredObject,
     entries_query,
@@ -72,7 +73,7 @@ from ledger.store.postgres_schema import (
     migrate_statements,
     trigger_ddl,
 )
-from ledger.store.sqlstore import INT64_MAX, SQLStore, SQLValue
+from ledger.store.sqlstore import INT64_MAX, SQLStore
 
 if TYPE_CHECKING:
     from ledger.trust.admission import AdmissionPolicy

@@ -29,6 +29,7 @@ from ledger.store.base import (
     RawLogRow,
     RefScan,
     SnapshotReader,
+    SQLValue,
     StorageFinding,
     StoredObject,
     entries_query,
@@ -37,7 +38,7 @@ from ledger.store.batch import BatchRows
 from ledger.store.location import SQLitePath
 from ledger.store.sqlite_audit import SQLiteSnapshotReader
 from ledger.store.sqlite_scan import SQLiteNodeScan, SQLiteRefScan
-from ledger.store.sqlstore import ADD_TOTALS, INT64_MAX, SQLStore, SQLValue
+from ledger.store.sqlstore import ADD_TOTALS, INT64_MAX, SQLStore
 
 if TYPE_CHECKING:
     from ledger.trust.admission import AdmissionPolicy

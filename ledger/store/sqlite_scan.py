@@ -10,9 +10,8 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import Any
 
-from ledger.store.base import RawLogRow, RawObjectRow
+from ledger.store.base import RawLogRow, RawObjectRow, SQLValue
 
 _FETCH = 256  # log rows fetched per call
 
@@ -23,9 +22,6 @@ _LOG_SELECT = (
     " o.data FROM entries e LEFT JOIN objects o ON o.seq = e.seq WHERE e.seq {} ?"
     " ORDER BY e.seq"
 )
-
-#: A column as SQLite gives it (any SQL type in a tampered file: the audit judges it).
-SQLValue = Any
 
 
 def log_rows(

@@ -20,7 +20,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
-from typing import TYPE_CHECKING, Any, ClassVar, Self
+from typing import TYPE_CHECKING, ClassVar, Self
 
 from ledger.errors import AppendOnlyError, IntegrityError, NotFound, RuleViolation
 from ledger.log.leaf import utc_now
@@ -35,6 +35,7 @@ from ledger.store.base import (
     Precheck,
     SignatureVerdicts,
     SignHead,
+    SQLValue,
     StoredObject,
     stored_object,
 )
@@ -53,10 +54,6 @@ if TYPE_CHECKING:
     # canonical encoder into commands that only read.
     from ledger.store.prepared import Prepared
     from ledger.trust.admission import AdmissionPolicy
-
-#: A value as the database driver takes or gives it (sqlite3 and psycopg type them as
-#: Any): every row read is re-derived and checked before it is handed on as typed.
-SQLValue = Any
 
 # Largest value an SQLite INTEGER or a PostgreSQL bigint holds; user numbers beyond it
 # can match nothing.
