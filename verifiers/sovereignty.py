@@ -57,7 +57,7 @@ from ledger.errors import KindError, LedgerError, SchemaError
 from verifiers.errors import SovereigntyError
 from verifiers.model.json import at, is_int, str_list
 from verifiers.registry import spec_for, supported_versions
-from verifiers.spec import VerifierSpec
+from verifiers.spec import Config, VerifierSpec
 
 Scheme = Literal["rfc8785", "legacy"]
 POLICY_FLAGS = (
@@ -93,7 +93,7 @@ class SovereigntyReport:
     """Everything the pre-evaluation checks established; the input to evaluation."""
 
     spec: VerifierSpec
-    config: Any
+    config: Config
     candidate_root: Path
     required_validators: tuple[str, ...]
     work_unit_binding: DigestMatch
@@ -276,7 +276,7 @@ def _canonical(name: str, value: _Doc) -> None:
 
 def _check_plan(
     plan: _Doc, work_unit: _Doc, manifest: _Doc, validate: Validate, checked: list[str]
-) -> tuple[VerifierSpec, Any]:
+) -> tuple[VerifierSpec, Config]:
     """A supported plan version; all three documents schema-valid; the plan's backend
     config, verifier identity, execution mode and policy flags what the spec requires."""
     spec = spec_for(plan.get("schema_version"))

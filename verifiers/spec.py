@@ -19,6 +19,10 @@ from verifiers.report import VerifierReport
 
 VERIFIER_ID = "idkmesh-local-verifier"
 
+#: A verifier release's parsed backend config: each release parses and reads its own
+#: (``VerifierSpec.parse_config``), so its type is that release's, named here by role.
+Config = Any
+
 
 @dataclass(frozen=True)
 class EvaluationInput:
@@ -34,7 +38,7 @@ class EvaluationInput:
     manifest: ResultManifest
     manifest_digest: str
     candidate_root: Path
-    config: Any
+    config: Config
     release: Release
 
 
@@ -48,7 +52,7 @@ class VerifierSpec:
     implemented_validators: frozenset[str]
     semantic_mode: str | None
     description: str
-    parse_config: Callable[[Mapping[str, object]], Any]
+    parse_config: Callable[[Mapping[str, object]], Config]
     run: Callable[[EvaluationInput], VerifierReport]
     verifier_id: str = VERIFIER_ID
     verifier_type: str = "system"

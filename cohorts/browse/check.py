@@ -20,12 +20,11 @@ import sqlite3
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from cohorts.browse.build import build_index
 from cohorts.browse.tables import TABLES
 from ledger.errors import NotFound
-from ledger.store.base import AuditSource
+from ledger.store.base import AuditSource, SQLValue
 
 MAX_SHOWN = 20
 
@@ -40,7 +39,9 @@ class BrowseFinding:
         return {"code": self.code, "table": self.table, "message": self.message}
 
 
-def _rows(conn: sqlite3.Connection, table: str, pk: tuple[str, ...]) -> dict[Any, dict[str, Any]]:
+def _rows(
+    conn: sqlite3.Connection, table: str, pk: tuple[str, ...]
+) -> dict[SQLValue, dict[str, SQLValue]]:
     order = ", ".join(f"[{c}]" for c in pk)
     cur = conn.execute(f"SELECT * FROM [{table}] ORDER BY {order}")
     names = [d[0] for d in cur.description]
@@ -174,7 +175,7 @@ def _compare(
     return out
 
 
-def _key(key: tuple[Any, ...]) -> str:
+def _key(key: tuple[SQLValue, ...]) -> str:
     return "/".join(str(k) for k in key)
 
 

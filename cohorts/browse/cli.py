@@ -7,11 +7,14 @@ Datasette) happen inside the commands so ``--help`` stays light.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from ledger.cli.common import DEFAULT_DB, DbOption, JsonOption, emit_json
+
+if TYPE_CHECKING:
+    from ledger.store.base import AuditSource
 
 BrowseOut = Annotated[
     Path | None,
@@ -83,7 +86,7 @@ def serve_cmd(
     )
 
 
-def browse_findings(store: Any, file: Path) -> list[dict[str, str]]:
+def browse_findings(store: AuditSource, file: Path) -> list[dict[str, str]]:
     """The ``verify --browse`` check, as JSON-ready findings."""
     from cohorts.browse.check import check_browse
 

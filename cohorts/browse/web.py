@@ -34,12 +34,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
-from typing import TYPE_CHECKING, Any  # Any: DB-API rows and parameters, as sqlite3 types them
+from typing import TYPE_CHECKING
 
 from cohorts.browse.names import DATABASE
 from cohorts.browse.queries import CANNED_QUERIES
 from cohorts.browse.tables import TABLES, VIEWS
 from ledger.errors import LedgerError
+from ledger.store.base import SQLValue
 from ledger.store.location import DbLocation
 
 if TYPE_CHECKING:
@@ -61,7 +62,7 @@ class SqlBounds:
     result_bytes: int = 64 << 20  # the values of one query's rows together
     heap_bytes: int = 256 << 20  # PRAGMA hard_heap_limit: all of SQLite's memory in serve
 
-    def settings(self) -> dict[str, Any]:
+    def settings(self) -> dict[str, object]:
         return {
             "sql_time_limit_ms": self.time_limit_ms,
             "max_returned_rows": self.max_returned_rows,
@@ -81,7 +82,7 @@ class _BoundedCursor(sqlite3.Cursor):
 
     used = 0
 
-    def execute(self, sql: str, parameters: Any = (), /) -> _BoundedCursor:
+    def execute(self, sql: str, parameters: SQLValue = (), /) -> _BoundedCursor:
         self.used = 0
         try:
             super().execute(sql, parameters)
@@ -89,7 +90,7 @@ class _BoundedCursor(sqlite3.Cursor):
             raise _out_of_memory() from None
         return self
 
-    def fetchone(self) -> Any:
+    def fetchone(self) -> SQLValue:
         try:
             row = super().fetchone()
         except MemoryError:
@@ -103,20 +104,20 @@ class _BoundedCursor(sqlite3.Cursor):
                 )
         return row
 
-    def fetchmany(self, size: int | None = None) -> list[Any]:
+    def fetchmany(self, size: int | None = None) -> list[SQLValue]:
         wanted = self.arraysize if size is None else size
-        rows: list[Any] = []
+        rows: list[SQLValue] = []
         while len(rows) < wanted and (row := self.fetchone()) is not None:
             rows.append(row)
         return rows
 
-    def fetchall(self) -> list[Any]:
-        rows: list[Any] = []
+    def fetchall(self) -> list[SQLValue]:
+        rows: list[SQLValue] = []
         while (row := self.fetchone()) is not None:
             rows.append(row)
         return rows
 
-    def __next__(self) -> Any:
+    def __next__(self) -> SQLValue:
         row = self.fetchone()
         if row is None:
             raise StopIteration
@@ -134,16 +135,16 @@ class _BoundedConnection(sqlite3.Connection):
     """Every cursor is a :class:`_BoundedCursor`, ``execute`` on the connection included
     (``sqlite3.Connection.execute`` would make a plain cursor)."""
 
-    def cursor(self, factory: Any = _BoundedCursor) -> Any:
+    def cursor(self, factory: SQLValue = _BoundedCursor) -> SQLValue:
         return super().cursor(factory)
 
-    def execute(self, sql: str, parameters: Any = (), /) -> Any:
+    def execute(self, sql: str, parameters: SQLValue = (), /) -> SQLValue:
         return self.cursor().execute(sql, parameters)
 
-    def executemany(self, sql: str, parameters: Any, /) -> Any:
+    def executemany(self, sql: str, parameters: SQLValue, /) -> SQLValue:
         raise sqlite3.OperationalError("the browse database is served read-only")
 
-    def executescript(self, script: str, /) -> Any:
+    def executescript(self, script: str, /) -> SQLValue:
         raise sqlite3.OperationalError("the browse database is served read-only")
 
 

@@ -19,7 +19,7 @@ from typing import Annotated, Any
 
 import typer
 
-from ledger.cli.common import set_db_env, setup_before_commands
+from ledger.cli.common import Context, set_db_env, setup_before_commands
 from ledger.cli.lazy import Lazy, LazyCommandGroup, LazySubgroup
 from ledger.store.location import DbLocation, parse_location
 
@@ -145,7 +145,7 @@ class RootGroup(LazyCommandGroup):
 
     table = COMMANDS
 
-    def invoke(self, ctx: Any) -> Any:
+    def invoke(self, ctx: Context) -> Any:  # what the command returns
         setup_before_commands(ctx, _before_command)
         return super().invoke(ctx)
 

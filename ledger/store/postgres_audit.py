@@ -19,9 +19,10 @@ Finding codes match SQLite's where the meaning is the same (``schema-missing``,
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from collections.abc import Sequence
+from typing import Protocol
 
-from ledger.store.base import StorageFinding
+from ledger.store.base import SQLValue, StorageFinding
 from ledger.store.postgres_schema import (
     ALL_TABLES,
     DEFINER_FUNCTIONS,
@@ -33,7 +34,7 @@ from ledger.store.postgres_schema import (
 
 
 class Catalog(Protocol):
-    def catalog(self, query: str, args: Any = ()) -> list[Any]: ...
+    def catalog(self, query: str, args: Sequence[SQLValue] = ()) -> list[SQLValue]: ...
     def get_meta(self, key: str) -> str | None: ...
 
 
@@ -334,7 +335,7 @@ def _privileges(store: Catalog, role: str, table: str) -> frozenset[str]:
     if not store.catalog("SELECT to_regclass(%s) IS NOT NULL", (table,))[0][0]:
         return frozenset()
     cols = ", ".join(f"has_table_privilege(%s, %s, '{p}')" for p in _ALL_PRIVILEGES)
-    args: list[Any] = []
+    args: list[SQLValue] = []
     for _ in _ALL_PRIVILEGES:
         args.extend((role, table))
     row = store.catalog(f"SELECT {cols}", args)[0]

@@ -11,9 +11,8 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Iterator
-from typing import Any
 
-from ledger.store.base import StorageFinding
+from ledger.store.base import SQLValue, StorageFinding
 
 _MAX_LISTED = 100  # cap on objects named one by one by the digest index probe
 
@@ -225,7 +224,7 @@ def ref_count(conn: sqlite3.Connection) -> int:
     return int(count)
 
 
-def refs_with_objects(conn: sqlite3.Connection) -> Iterator[tuple[Any, ...]]:
+def refs_with_objects(conn: sqlite3.Connection) -> Iterator[tuple[SQLValue, ...]]:
     yield from conn.execute(
         "SELECT r.from_digest, r.rel, r.to_digest, o.seq, o.kind, o.data FROM refs r"
         " LEFT JOIN objects o ON substr(o.digest, 8, 16) = substr(r.from_digest, 8, 16)"
