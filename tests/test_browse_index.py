@@ -193,6 +193,37 @@ def test_incremental_equals_full(built: BuiltLedger, tmp_path: Path) -> None:
         assert check_browse(store, built.browse) == []
 
 
+def test_workers_build_equals_in_process(
+    built: BuiltLedger, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With worker processes (checks and attestation signatures verified ahead there, the
+    verdicts only for the exact key, message and signature asked), the rows are those of
+    the one-process build: every signature verdict included."""
+    import cohorts.browse.build as build_module
+    from ledger.trust.judgement import SignatureMemo
+
+    hits: list[int] = []  # per question: 1 when a worker's verdict answered it
+    real_verify = SignatureMemo.verify
+
+    def counting(self: SignatureMemo, key: bytes, message: bytes, sig: bytes) -> bool:
+        before = len(self._known)
+        ok = real_verify(self, key, message, sig)
+        hits.append(before - len(self._known))
+        return ok
+
+    monkeypatch.setattr(SignatureMemo, "verify", counting)
+    monkeypatch.setattr(build_module, "default_workers", lambda entries: 2)
+    pooled = tmp_path / "pooled.db"
+    run(CliRunner(), ["index", "--db", str(built.db), "--out", str(pooled), "--full"])
+    assert any(hits), "no signature verdict came from the workers"
+    a, b = sqlite3.connect(built.browse), sqlite3.connect(pooled)
+    for table in TABLES:
+        order = ", ".join(table.pk)
+        got = b.execute(f"SELECT * FROM {table.name} ORDER BY {order}").fetchall()
+        want = a.execute(f"SELECT * FROM {table.name} ORDER BY {order}").fetchall()
+        assert got == want, table.name
+
+
 def test_ledger_file_never_changed(built: BuiltLedger, tmp_path: Path) -> None:
     before = hashlib.sha256(built.db.read_bytes()).hexdigest()
     run(CliRunner(), ["index", "--db", str(built.db), "--out", str(tmp_path / "b.db")])

@@ -28,6 +28,7 @@ from ledger.store.aliases import by_legacy_digest
 from ledger.store.base import LedgerReader, StoredObject
 from ledger.trust.dsse import pae, payload_type_for
 from ledger.trust.identity import authority_key
+from ledger.trust.judgement import SignatureMemo
 from ledger.trust.keys import key_id, public_key_from_raw, verify
 from ledger.trust.standing import Standing
 from verifiers.model import Task
@@ -111,11 +112,15 @@ def task_title(task_id: str) -> str:
 class Projector:
     """Projects objects of one ledger, in log order. Keeps the keys seen so far."""
 
-    def __init__(self, reader: LedgerReader) -> None:
+    def __init__(self, reader: LedgerReader, memo: SignatureMemo | None = None) -> None:
         self.reader = reader
         authority = authority_key(reader)
         self.authority_key_id = None if authority is None else key_id(authority)
         self._authority = authority
+        # Ed25519 verdicts computed ahead by the object checks' workers; it answers only
+        # for exactly the key, message and signature asked, else verifies here.
+        self._memo = memo
+        self._authority_bytes: bytes | None = None
         # Which records count: the one computation (ledger.trust.standing), judged as of
         # each record's position, so incremental and full builds agree.
         self._standing = Standing(reader)
@@ -529,7 +534,7 @@ class Projector:
     def _counted(self, att: StoredObject, subject_digest: str, out: Projection) -> None:
         """A governed record counts from its authority attestation on: its row says so,
         and a burn notice's burn shows on the cohorts it burned."""
-        subject = self.reader.get(subject_digest)
+        subject = self._get(subject_digest)
         table = None if subject is None else GOVERNED_TABLES.get(subject.kind)
         if subject is None or table is None:
             return
@@ -569,6 +574,7 @@ class Projector:
         if kid is None or subject_digest is None:
             return None, False
         public: Any
+        raw: bytes | None = None
         if kid == self.authority_key_id and self._authority is not None:
             signer, public = AUTHORITY, self._authority
         elif kid in self._identities:
@@ -592,7 +598,18 @@ class Projector:
             sig = base64.b64decode(as_str(sigs[0].get("sig")) or "", validate=True)
         except (binascii.Error, ValueError):
             return signer, False
-        return signer, verify(public, pae(payload_type, subject.data), sig)
+        message = pae(payload_type, subject.data)
+        if self._memo is None:
+            return signer, verify(public, message, sig)
+        if raw is None:
+            raw = self._authority_raw()
+        return signer, self._memo.verify(raw, message, sig)
+
+    def _authority_raw(self) -> bytes:
+        if self._authority_bytes is None:
+            assert self._authority is not None
+            self._authority_bytes = self._authority.public_bytes_raw()
+        return self._authority_bytes
 
 
 def _load(obj: StoredObject) -> Mapping[str, object] | None:
