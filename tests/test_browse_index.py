@@ -180,15 +180,20 @@ def test_attestation_signature_is_checked(built: BuiltLedger, conn: sqlite3.Conn
     assert rows and all(tuple(r) == ("authority", 1) for r in rows)
 
 
-def test_incremental_equals_full(built: BuiltLedger, tmp_path: Path) -> None:
-    full = tmp_path / "full.db"
-    run(CliRunner(), ["index", "--db", str(built.db), "--out", str(full), "--full"])
-    a, b = sqlite3.connect(built.browse), sqlite3.connect(full)
+def _assert_same_rows(got_db: Path, want_db: Path) -> None:
+    """Every declared table holds the same rows in both browse files."""
+    a, b = sqlite3.connect(got_db), sqlite3.connect(want_db)
     for table in TABLES:
         order = ", ".join(table.pk)
         got = a.execute(f"SELECT * FROM {table.name} ORDER BY {order}").fetchall()
         want = b.execute(f"SELECT * FROM {table.name} ORDER BY {order}").fetchall()
         assert got == want, table.name
+
+
+def test_incremental_equals_full(built: BuiltLedger, tmp_path: Path) -> None:
+    full = tmp_path / "full.db"
+    run(CliRunner(), ["index", "--db", str(built.db), "--out", str(full), "--full"])
+    _assert_same_rows(built.browse, full)
     with open_store(built.db, readonly=True) as store:
         assert check_browse(store, built.browse) == []
 
@@ -216,12 +221,7 @@ def test_workers_build_equals_in_process(
     pooled = tmp_path / "pooled.db"
     run(CliRunner(), ["index", "--db", str(built.db), "--out", str(pooled), "--full"])
     assert any(hits), "no signature verdict came from the workers"
-    a, b = sqlite3.connect(built.browse), sqlite3.connect(pooled)
-    for table in TABLES:
-        order = ", ".join(table.pk)
-        got = b.execute(f"SELECT * FROM {table.name} ORDER BY {order}").fetchall()
-        want = a.execute(f"SELECT * FROM {table.name} ORDER BY {order}").fetchall()
-        assert got == want, table.name
+    _assert_same_rows(pooled, built.browse)
 
 
 def test_ledger_file_never_changed(built: BuiltLedger, tmp_path: Path) -> None:
