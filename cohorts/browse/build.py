@@ -353,11 +353,6 @@ def build_index(store: AuditSource, out: Path, *, full: bool = False) -> IndexRe
             # A scratch file: durability comes from the fsync below, not from SQLite.
             db.execute("PRAGMA journal_mode = OFF")
             db.execute("PRAGMA synchronous = OFF")
-            # Rows keyed by digest land at random places in their primary-key indexes:
-            # a page cache that holds them (64 MiB, about 1M objects' keys) spares the
-            # file reads and rewrites of evicted index pages.
-            db.execute("PRAGMA cache_size = -65536")
-            db.execute("PRAGMA locking_mode = EXCLUSIVE")
             db.conn.execute("BEGIN")  # sqlite-utils nests its writes as savepoints
             report = _write(db, store, out, bulk=True)
             db.conn.execute("COMMIT")
