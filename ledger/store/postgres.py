@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import logging
 import os
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
@@ -83,6 +84,21 @@ try:
     from psycopg import sql
 except ImportError:  # pragma: no cover - exercised only without the extra
     psycopg = None  # type: ignore[assignment]
+
+
+class _SecondErrorOfACopy(logging.Filter):
+    """Drops psycopg's warning "error ignored terminating <Copy>": when a COPY ends by
+    an exception (the server died), psycopg's clean-up fails too and logs that second
+    error while the first propagates. The first is the one the store reports, as the
+    one ``error:`` line; the second, printed by logging's last-resort handler, made
+    that two lines. Every other psycopg record passes."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not str(record.msg).startswith("error ignored terminating")
+
+
+SECOND_ERROR_OF_A_COPY = _SecondErrorOfACopy()
+logging.getLogger("psycopg").addFilter(SECOND_ERROR_OF_A_COPY)
 
 # One advisory lock per database serialises the log's tail: the first 8 bytes of
 # sha256("provledger log tail") as a signed bigint.
