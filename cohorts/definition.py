@@ -36,8 +36,12 @@ from cohorts.findings import DigestScheme
 from ledger.encoding.canonical import path_child
 from ledger.encoding.digest import canonical_digest, legacy_digest
 
+#: A member of the cohort document as decoded, not validated here: the projection copies
+#: it as it is (the checks that read it narrow it; the digest commits to it).
+Member = Any
 
-def _member(obj: object, key: str, path: str) -> Any:
+
+def _member(obj: object, key: str, path: str) -> Member:
     if not isinstance(obj, Mapping):
         raise DefinitionError(
             f"cohort definition not an object at {path}, got {type(obj).__name__},"
@@ -51,7 +55,7 @@ def _member(obj: object, key: str, path: str) -> Any:
     return obj[key]
 
 
-def _array(value: object, path: str) -> list[Any]:
+def _array(value: object, path: str) -> list[Member]:
     if not isinstance(value, Sequence) or isinstance(value, str | bytes):
         raise DefinitionError(
             f"cohort definition not an array at {path}, got {type(value).__name__},"
@@ -60,7 +64,7 @@ def _array(value: object, path: str) -> list[Any]:
     return list(value)
 
 
-def _sorted(value: object, path: str) -> list[Any]:
+def _sorted(value: object, path: str) -> list[Member]:
     items = _array(value, path)
     try:
         return sorted(items)
@@ -71,11 +75,11 @@ def _sorted(value: object, path: str) -> list[Any]:
         ) from None
 
 
-def _pick(obj: object, keys: tuple[str, ...], path: str) -> dict[str, Any]:
+def _pick(obj: object, keys: tuple[str, ...], path: str) -> dict[str, Member]:
     return {key: copy.deepcopy(_member(obj, key, path)) for key in keys}
 
 
-def _task(task: object, path: str) -> dict[str, Any]:
+def _task(task: object, path: str) -> dict[str, Member]:
     evaluator_path = path_child(path, "evaluator")
     return {
         "id": _member(task, "id", path),
@@ -117,7 +121,7 @@ def _task(task: object, path: str) -> dict[str, Any]:
     }
 
 
-def projection(cohort: Mapping[str, object]) -> dict[str, Any]:
+def projection(cohort: Mapping[str, object]) -> dict[str, Member]:
     """The pre-outcome definition (upstream's rule); a fresh value sharing nothing."""
     tasks_raw = _array(_member(cohort, "tasks", "$"), "$.tasks")
     tasks = [_task(task, f"$.tasks[{index}]") for index, task in enumerate(tasks_raw)]

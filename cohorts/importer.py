@@ -329,9 +329,9 @@ def _join(prefix: str, rel: str) -> str:
 
 def quarantine_record(
     path: str, raw: bytes, claimed_kind: str | None, problems: list[str]
-) -> dict[str, Any]:
+) -> dict[str, Any]:  # a JSON record of mixed member types
     """The ``quarantine`` record for a document that is not a valid protocol object."""
-    value: Any = None
+    value: Any = None  # decoded bytes, maybe none
     document_digest: dict[str, str] | None = None
     try:
         value = parse_strict(raw)
@@ -385,7 +385,7 @@ def classify(
     return _quarantined(raw, record), "quarantined", reason, QUARANTINE
 
 
-def _quarantined(raw: bytes, record: dict[str, Any]) -> list[Prepared]:
+def _quarantined(raw: bytes, record: dict[str, Any]) -> list[Prepared]:  # as quarantine_record
     return [prepare_blob(raw), prepare_value(record, QUARANTINE)]
 
 
@@ -512,7 +512,7 @@ def _import_cohort(
 ) -> tuple[list[ImportItem], str | None, str | None]:
     objects, status, reason, _shown = classify(rel, raw, BENCHMARK_COHORT)
     try:
-        value: Any = parse_strict(raw)
+        value: Any = parse_strict(raw)  # decoded bytes, read member by member
     except LedgerError:
         value = None
     cohort = value if isinstance(value, dict) else {}
@@ -530,7 +530,10 @@ def _import_cohort(
 
 
 def _burn_notice(
-    batch: _Batch, rel: str, prose: bytes | None, cohort: dict[str, Any]
+    batch: _Batch,
+    rel: str,
+    prose: bytes | None,
+    cohort: dict[str, Any],  # decoded bytes
 ) -> ImportItem | None:
     where = f"{rel}#burn"
     try:

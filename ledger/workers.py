@@ -53,10 +53,10 @@ def usable_cpus() -> int:
         return os.cpu_count() or 1
 
 
-class ResultQueue(multiprocessing.queues.SimpleQueue[Any]):
+class ResultQueue(multiprocessing.queues.SimpleQueue[Any]):  # any task's pickled result
     """The pool's result queue: a sentinel gives up on a lock a killed worker holds."""
 
-    def put(self, obj: Any) -> None:
+    def put(self, obj: Any) -> None:  # (as above)
         if obj is not None or self._wlock is None:  # type: ignore[attr-defined]
             super().put(obj)  # results (workers never put None)
             return
@@ -84,8 +84,8 @@ class Pool(multiprocessing.pool.Pool):
         self,
         processes: int | None = None,
         initializer: Callable[..., object] | None = None,
-        initargs: tuple[Any, ...] = (),
-        **kwargs: Any,
+        initargs: tuple[Any, ...] = (),  # multiprocessing.Pool's own signature
+        **kwargs: Any,  # (as above)
     ) -> None:
         blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
         try:
@@ -106,5 +106,5 @@ class Pool(multiprocessing.pool.Pool):
             with contextlib.suppress(OSError):  # refused: the default buffer is kept
                 fcntl.fcntl(end.fileno(), setpipe, PIPE_BYTES)
 
-    def _get_sentinels(self) -> list[Any]:
+    def _get_sentinels(self) -> list[Any]:  # multiprocessing's private hook, untyped
         return [self._change_notifier._reader]  # type: ignore[attr-defined]

@@ -16,7 +16,9 @@
 from __future__ import annotations
 
 import ast
+import io
 import re
+import tokenize
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -603,3 +605,55 @@ def test_one_spelling_of_behavioral() -> None:
         if path.is_file() and british in path.read_text("utf-8", "replace").lower()
     ]
     assert found == []
+
+
+def _uncommented_any(source: str) -> list[int]:
+    """Lines that name ``typing.Any`` (as ``Any`` or ``typing.Any``) in code, with no comment
+    on the same line nor a comment line just above saying which boundary it is.
+
+    A named alias (``Decoded = Any``) counts like any other line: its comment is said once,
+    and the lines that use the alias no longer name ``Any``. Imports, prose in docstrings and
+    comments do not name it in code, so they are not counted."""
+    named = {
+        node.lineno
+        for node in ast.walk(ast.parse(source))
+        if (isinstance(node, ast.Name) and node.id == "Any")
+        or (isinstance(node, ast.Attribute) and ast.unparse(node) == "typing.Any")
+    }
+    comments = {
+        token.start[0]
+        for token in tokenize.generate_tokens(io.StringIO(source).readline)
+        if token.type == tokenize.COMMENT
+    }
+    lines = source.splitlines()
+    comment_lines = {n for n in comments if lines[n - 1].lstrip().startswith("#")}
+    return sorted(n for n in named if n not in comments and n - 1 not in comment_lines)
+
+
+def test_any_only_at_a_boundary_that_says_so() -> None:
+    # ``Any`` switches the type checker off: where it stays (decoded bytes, a driver's or a
+    # framework's untyped value, a third-party callback), a comment says which boundary.
+    found = [
+        f"{path.relative_to(ROOT)}:{line}"
+        for path in MODULES.values()
+        for line in _uncommented_any(path.read_text(encoding="utf-8"))
+    ]
+    assert found == [], "Any with no comment naming its boundary:\n" + "\n".join(found)
+
+
+def test_the_any_check_catches_an_uncommented_any() -> None:
+    source = (
+        "from typing import Any\n"
+        "import typing\n"
+        '"""Any prose is not code."""\n'
+        "def f(x: Any) -> None: ...\n"  # 4: caught
+        "Row = dict[str, Any]  # a driver's row\n"
+        "# psycopg's connection, untyped\n"
+        "Connection = Any\n"
+        "y: typing.Any = 1\n"  # 8: caught
+        "z: int = 1  # a comment on a line of code does not cover the next line\n"
+        'v: Any = "#"\n'  # 10: caught (a # in a string is no comment)
+        "w: Any = 2  # the decoder's value\n"
+        "u: Any = 3\n"  # 12: caught
+    )
+    assert _uncommented_any(source) == [4, 8, 10, 12]

@@ -39,7 +39,7 @@ def fixed_clock() -> datetime:
     return datetime(2026, 1, 1, tzinfo=UTC)
 
 
-def _load(path: Path) -> Any:
+def _load(path: Path) -> Any:  # decoded bytes: the checks below read it field by field
     try:
         return parse_strict(read_bounded(path, DOCUMENT_LIMIT, "calibration file"))
     except OSError as exc:

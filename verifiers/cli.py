@@ -31,6 +31,10 @@ if TYPE_CHECKING:
     from ledger.trust.judgement import AttestationVerdict
     from ledger.trust.keys import Ed25519Signer
 
+#: The run's ``--json`` document (built by the run, of mixed member types), read back
+#: field by field to print it for a person.
+RunInfo = dict[str, Any]
+
 behavioral_app = new_app("Behavioral channel: evaluator-owned probes on a patched copy of a tree.")
 
 PassphraseEnv = Annotated[
@@ -113,7 +117,7 @@ def _warn_failures(verdict: AttestationVerdict) -> None:
         typer.echo(f"warning: {failure.code}: {' '.join(failure.message.split())}", err=True)
 
 
-def _print_run(info: dict[str, Any]) -> None:
+def _print_run(info: RunInfo) -> None:
     _out(f"status          {info['status']}")
     _out(f"recommendation  {info['recommendation']}")
     _out(f"plan            v{info['plan_schema_version']} {info['plan_digest']}")
@@ -262,17 +266,17 @@ def behavioral_run(
             "applied" if evidence["patch_applied"] else f"NOT applied: {evidence['apply_error']}"
         )
         _out(f"patch           {evidence['candidate_digest']} {applied}")
-        box: Any = info["sandbox"]
+        box: Any = info["sandbox"]  # a member of the run's --json document
         _out(
             f"sandbox         {box['tool']} {box['version']}"
             if box["confined"]
             else "sandbox         NONE: probes ran unconfined (--unsandboxed)"
         )
-        probes_run: Any = info["probes"]
+        probes_run: Any = info["probes"]  # (as above)
         for p in probes_run:
             mark = "ok  " if p["expectation_met"] else "FAIL"
             _out(f"{mark} {p['id']}: expect {p['expect']}, {p['status']} exit {p['exit_code']}")
-        summary: Any = info["summary"]
+        summary: Any = info["summary"]  # (as above)
         _out(
             f"summary         {summary['expectations_met']} of {summary['probe_count']}"
             " expectations met"

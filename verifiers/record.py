@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Final
 
 from ledger.encoding.canonical import canonicalize
 from ledger.store.prepared import (
@@ -320,7 +320,7 @@ def calibration_record(
 
 
 def behavioral_record(
-    evidence: Mapping[str, object], patch: bytes, probe_plan: ProbePlan, probe_plan_value: Any
+    evidence: Mapping[str, object], patch: bytes, probe_plan: ProbePlan, probe_plan_value: object
 ) -> RunRecord:
     """The patch blob, the probe plan (its canonical bytes as a blob, so the blob digest
     is the evidence's ``probe_plan_digest``) and the behavioral-evidence object."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Literal
 
 from ledger.encoding.canonical import canonicalize
 from ledger.encoding.digest import sha256_digest
@@ -31,7 +31,9 @@ class Evidence:
     body: bytes | None = None
 
     @classmethod
-    def inline(cls, evidence_id: str, evidence_type: str, description: str, value: Any) -> Evidence:
+    def inline(
+        cls, evidence_id: str, evidence_type: str, description: str, value: object
+    ) -> Evidence:
         """Evidence whose digest covers the canonical bytes of ``value``."""
         body = canonicalize(value)
         return cls(

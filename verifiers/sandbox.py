@@ -217,7 +217,7 @@ class Sandbox:
     version: str
     drop_to_uid: int | None  # uid/gid bwrap runs as (when the ledger runs as root)
 
-    def settings(self, limits: Limits, python: str, cgroup: bool) -> dict[str, Any]:
+    def settings(self, limits: Limits, python: str, cgroup: bool) -> dict[str, object]:
         """The evidence's record of the sandbox: tool, version and every setting."""
         return {
             "confined": True,
@@ -318,7 +318,7 @@ class Sandbox:
         cmd += ["--chdir", TREE, "--", *env, PRLIMIT, *limits.prlimit_args(), "--", *argv]
         return cmd
 
-    def popen_kwargs(self, cgroup: ProbeCgroup | None = None) -> dict[str, Any]:
+    def popen_kwargs(self, cgroup: ProbeCgroup | None = None) -> dict[str, Any]:  # Popen's kwargs
         """How to start bwrap: inside the probe's cgroup (entered while still privileged),
         then as an unprivileged uid when the ledger runs as root."""
         uid = self.drop_to_uid
@@ -388,7 +388,7 @@ def find_sandbox() -> Sandbox:
     return sandbox
 
 
-UNCONFINED: dict[str, Any] = {"confined": False, "reason": "--unsandboxed"}
+UNCONFINED: dict[str, object] = {"confined": False, "reason": "--unsandboxed"}
 
 
 def cgroup_available(limits: Limits) -> bool:

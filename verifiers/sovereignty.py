@@ -49,7 +49,7 @@ from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import Literal, Protocol
 
 from ledger.encoding.canonical import canonicalize
 from ledger.encoding.digest import canonical_digest, is_digest, legacy_digest
@@ -73,7 +73,7 @@ class Validate(Protocol):
     as ``ledger.schema.validation.validate`` does). Any other exception is a bug in the
     validator and propagates as one: it is never turned into a sovereignty refusal."""
 
-    def __call__(self, kind: str, version: str, obj: Any, /) -> None: ...
+    def __call__(self, kind: str, version: str, obj: object, /) -> None: ...
 
 
 @dataclass(frozen=True)

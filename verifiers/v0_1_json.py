@@ -86,7 +86,7 @@ def run(inp: EvaluationInput) -> VerifierReport:
     }
 
     parse_error: str | None = None
-    observed: Any = None
+    observed: Any = None  # the artifact's decoded bytes, shown as they are
     f = art.file
     if art.problem is not None:
         parse_error = art.problem

@@ -37,7 +37,7 @@ from verifiers.model.json import as_int, as_list, as_str, at, maps
 if TYPE_CHECKING:
     from cohorts.timeline import Timeline
 
-Row = dict[str, Any]
+Row = dict[str, Any]  # a sqlite3 row by column name: the driver's values, untyped
 
 AUTHORITY = "authority"
 RECENT = 4096  # objects the projector keeps to pair attestations with their subjects
@@ -573,7 +573,7 @@ class Projector:
         signature over the stored subject bytes verifies with that key."""
         if kid is None or subject_digest is None:
             return None, False
-        public: Any
+        public: Any  # a key object of either signer, narrowed by the branch that sets it
         raw: bytes | None = None
         if kid == self.authority_key_id and self._authority is not None:
             signer, public = AUTHORITY, self._authority

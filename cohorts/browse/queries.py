@@ -20,7 +20,7 @@ _COVERED = "(SELECT min(k.size) FROM checkpoints k WHERE k.size > {seq})"
 # A record's standing in a timeline event when it does not count (docs/BROWSE.md).
 _STANDING = "(CASE WHEN {t}.standing = 'counts' THEN '' ELSE ' (' || {t}.standing || ')' END)"
 
-CANNED_QUERIES: dict[str, dict[str, Any]] = {
+CANNED_QUERIES: dict[str, dict[str, Any]] = {  # Datasette metadata.json: its own untyped schema
     "cohort_overview": {
         "title": "Every cohort: stage, audit status, burn and when the ledger learnt it",
         "description": (

@@ -24,6 +24,10 @@ from ledger.store.base import SnapshotReader, StorageFinding
 
 __all__ = ["Aside"]
 
+#: A job's result, of that job's own type (findings, ids...): one thread hands them all
+#: over, and each typed method below (``integrity_findings``...) names its own.
+JobResult = Any
+
 
 class Aside:
     """Runs ``integrity_findings`` (when ``whole``), ``orphan_objects(start)`` and
@@ -33,12 +37,12 @@ class Aside:
     def __init__(self, reader: SnapshotReader, whole: bool, start: int, limit: int) -> None:
         self._reader = reader
         self._start, self._limit = start, limit
-        self._jobs: list[tuple[str, Callable[[], Any]]] = [
+        self._jobs: list[tuple[str, Callable[[], JobResult]]] = [
             ("integrity", reader.integrity_findings if whole else list),
             ("orphans", lambda: reader.orphan_objects(start)),
             ("duplicates", lambda: reader.duplicate_objects(start, limit)),
         ]
-        self._results: dict[str, tuple[bool, Any]] = {}
+        self._results: dict[str, tuple[bool, JobResult]] = {}
         self._done = {name: threading.Event() for name, _job in self._jobs}
         self._stopping = False
         self._thread = threading.Thread(target=self._run, name="audit-aside", daemon=True)
@@ -59,7 +63,7 @@ class Aside:
         for event in self._done.values():  # a later job never runs: nothing to wait for
             event.set()
 
-    def _take(self, name: str) -> Any:
+    def _take(self, name: str) -> JobResult:
         self._done[name].wait()
         ok, value = self._results[name]  # present: the jobs before it did not raise
         if not ok:

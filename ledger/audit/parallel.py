@@ -38,6 +38,9 @@ _CHUNK = 256  # rows per task sent to a worker
 _AHEAD = 6
 _RECENT = 4096  # objects kept in the parent to pair an attestation with its subject
 _KEYS: dict[str, bytes] = {}  # in a worker: the raw signing key of each key id
+#: A chunk's pending result: a pool ``AsyncResult`` (which multiprocessing types as Any)
+#: or the parent's own finished one; both answer ``ready()`` and ``get()``.
+Pending = Any
 
 
 def _init_worker(keys: dict[str, bytes]) -> None:
@@ -67,7 +70,7 @@ def _wire(row: RawObjectRow) -> Wire:
 
 def _unwire(wire: Wire) -> StoredObject:
     """The row as ``unchecked_object`` gives it (types unchecked), from ``_wire``'s tuple."""
-    values: Any = wire
+    values: Any = wire  # fields typed by the unpacking below, unchecked like the row
     (
         digest,
         seq,
@@ -176,7 +179,7 @@ def with_object_checks(
     methods = multiprocessing.get_all_start_methods()
     context = multiprocessing.get_context("fork" if "fork" in methods else None)
     # In row order: a pool task, or a chunk the parent checked itself (its result).
-    window: deque[tuple[list[RawLogRow], Any]] = deque()
+    window: deque[tuple[list[RawLogRow], Pending]] = deque()
     keys = {} if presign is None else presign.keys
     pooled = workers - 1  # the parent is the other checking process
     batches = chunks()
@@ -221,5 +224,5 @@ class _Done:
         return self._result
 
 
-def _ready(task: Any) -> bool:
+def _ready(task: Pending) -> bool:
     return bool(task.ready())

@@ -8,7 +8,7 @@ nothing is written.
 from __future__ import annotations
 
 import sys
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -26,7 +26,10 @@ from ledger.cli.exportcmds import OutOption, write_out
 from ledger.cli.keycmds import KeyOption, PassphraseEnv, signer_from_file
 
 if TYPE_CHECKING:
+    from ledger.encoding.values import JSONObject
     from ledger.store.base import LedgerReader, Store
+    from ledger.store.prepared import Prepared
+    from ledger.trust.dsse import Envelope
     from ledger.trust.judgement import AttestationVerdict
 
 attestation_app = new_app("DSSE attestations stored in the ledger: check, export, import.")
@@ -43,7 +46,7 @@ def _warn_failures(verdict: AttestationVerdict) -> None:
         typer.echo(f"warning: {failure.code}: {' '.join(failure.message.split())}", err=True)
 
 
-def append_attestations(store: Store, prepared: list[Any]) -> list[dict[str, Any]]:
+def append_attestations(store: Store, prepared: list[Prepared]) -> list[JSONObject]:
     """Append attestations in one transaction, check each at its position, warn on stderr."""
     from ledger.trust.identity import trust_index
     from ledger.trust.judgement import check_attestation
@@ -176,7 +179,7 @@ def attestation_export(
     write_out(envelope.to_json_bytes(), output)
 
 
-def _read_envelope(name: str) -> Any:
+def _read_envelope(name: str) -> Envelope:
     from ledger.cli.common import read_input
     from ledger.encoding.canonical import parse_strict
     from ledger.trust.dsse import parse_envelope

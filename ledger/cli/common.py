@@ -17,9 +17,12 @@ import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
+
+if TYPE_CHECKING:
+    from rich.console import Console
 from typer.core import TyperGroup
 
 from ledger.cli.coercion import fast_coercion
@@ -44,8 +47,9 @@ def fail_line(message: str) -> str:
 #: exception). typer 0.2x runs on its own copy of click, shipped as a private module, so
 #: they are named here by role and used through click's documented attributes only.
 Context = Any
-Command = Any
-Params = Any
+Command = Any  # (as above)
+Params = Any  # (as above)
+
 
 def _sqlite_errors() -> tuple[type[BaseException], ...]:
     """``sqlite3.Error`` once sqlite3 is loaded (an ``except`` clause evaluates this only
@@ -116,8 +120,8 @@ class ProvGroup(TyperGroup):
         complete_var: str | None = None,
         standalone_mode: bool = True,
         windows_expand_args: bool = True,
-        **extra: Any,
-    ) -> Any:
+        **extra: Any,  # click's own signature: keyword arguments and result untyped there
+    ) -> Any:  # (as above)
         """Run the command line; a usage error (unknown command or option, bad or missing
         value) is one line ``error: ...`` on stderr, exit 2, like every other error.
 
@@ -288,7 +292,7 @@ def _no_type(ctx: Context) -> None:
     return None
 
 
-def _type_name(annotation: Any, desc: Any) -> str:
+def _type_name(annotation: Any, desc: Any) -> str:  # typer's parameter info, untyped
     if desc.is_choice:
         return "[" + "|".join(str(c) for c in desc.choices or ()) + "]"
     if desc.is_path:
@@ -480,6 +484,7 @@ def progress(
         MofNCompleteColumn,
         Progress,
         ProgressColumn,
+        Task,
         TextColumn,
         TimeRemainingColumn,
         TransferSpeedColumn,
@@ -487,11 +492,11 @@ def progress(
     from rich.text import Text
 
     class Rate(ProgressColumn):
-        def render(self, task: Any) -> Text:
+        def render(self, task: Task) -> Text:
             speed = task.finished_speed or task.speed
             return Text(f"{speed:,.0f} {unit}/s" if speed else f"- {unit}/s")
 
-    columns: list[Any] = [TextColumn(label), BarColumn()]
+    columns: list[ProgressColumn] = [TextColumn(label), BarColumn()]
     if unit == "bytes":
         columns += [DownloadColumn(), TransferSpeedColumn()]
     else:
@@ -506,7 +511,7 @@ def progress(
         yield lambda n: bar.advance(task, n)
 
 
-def _stderr_console() -> Any:
+def _stderr_console() -> Console:
     from rich.console import Console
 
     return Console(stderr=True)
@@ -517,7 +522,7 @@ def _stderr_console() -> Any:
 PIPE_WIDTH = 1_000_000
 
 
-def console() -> Any:
+def console() -> Console:
     """A rich console on stdout for human output.
 
     Markup is off: every string printed is shown as it is, so user text can never be

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -23,6 +23,9 @@ from ledger.cli.common import (
 )
 from ledger.cli.tables import stream_table
 from ledger.store.location import DbLocation, SQLitePath
+
+if TYPE_CHECKING:
+    from ledger.store.base import Entry
 
 
 def log_key_path(db: DbLocation | Path, given: Path | None = None) -> Path:
@@ -213,7 +216,7 @@ def log(
         )
 
 
-def _log_row(entry: Any, ids: tuple[str | None, int | None]) -> list[str]:
+def _log_row(entry: Entry, ids: tuple[str | None, int | None]) -> list[str]:
     object_id, version = ids
     shown = "-" if object_id is None else object_id + ("" if version is None else f"@{version}")
     return [str(entry.seq), str(entry.kind), str(entry.digest), str(entry.appended_at), shown]

@@ -155,7 +155,7 @@ def identity_show(
             f"verifier identity not found, got {ref}, expected a key id, verifier id or digest"
         )
     keys = {rec.key_id for rec in found}
-    info: dict[str, Any] = {
+    info: dict[str, Any] = {  # the --json document, read back below to print it
         "ref": ref,
         "identities": [{**rec.to_json(), "status": index.status(rec)} for rec in found],
         "revocations": [r.to_json() for r in index.revocations if r.key_id in keys],

@@ -21,7 +21,11 @@ from __future__ import annotations
 import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from rich.console import RenderableType
+    from rich.table import Table
 
 #: A column whose widest cell (and header) is at most this wide keeps its whole width
 #: when the table must fold: numbers, stages and verdicts never fold.
@@ -229,7 +233,7 @@ class TableWriter:
             return Layout(found.widths, records=False, folds=True)
         return found
 
-    def _table(self, chunk: list[list[str]], header: bool) -> Any:
+    def _table(self, chunk: list[list[str]], header: bool) -> Table:
         from rich.table import Table
         from rich.text import Text
 
@@ -272,7 +276,7 @@ class TableWriter:
         sys.stdout.write("".join(line + "\n" for line in _render(grid, width)))
 
 
-def _render(renderable: Any, width: int) -> list[str]:
+def _render(renderable: RenderableType, width: int) -> list[str]:
     from rich.console import Console
 
     console = Console(width=width, highlight=False, markup=False, no_color=True)

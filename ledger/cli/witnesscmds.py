@@ -169,7 +169,7 @@ def _parse_proof(data: bytes, source: str) -> tuple[int, tuple[bytes, ...], int 
         import json
 
         try:
-            value: Any = json.loads(text)
+            value: Any = json.loads(text)  # decoded bytes, narrowed below
             old, new = value["old_size"], value["new_size"]
             hashes = tuple(bytes.fromhex(h) for h in value["proof"])
         except (ValueError, KeyError, TypeError):

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ledger.errors import InputError
 
@@ -59,7 +59,7 @@ def batch_record(first: int, history: bool) -> Prepared:
     return prepare_value(value, BATCH_KIND)
 
 
-def boundary_of(value: Any, seq: int) -> BatchBoundary:
+def boundary_of(value: object, seq: int) -> BatchBoundary:
     """The boundary a record at ``seq`` states; ``InputError`` when it cannot be one."""
     if not isinstance(value, dict) or value.get("provledger_kind") != BATCH_KIND:
         raise InputError("batch record, got another object, expected a batch record")

@@ -30,6 +30,7 @@ from typing import Any, Final
 
 from ledger.encoding.canonical import Limits, canonicalize, require_canonical
 from ledger.encoding.digest import is_digest, sha256_digest
+from ledger.encoding.values import JSONObject
 from ledger.errors import CheckFailed, LedgerError, NotFound
 from ledger.log import merkle
 from ledger.log.checkpoints import entry_at, entry_leaf, latest_checkpoint
@@ -205,7 +206,7 @@ class Bundle:
     attestations: tuple[LoggedItem, ...] = ()
     inputs: tuple[LoggedItem, ...] | None = None
 
-    def to_value(self) -> dict[str, Any]:
+    def to_value(self) -> dict[str, object]:
         """The JSON value of the bundle (see docs/LOG.md, "Bundle format")."""
         value = self._value()
         if self.inputs is not None:
@@ -221,7 +222,7 @@ class Bundle:
             ]
         return value
 
-    def _value(self) -> dict[str, Any]:
+    def _value(self) -> dict[str, object]:
         return {
             "media_type": MEDIA_TYPE,
             "object": {
@@ -345,8 +346,8 @@ class VerifiedBundle:
     inputs: tuple[VerifiedItem, ...] | None = None
     input_data: tuple[tuple[str, bytes], ...] = ()
 
-    def to_json(self) -> dict[str, Any]:
-        def item(v: VerifiedItem) -> dict[str, Any]:
+    def to_json(self) -> dict[str, Any]:  # the --json document, also extended by the API
+        def item(v: VerifiedItem) -> JSONObject:
             return {
                 "digest": v.digest,
                 "kind": v.kind,
@@ -372,7 +373,7 @@ class VerifiedBundle:
         }
 
 
-def _fields(value: Any, keys: frozenset[str], part: str, what: str) -> dict[str, Any]:
+def _fields(value: object, keys: frozenset[str], part: str, what: str) -> dict[str, str]:
     if not isinstance(value, dict) or set(value) != keys:
         got = sorted(value) if isinstance(value, dict) else type(value).__name__
         raise BundleError(part, f"{what} members, got {got}, expected {sorted(keys)}")

@@ -14,7 +14,7 @@ The record is canonical JSON ``{"created_at", "note", "provledger_kind": "checkp
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ledger.errors import InputError, LedgerError
 from ledger.log.note import parse_checkpoint, parse_note
@@ -45,7 +45,7 @@ def checkpoint_record(row: CheckpointRow) -> Prepared:
     return prepare_value(record_value(row), CHECKPOINT_KIND)
 
 
-def row_of_record(value: Any) -> CheckpointRow:
+def row_of_record(value: object) -> CheckpointRow:
     """The ``checkpoints`` row a logged record implies (signature not checked here).
 
     Raises ``InputError`` when the record or its note cannot be read.

@@ -87,7 +87,7 @@ class InclusionProof:
     root: bytes
     checkpoint: CheckpointRow | None
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, Any]:  # the --json document, read back by the CLI
         return {
             "digest": self.entry.digest,
             "index": self.entry.seq,
@@ -114,7 +114,7 @@ class ConsistencyProof:
     old_checkpoint: CheckpointRow | None
     new_checkpoint: CheckpointRow | None
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, Any]:  # the --json document, read back by the CLI
         return {
             "old_size": self.old_size,
             "new_size": self.new_size,

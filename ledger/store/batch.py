@@ -159,7 +159,7 @@ class BatchReader:
         self._store = store
         self._new = {obj.digest: obj for obj in new}
 
-    def __getattr__(self, name: str) -> Any:
+    def __getattr__(self, name: str) -> Any:  # delegated: the wrapped reader's own attribute
         return getattr(self._store, name)
 
     def get(self, digest: str) -> StoredObject | None:

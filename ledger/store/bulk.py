@@ -387,7 +387,7 @@ def _ordered_results(
     forked = context.get_start_method() == "fork"
     spans = file if forked else None
     depth = (BLOCKS_PER_WORKER if spans is None else SPANS_PER_WORKER) * workers
-    window: deque[Any] = deque()
+    window: deque[Any] = deque()  # pool AsyncResults (multiprocessing types them Any)
     first = next(blocks, None)
     if first is not None and forked:
         _warm(first, kind, limits)

@@ -111,7 +111,7 @@ LOCK_TIMEOUT_ENV = "PROVLEDGER_PG_LOCK_TIMEOUT"
 #: psycopg's connection and cursor: the driver is an optional dependency, imported when a
 #: PostgreSQL ledger is opened, so its types are named here by role.
 Connection = Any
-Cursor = Any
+Cursor = Any  # (as above)
 
 
 def lock_timeout_ms() -> int:

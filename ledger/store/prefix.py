@@ -28,7 +28,7 @@ class Prefix:
         self._reader = reader
         self.end = end
 
-    def __getattr__(self, name: str) -> Any:
+    def __getattr__(self, name: str) -> Any:  # delegated: the wrapped reader's own attribute
         # Meta and whatever a backend adds: not entries of the log.
         return getattr(self._reader, name)
 

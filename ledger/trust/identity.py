@@ -61,7 +61,7 @@ def identity_value(
     adapter: str,
     adapter_versions: Iterable[str],
     public_key: Ed25519PublicKey,
-) -> dict[str, Any]:
+) -> dict[str, object]:
     """The identity's JSON value; adapter versions sorted and de-duplicated."""
     raw = public_key_raw(public_key)
     return {
@@ -78,9 +78,9 @@ def identity_value(
     }
 
 
-def revocation_value(key: str, reason: str, note: str | None = None) -> dict[str, Any]:
+def revocation_value(key: str, reason: str, note: str | None = None) -> dict[str, object]:
     """The revocation's JSON value."""
-    value: dict[str, Any] = {
+    value: dict[str, object] = {
         "provledger_kind": REVOCATION_KIND,
         "schema_version": SCHEMA_VERSION,
         "key_id": key,
@@ -134,7 +134,7 @@ class IdentityRecord:
         """Appended and authority-attested at log positions before ``seq``."""
         return self.seq < seq and self.authorized_at is not None and self.authorized_at < seq
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, Any]:  # the --json document, read back by the CLI
         return {
             "digest": self.digest,
             "seq": self.seq,
@@ -162,7 +162,7 @@ class RevocationRecord:
         """The log position from which the revocation is in force."""
         return None if self.authorized_at is None else max(self.seq, self.authorized_at)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, Any]:  # the --json document, read back by the CLI
         return {
             "digest": self.digest,
             "seq": self.seq,

@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 from ledger.encoding.digest import sha256_digest
 from ledger.errors import InputError, NotFound
@@ -62,6 +62,7 @@ from ledger.trust.identity import (
 from ledger.trust.keys import SIGNATURE_SIZE, verify
 
 if TYPE_CHECKING:
+    from ledger.encoding.values import JSONObject
     from ledger.trust.admission import AdmissionPolicy
     from ledger.trust.policy import AttestationPolicy
 
@@ -91,7 +92,7 @@ class Failure:
     code: FailureCode
     message: str
 
-    def to_json(self) -> dict[str, str]:
+    def to_json(self) -> JSONObject:
         return {"code": self.code, "message": self.message}
 
 
@@ -120,7 +121,7 @@ class AttestationVerdict:
     def codes(self) -> tuple[FailureCode, ...]:
         return tuple(f.code for f in self.failures)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JSONObject:
         return {
             "attestation": self.attestation_digest,
             "seq": self.seq,
