@@ -346,7 +346,7 @@ class VerifiedBundle:
     inputs: tuple[VerifiedItem, ...] | None = None
     input_data: tuple[tuple[str, bytes], ...] = ()
 
-    def to_json(self) -> dict[str, Any]:  # the --json document, also extended by the API
+    def to_json(self) -> dict[str, Any]:  # --json; its witnesses part is not JSON-typed yet
         def item(v: VerifiedItem) -> JSONObject:
             return {
                 "digest": v.digest,
