@@ -29,7 +29,7 @@ WORK_UNIT = (
 
 def _commands() -> list[tuple[str, Any]]:
     """Every leaf command as (path below provledger, click command)."""
-    from typer._click import Context
+    from typer import Context
 
     root = typer.main.get_command(app)
     out: list[tuple[str, Any]] = []
