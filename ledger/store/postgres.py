@@ -97,8 +97,16 @@ class _SecondErrorOfACopy(logging.Filter):
         return not str(record.msg).startswith("error ignored terminating")
 
 
-SECOND_ERROR_OF_A_COPY = _SecondErrorOfACopy()
-logging.getLogger("psycopg").addFilter(SECOND_ERROR_OF_A_COPY)
+@contextmanager
+def quiet_second_copy_error() -> Iterator[None]:
+    """While the store's own COPY runs, and only then, psycopg's second error of a COPY
+    cut short is dropped: a program that uses psycopg beside the store keeps its log."""
+    log, only = logging.getLogger("psycopg"), _SecondErrorOfACopy()
+    log.addFilter(only)
+    try:
+        yield
+    finally:
+        log.removeFilter(only)
 
 # One advisory lock per database serialises the log's tail: the first 8 bytes of
 # sha256("provledger log tail") as a signed bigint.
@@ -611,7 +619,7 @@ def _copy(
     statement = sql.SQL("COPY {} ({}) FROM STDIN").format(
         sql.Identifier(table), sql.SQL(", ").join(sql.Identifier(c) for c in columns)
     )
-    with cur.copy(statement) as copy:
+    with quiet_second_copy_error(), cur.copy(statement) as copy:
         for row in rows:
             copy.write_row(row)
 
