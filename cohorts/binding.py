@@ -34,8 +34,8 @@ from cohorts.lookup import EVALUATOR_PLAN, WORK_UNIT, CohortLookup, Resolution, 
 from cohorts.task_checks import binding_problems
 from cohorts.upstream import FULL_GIT_SHA, predecessor_claims, version_key
 from ledger.encoding.digest import canonical_digest
-from verifiers.model import EvaluatorPlan, Task
-from verifiers.model.json import as_int, as_map, as_str, at, maps, shown, str_set
+from verifiers.model import CohortView, EvaluatorPlan, Task, WorkUnit
+from verifiers.model.json import as_str, shown
 
 KIND = "cohort-binding"
 SCHEMA_VERSION = "0.1"
@@ -98,21 +98,21 @@ def carried_over_tasks(
     predecessor: Mapping[str, object], successor: Mapping[str, object]
 ) -> tuple[CarryOver, ...]:
     """Successor tasks matching a predecessor task by task id or WorkUnit id."""
-    pred_tasks = maps(predecessor.get("tasks"))
+    pred_tasks = CohortView.of(predecessor).tasks
     out: list[CarryOver] = []
-    for task in maps(successor.get("tasks")):
-        task_id = as_str(task.get("id"))
+    for task in CohortView.of(successor).tasks:
+        task_id = as_str(task.id)
         if task_id is None:
             continue
-        wu_id = at(task, "work_unit", "id")
+        wu_id = task.work_unit.id
         for pred in pred_tasks:
-            pred_id = as_str(pred.get("id"))
+            pred_id = as_str(pred.id)
             if pred_id is None:
                 continue
             matched = []
             if pred_id == task_id:
                 matched.append("task_id")
-            if wu_id is not None and at(pred, "work_unit", "id") == wu_id:
+            if wu_id is not None and pred.work_unit.id == wu_id:
                 matched.append("work_unit_id")
             if matched:
                 out.append(CarryOver(task_id, pred_id, tuple(matched)))
@@ -165,25 +165,23 @@ _WU_FLAGS = (
 Profile = dict[str, Any]  # a cohort task as upstream writes it: read field by field
 
 
-def plan_profile(plan: Mapping[str, object]) -> Profile:
+def plan_profile(plan: EvaluatorPlan) -> Profile:
     """The digest/provenance checks a plan enforces (missing = not enforced)."""
-    profile: Profile = {".".join(p): at(plan, *p) is True for p in _PLAN_FLAGS}
-    profile["backend.required_log_types"] = str_set(at(plan, "backend", "required_log_types"))
-    profile["required_validator_ids"] = str_set(plan.get("required_validator_ids"))
+    profile: Profile = {".".join(p): plan.is_true(*p) for p in _PLAN_FLAGS}
+    profile["backend.required_log_types"] = plan.required_log_types
+    profile["required_validator_ids"] = frozenset(
+        i for i in plan.required_validator_ids if isinstance(i, str)
+    )
     return profile
 
 
-def work_unit_profile(work_unit: Mapping[str, object]) -> Profile:
+def work_unit_profile(work_unit: WorkUnit) -> Profile:
     """The independence/evidence requirements a WorkUnit enforces."""
-    profile: Profile = {".".join(p): at(work_unit, *p) is True for p in _WU_FLAGS}
+    profile: Profile = {".".join(p): work_unit.is_true(*p) for p in _WU_FLAGS}
     profile["verification_policy.minimum_independent_verifiers"] = (
-        as_int(at(work_unit, "verification_policy", "minimum_independent_verifiers")) or 0
+        work_unit.minimum_independent_verifiers or 0
     )
-    profile["evidence_requirements"] = frozenset(
-        e["type"]
-        for e in maps(work_unit.get("evidence_requirements"))
-        if e.get("required") is True and isinstance(e.get("type"), str)
-    )
+    profile["evidence_requirements"] = work_unit.required_evidence_types
     return profile
 
 
@@ -225,14 +223,11 @@ def weakenings(before: Profile, after: Profile) -> list[str]:
 # --- the gate ----------------------------------------------------------------------------
 
 
-def _resolve_task(
-    lookup: CohortLookup, task: Mapping[str, object]
-) -> tuple[Resolution, Resolution]:
-    wu = as_map(task.get("work_unit"))
-    ev = as_map(task.get("evaluator"))
+def _resolve_task(lookup: CohortLookup, task: Task) -> tuple[Resolution, Resolution]:
+    wu, ev = task.work_unit, task.evaluator
     return (
-        resolve(lookup, WORK_UNIT, wu.get("id"), wu.get("digest"), wu.get("version")),
-        resolve(lookup, EVALUATOR_PLAN, ev.get("plan_id"), ev.get("plan_digest")),
+        resolve(lookup, WORK_UNIT, wu.id, wu.digest, wu.version),
+        resolve(lookup, EVALUATOR_PLAN, ev.plan_id, ev.plan_digest),
     )
 
 
@@ -270,9 +265,10 @@ def _calibration_item(
     task: str, plan: Resolution, calibrations: Sequence[CalibrationResult]
 ) -> CohortFinding:
     assert plan.doc is not None
-    version = as_str(plan.doc.value.get("schema_version"))
-    verifier = as_map(plan.doc.value.get("verifier"))
-    adapter = (verifier.get("adapter"), verifier.get("adapter_version"))
+    model = plan.doc.model(EvaluatorPlan)
+    version = model.schema_version
+    _, adapter_name, adapter_version = model.verifier
+    adapter = (adapter_name, adapter_version)
     runs = [
         c
         for c in calibrations
@@ -334,8 +330,8 @@ def successor_gate(
     items += _successor_items(successor, pred_digests)
     carried = carried_over_tasks(predecessor, successor)
     pred_refs = {
-        tid: _resolve_task(lookup, t.value)
-        for t in Task.all_of(predecessor)
+        tid: _resolve_task(lookup, t)
+        for t in CohortView.of(predecessor).tasks
         if (tid := as_str(t.id))
     }
     baseline_plan, baseline_wu, baseline_missing = _baseline(pred_refs)
@@ -357,7 +353,7 @@ def successor_gate(
         baseline_plan,
         baseline_wu,
     )
-    for task in Task.all_of(successor):
+    for task in CohortView.of(successor).tasks:
         items += _task_items(gate, task)
     items += _uncarried_banned_items(gate)
     return GateReport(tuple(sorted(items, key=sort_key)), carried)
@@ -367,7 +363,7 @@ def _predecessor_items(
     predecessor: Mapping[str, object], burn_notice: Mapping[str, object]
 ) -> tuple[DefinitionDigests | None, list[CohortFinding]]:
     """The predecessor is burned, its definition unchanged and named by the notice."""
-    stage = predecessor.get("stage")
+    stage = CohortView.of(predecessor).stage
     items = [
         _check(
             stage == "burned",
@@ -393,7 +389,7 @@ def _successor_items(
     successor: Mapping[str, object], pred_digests: DefinitionDigests | None
 ) -> list[CohortFinding]:
     """The successor is frozen, its definition digest holds, it claims the predecessor."""
-    succ_stage = successor.get("stage")
+    succ_stage = CohortView.of(successor).stage
     items = [
         _check(
             succ_stage in ("frozen", "burned"),
@@ -410,7 +406,7 @@ def _successor_items(
 def _task_items(gate: _Gate, task: Task) -> list[CohortFinding]:
     """One successor task: its objects stored and bound, each carry-over justified."""
     task_id = task.label
-    wu, plan = _resolve_task(gate.lookup, task.value)
+    wu, plan = _resolve_task(gate.lookup, task)
     items = _present(wu, "gate.work_unit", "WorkUnit", task_id)
     items += _present(plan, "gate.plan", "EvaluatorPlan", task_id)
     if plan.doc is not None:
@@ -454,8 +450,8 @@ def _carry_over_items(
         task_id,
         plan,
         wu,
-        plan_profile(pred_plan.doc.value) if pred_plan and pred_plan.doc else None,
-        work_unit_profile(pred_wu.doc.value) if pred_wu and pred_wu.doc else None,
+        plan_profile(pred_plan.doc.model(EvaluatorPlan)) if pred_plan and pred_plan.doc else None,
+        work_unit_profile(pred_wu.doc.model(WorkUnit)) if pred_wu and pred_wu.doc else None,
         f"burned task {carry.predecessor_task}",
     )
     return items
@@ -493,8 +489,8 @@ def _claim_items(
 def _baseline(
     pred_refs: Mapping[str, tuple[Resolution, Resolution]],
 ) -> tuple[Profile | None, Profile | None, list[str]]:
-    plans = [p.doc.value for _, p in pred_refs.values() if p.doc is not None]
-    units = [w.doc.value for w, _ in pred_refs.values() if w.doc is not None]
+    plans = [p.doc.model(EvaluatorPlan) for _, p in pred_refs.values() if p.doc is not None]
+    units = [w.doc.model(WorkUnit) for w, _ in pred_refs.values() if w.doc is not None]
     missing = sorted(
         [f"plan {p.object_id}" for _, p in pred_refs.values() if p.doc is None]
         + [f"WorkUnit {w.object_id}" for w, _ in pred_refs.values() if w.doc is None]
@@ -512,7 +508,7 @@ def _revision_strength(
     def pinned(cohort: Mapping[str, object]) -> bool:
         return all(
             isinstance(r, str) and FULL_GIT_SHA.match(r) is not None
-            for r in (at(t, "source", "revision") for t in maps(cohort.get("tasks")))
+            for r in (t.source_revision for t in CohortView.of(cohort).tasks)
         )
 
     ok = not pinned(predecessor) or pinned(successor)
@@ -536,7 +532,7 @@ def _carry_items(
 ) -> list[CohortFinding]:
     if plan.doc is None:
         return []  # reported by gate.plan.present
-    version = plan.doc.value.get("schema_version")
+    version = plan.doc.model(EvaluatorPlan).at("schema_version")  # as recorded
     if pred_plan is None or pred_plan.doc is None:
         return [
             error(
@@ -547,7 +543,7 @@ def _carry_items(
             ),
             _calibration_item(task_id, plan, runs),
         ]
-    old = pred_plan.doc.value.get("schema_version")
+    old = pred_plan.doc.model(EvaluatorPlan).at("schema_version")
     new_key, old_key = version_key(version), version_key(old)
     ok = new_key is not None and old_key is not None and new_key > old_key
     return [
@@ -572,11 +568,13 @@ def _strength_items(
     against: str,
 ) -> list[CohortFinding]:
     out: list[CohortFinding] = []
-    for res, before, profile, what, code in (
-        (plan, plan_before, plan_profile, "plan", "gate.strength.plan"),
-        (wu, wu_before, work_unit_profile, "WorkUnit", "gate.strength.work_unit"),
+    now_plan = None if plan.doc is None else plan_profile(plan.doc.model(EvaluatorPlan))
+    now_wu = None if wu.doc is None else work_unit_profile(wu.doc.model(WorkUnit))
+    for now, before, what, code in (
+        (now_plan, plan_before, "plan", "gate.strength.plan"),
+        (now_wu, wu_before, "WorkUnit", "gate.strength.work_unit"),
     ):
-        if res.doc is None:
+        if now is None:
             continue  # reported by gate.*.present
         if before is None:
             out.append(
@@ -588,7 +586,7 @@ def _strength_items(
                 )
             )
             continue
-        weaker = weakenings(before, profile(res.doc.value))
+        weaker = weakenings(before, now)
         out.append(
             _check(
                 not weaker,
@@ -629,9 +627,9 @@ def build_binding(
         **named,
         "provledger_kind": KIND,
         "schema_version": SCHEMA_VERSION,
-        "successor_id": successor.get("id"),
+        "successor_id": CohortView.of(successor).id,
         "successor_definition_digest": succ.to_json(),
-        "predecessor_id": predecessor.get("id"),
+        "predecessor_id": CohortView.of(predecessor).id,
         "predecessor_definition_digest": pred.to_json(),
         "burn_notice_digest": canonical_digest(burn_notice),
         "carried_over": [c.to_json() for c in sorted(report.carried_over, key=_carry_key)],

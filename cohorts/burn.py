@@ -28,7 +28,8 @@ from cohorts.definition import DefinitionDigests, definition_digests, recorded_d
 from cohorts.errors import CohortInputError, DefinitionError, GateError
 from cohorts.findings import CohortFinding, error, errors, warning
 from cohorts.upstream import PHASE_B2_NAMESPACE
-from verifiers.model.json import as_int, as_map, as_str, at, maps, shown
+from verifiers.model import CohortView
+from verifiers.model.json import as_int, as_map, as_str, maps, shown
 
 KIND = "burn-notice"
 SCHEMA_VERSION = "0.1"
@@ -158,7 +159,7 @@ def burn_notice_for(
     except DefinitionError as exc:
         raise CohortInputError(f"cannot burn a cohort without a definition: {exc}") from None
     return build_burn_notice(
-        cohort_id=str(cohort.get("id")),
+        cohort_id=str(CohortView.of(cohort).id),
         definition_digest=digests,
         reason=reason,
         issued_at=issued_at,
@@ -173,19 +174,19 @@ def burn_notice_for(
 def excluded_tasks(cohort: Mapping[str, object]) -> tuple[TaskReason, ...]:
     """Tasks whose ``evidence.status`` is ``excluded``, with their exclusion reason."""
     out: list[TaskReason] = []
-    for task in maps(cohort.get("tasks")):
-        if at(task, "evidence", "status") != "excluded":
+    for task in CohortView.of(cohort).tasks:
+        if task.evidence_status != "excluded":
             continue
-        task_id = as_str(task.get("id"))
+        task_id = as_str(task.id)
         if task_id is None:
             continue
-        reason = as_str(at(task, "evidence", "exclusion_reason")) or "excluded by the cohort"
+        reason = task.exclusion_reason or "excluded by the cohort"
         out.append(TaskReason(task_id, reason))
     return tuple(out)
 
 
 def _repository(cohort: Mapping[str, object]) -> str | None:
-    repos = [at(task, "source", "repository") for task in maps(cohort.get("tasks"))]
+    repos = [task.source_repository for task in CohortView.of(cohort).tasks]
     if repos and all(isinstance(r, str) and r == repos[0] for r in repos):
         return str(repos[0])
     return None
@@ -265,7 +266,8 @@ def burn_facts_from_extensions(
     Raises ``CohortInputError`` when the member exists but is not an object with a
     non-empty string ``reason``, or when the cohort's definition cannot be computed.
     """
-    burn = at(cohort, "extensions", namespace, "burn")
+    view = CohortView.of(cohort)
+    burn = view.extension(namespace, "burn")
     if burn is None:
         return None
     if not isinstance(burn, Mapping) or not as_str(burn.get("reason")):
@@ -284,8 +286,8 @@ def burn_facts_from_extensions(
     if observed is not None:
         never_again = (TaskReason(observed, _observed_reason(pr, commit)),)
     return BurnFacts(
-        cohort_id=str(cohort.get("id")),
-        stage=as_str(cohort.get("stage")),
+        cohort_id=str(view.id),
+        stage=as_str(view.stage),
         recorded_definition_digest=recorded_definition_digest(cohort),
         definition_digest=digests,
         reason=str(burn["reason"]),
@@ -338,6 +340,7 @@ def check_burn_notice(
 ) -> list[CohortFinding]:
     """Does ``notice`` truthfully describe burning ``cohort``? All problems, never raises."""
     found: list[CohortFinding] = []
+    view = CohortView.of(cohort)
     if notice.get("provledger_kind") != KIND or notice.get("schema_version") != SCHEMA_VERSION:
         found.append(
             error(
@@ -346,15 +349,15 @@ def check_burn_notice(
                 f" {shown(notice.get('schema_version'))}, expected {KIND} {SCHEMA_VERSION}",
             )
         )
-    if notice.get("cohort_id") != cohort.get("id"):
+    if notice.get("cohort_id") != view.id:
         found.append(
             error(
                 "burn.notice.cohort",
                 f"burn notice names another cohort, got {shown(notice.get('cohort_id'))},"
-                f" expected {shown(cohort.get('id'))}",
+                f" expected {shown(view.id)}",
             )
         )
-    stage = cohort.get("stage")
+    stage = view.stage
     if stage not in ("frozen", "burned"):
         found.append(
             error(
@@ -364,7 +367,7 @@ def check_burn_notice(
             )
         )
     found += _notice_definition(cohort, notice)
-    task_ids = {as_str(t.get("id")) for t in maps(cohort.get("tasks"))}
+    task_ids = {as_str(t.id) for t in view.tasks}
     listed: set[str] = set()
     for member in ("excluded_outcomes", "never_again_held_out"):
         for item in maps(notice.get(member)):

@@ -22,8 +22,8 @@ from cohorts.findings import CohortFinding, error, errors, scheme_text
 from cohorts.lookup import BENCHMARK_COHORT, CohortLookup, Validator
 from cohorts.task_checks import check_task_refs, task_label
 from cohorts.upstream import FULL_GIT_SHA
-from verifiers.model import Task
-from verifiers.model.json import as_list, as_map, as_str, at, json_key, maps, shown
+from verifiers.model import CohortView, Task
+from verifiers.model.json import json_key, shown
 
 Stage = Literal["scaffold", "collecting", "frozen", "burned"]
 STAGES: tuple[Stage, ...] = ("scaffold", "collecting", "frozen", "burned")
@@ -75,15 +75,17 @@ def check_update(previous: Mapping[str, object] | None, new: Mapping[str, object
     Checks the stage transition and, when ``previous`` is frozen or burned, that the
     definition (recomputed, and as recorded when both record one) is unchanged.
     """
-    new_stage = check_stage(new.get("stage"))
+    after_view = CohortView.of(new)
+    new_stage = check_stage(after_view.stage)
     if previous is None:
         return
-    if previous.get("id") != new.get("id"):
+    before_view = CohortView.of(previous)
+    if before_view.id != after_view.id:
         raise CohortInputError(
-            f"cohort update names another cohort, got id {shown(new.get('id'))},"
-            f" expected {shown(previous.get('id'))}"
+            f"cohort update names another cohort, got id {shown(after_view.id)},"
+            f" expected {shown(before_view.id)}"
         )
-    old_stage = check_stage(previous.get("stage"))
+    old_stage = check_stage(before_view.stage)
     check_transition(old_stage, new_stage)
     if old_stage not in FIXED_STAGES:
         return
@@ -91,14 +93,14 @@ def check_update(previous: Mapping[str, object] | None, new: Mapping[str, object
     after = _digests(new, "new")
     if after.legacy != before.legacy or after.jcs != before.jcs:
         raise LifecycleError(
-            f"frozen definition of {shown(new.get('id'))} changed, got {after.legacy},"
+            f"frozen definition of {shown(after_view.id)} changed, got {after.legacy},"
             f" expected {before.legacy}"
         )
     old_recorded = recorded_definition_digest(previous)
     new_recorded = recorded_definition_digest(new)
     if old_recorded is not None and new_recorded is not None and old_recorded != new_recorded:
         raise LifecycleError(
-            f"frozen definition_digest of {shown(new.get('id'))} changed, got {new_recorded},"
+            f"frozen definition_digest of {shown(after_view.id)} changed, got {new_recorded},"
             f" expected {old_recorded}"
         )
 
@@ -148,19 +150,18 @@ def structure_findings(cohort: Mapping[str, object]) -> list[CohortFinding]:
     found: list[CohortFinding] = []
     seen_ids: set[str] = set()
     seen_items: dict[str, str] = {}
-    for view in Task.all_of(cohort):
-        task = view.value
-        label = task_label(view)
+    for task in CohortView.of(cohort).tasks:
+        label = task_label(task)
         if label in seen_ids:
             found.append(
                 error("cohort.task_ids", f"duplicate task id, got {label} twice, expected unique")
             )
         seen_ids.add(label)
         item = (
-            at(task, "source", "repository"),
-            at(task, "source", "revision"),
-            at(task, "work_unit", "id"),
-            at(task, "work_unit", "version"),
+            task.source_repository,
+            task.source_revision,
+            task.work_unit.id,
+            task.work_unit.version,
         )
         key = json_key(item)
         if key in seen_items:
@@ -174,9 +175,8 @@ def structure_findings(cohort: Mapping[str, object]) -> list[CohortFinding]:
             )
         else:
             seen_items[key] = label
-        evidence = as_map(task.get("evidence"))
-        attempts = maps(evidence.get("attempts"))
-        attempt_ids = [as_str(a.get("attempt_id")) for a in attempts]
+        attempts = task.attempts
+        attempt_ids = [a.attempt_id for a in attempts]
         if len(attempt_ids) != len(set(attempt_ids)):
             found.append(
                 error(
@@ -185,7 +185,7 @@ def structure_findings(cohort: Mapping[str, object]) -> list[CohortFinding]:
                     label,
                 )
             )
-        status = evidence.get("status")
+        status = task.evidence_status
         if status != "verified" and attempts:
             found.append(
                 error(
@@ -211,15 +211,16 @@ def revision_finding(task: Task, label: str | None) -> CohortFinding | None:
 
 
 def _revision_findings(cohort: Mapping[str, object]) -> list[CohortFinding]:
-    found = (revision_finding(task, task_label(task)) for task in Task.all_of(cohort))
+    found = (revision_finding(task, task_label(task)) for task in CohortView.of(cohort).tasks)
     return [finding for finding in found if finding is not None]
 
 
 def size_findings(cohort: Mapping[str, object]) -> list[CohortFinding]:
     """At least ``minimum_final_tasks`` tasks; every required family represented."""
     found: list[CohortFinding] = []
-    tasks = maps(cohort.get("tasks"))
-    minimum = cohort.get("minimum_final_tasks")
+    view = CohortView.of(cohort)
+    tasks = view.tasks
+    minimum = view.minimum_final_tasks
     if not isinstance(minimum, int) or isinstance(minimum, bool) or len(tasks) < minimum:
         found.append(
             error(
@@ -227,8 +228,8 @@ def size_findings(cohort: Mapping[str, object]) -> list[CohortFinding]:
                 f"too few tasks, got {len(tasks)}, expected at least {shown(minimum)}",
             )
         )
-    families = {json_key(task.get("family")) for task in tasks}
-    missing = [f for f in as_list(cohort.get("required_families")) if json_key(f) not in families]
+    families = {json_key(task.family) for task in tasks}
+    missing = [f for f in view.required_families if json_key(f) not in families]
     if missing:
         found.append(
             error(
@@ -250,7 +251,8 @@ def freeze_findings(
     frozen; a burned cohort cannot be frozen. No check stops the others.
     """
     found: list[CohortFinding] = []
-    stage = cohort.get("stage")
+    view = CohortView.of(cohort)
+    stage = view.stage
     if stage not in ("scaffold", "collecting", "frozen"):
         found.append(
             error(
@@ -270,7 +272,7 @@ def freeze_findings(
     found += definition_findings(cohort, required=False)
     found += structure_findings(cohort)
     found += _revision_findings(cohort)
-    for task in Task.all_of(cohort):
+    for task in view.tasks:
         found += check_task_refs(task, lookup, validate)[1]
     found += size_findings(cohort)
     return found
@@ -300,7 +302,7 @@ def freeze(
         raise GateError(
             "freeze", [error("cohort.definition_digest", f"definition not computable: {exc}")]
         ) from None
-    if cohort.get("stage") == "frozen" and "definition_digest" in cohort:
+    if CohortView.of(cohort).stage == "frozen" and "definition_digest" in cohort:
         frozen["definition_digest"] = cohort["definition_digest"]
     require_freezable(frozen, lookup, validate)
     return frozen

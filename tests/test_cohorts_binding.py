@@ -24,6 +24,7 @@ from cohorts.errors import GateError
 from cohorts.lookup import MemoryLookup
 from cohorts.validation import schema_validator
 from ledger.errors import RuleViolation
+from verifiers.model import EvaluatorPlan
 
 ISSUED = "2026-09-01T08:30:00Z"
 CALIBRATED = [
@@ -258,22 +259,26 @@ def test_carry_over_matches_by_task_id_or_work_unit_id() -> None:
 
 def test_weakenings_and_weakest() -> None:
     strong = plan_profile(
-        {
-            "policy": {
-                "require_plan_outside_candidate_root": True,
-                "require_output_outside_candidate_root": True,
-                "require_verifier_distinct_from_worker": True,
-            },
-            "backend": {
-                "verify_log_digests": True,
-                "require_nonempty_patch": True,
-                "required_log_types": ["stdout", "stderr"],
-            },
-            "required_validator_ids": ["a", "b"],
-        }
+        EvaluatorPlan.of(
+            {
+                "policy": {
+                    "require_plan_outside_candidate_root": True,
+                    "require_output_outside_candidate_root": True,
+                    "require_verifier_distinct_from_worker": True,
+                },
+                "backend": {
+                    "verify_log_digests": True,
+                    "require_nonempty_patch": True,
+                    "required_log_types": ["stdout", "stderr"],
+                },
+                "required_validator_ids": ["a", "b"],
+            }
+        )
     )
     weak = plan_profile(
-        {"backend": {"required_log_types": ["stdout"]}, "required_validator_ids": ["a"]}
+        EvaluatorPlan.of(
+            {"backend": {"required_log_types": ["stdout"]}, "required_validator_ids": ["a"]}
+        )
     )
     assert weakenings(strong, strong) == []
     assert weakenings(weak, strong) == []

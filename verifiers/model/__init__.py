@@ -9,6 +9,8 @@ The model imports only ``ledger`` (encoding, digests, errors); see docs/DESIGN.m
 from verifiers.model.documents import (
     Attempt,
     Cohort,
+    CohortMembers,
+    CohortView,
     Document,
     EvaluatorPlan,
     EvaluatorRef,
@@ -22,6 +24,8 @@ from verifiers.model.documents import (
 __all__ = [
     "Attempt",
     "Cohort",
+    "CohortMembers",
+    "CohortView",
     "Document",
     "EvaluatorPlan",
     "EvaluatorRef",

@@ -33,7 +33,7 @@ from typing import ClassVar, Self
 from ledger.encoding.canonical import Encoded, canonicalize, encode
 from ledger.encoding.digest import legacy_digest, sha256_digest
 from ledger.errors import KindError
-from verifiers.model.json import JsonObject, as_list, as_map, as_str, at, maps, str_set
+from verifiers.model.json import JsonObject, as_int, as_list, as_map, as_str, at, maps, str_set
 
 
 @dataclass(frozen=True)
@@ -118,6 +118,10 @@ class Document:
         """The member at ``keys`` as recorded, None when a step is missing."""
         return at(self.value, *keys)
 
+    def is_true(self, *keys: str | int) -> bool:
+        """The member at ``keys`` is exactly ``true`` (a flag; missing is not set)."""
+        return at(self.value, *keys) is True
+
     @property
     def id(self) -> object:
         return self.value.get("id")
@@ -188,6 +192,19 @@ class WorkUnit(Document):
     def source_revision(self) -> object:
         return self.at("provenance", "source_revision")
 
+    @property
+    def minimum_independent_verifiers(self) -> int | None:
+        return as_int(self.at("verification_policy", "minimum_independent_verifiers"))
+
+    @property
+    def required_evidence_types(self) -> frozenset[str]:
+        """The ``type`` of every ``evidence_requirements`` entry marked ``required: true``."""
+        return frozenset(
+            kind
+            for e in maps(self.value.get("evidence_requirements"))
+            if e.get("required") is True and isinstance(kind := e.get("type"), str)
+        )
+
 
 @dataclass(frozen=True)
 class EvaluatorPlan(Document):
@@ -216,6 +233,10 @@ class EvaluatorPlan(Document):
     @property
     def required_validator_ids(self) -> tuple[object, ...]:
         return tuple(as_list(self.value.get("required_validator_ids")))
+
+    @property
+    def required_log_types(self) -> frozenset[str]:
+        return str_set(self.at("backend", "required_log_types"))
 
 
 @dataclass(frozen=True)
@@ -303,9 +324,13 @@ class Attempt:
     value: JsonObject = field(repr=False, compare=False)
 
     @property
+    def attempt_id(self) -> str | None:
+        return as_str(self.value.get("attempt_id"))
+
+    @property
     def label(self) -> str:
         """The attempt id, or its position when it has none."""
-        return as_str(self.value.get("attempt_id")) or f"attempts[{self.index}]"
+        return self.attempt_id or f"attempts[{self.index}]"
 
     @property
     def outcome(self) -> object:
@@ -353,6 +378,14 @@ class Task:
         return self.value.get("split")
 
     @property
+    def family(self) -> object:
+        return self.value.get("family")
+
+    @property
+    def source_repository(self) -> object:
+        return self.at("source", "repository")
+
+    @property
     def work_unit(self) -> Ref:
         return Ref.read(self.value.get("work_unit"))
 
@@ -376,16 +409,29 @@ class Task:
     def required_metrics(self) -> frozenset[str]:
         return str_set(self.at("accounting", "required_metrics"))
 
+    @property
+    def evidence_status(self) -> object:
+        """``evidence.status`` as recorded (``verified``, ``excluded``, ...)."""
+        return self.at("evidence", "status")
+
+    @property
+    def exclusion_reason(self) -> str | None:
+        return as_str(self.at("evidence", "exclusion_reason"))
+
     @cached_property
     def attempts(self) -> tuple[Attempt, ...]:
         return tuple(Attempt(i, a) for i, a in enumerate(maps(self.at("evidence", "attempts"))))
 
 
-@dataclass(frozen=True)
-class Cohort(Document):
-    """An IDKMesh benchmark cohort: its tasks, stage and lineage extensions."""
+class CohortMembers:
+    """The typed members of a cohort value, shared by ``Cohort`` (a document with its
+    bytes) and ``CohortView`` (a value only: a draft being frozen, a gate's input)."""
 
-    kind: ClassVar[str] = "benchmark-cohort"
+    value: JsonObject
+
+    @property
+    def id(self) -> object:
+        return self.value.get("id")
 
     @property
     def stage(self) -> object:
@@ -399,3 +445,35 @@ class Cohort(Document):
     @property
     def extensions(self) -> JsonObject:
         return as_map(self.value.get("extensions"))
+
+    def extension(self, namespace: str, name: str) -> object:
+        """``extensions[namespace][name]`` as recorded, None when a step is missing."""
+        return at(self.value, "extensions", namespace, name)
+
+    @property
+    def minimum_final_tasks(self) -> object:
+        return self.value.get("minimum_final_tasks")
+
+    @property
+    def required_families(self) -> tuple[object, ...]:
+        return tuple(as_list(self.value.get("required_families")))
+
+
+@dataclass(frozen=True)
+class CohortView(CohortMembers):
+    """A cohort's typed members over a value not (yet) stored; no bytes, no digests."""
+
+    value: JsonObject = field(repr=False, compare=False)
+
+    @classmethod
+    def of(cls, value: object) -> CohortView:
+        """The view of a cohort value; a value that is not an object reads as empty
+        (a gate reports on it, never crashes)."""
+        return cls(as_map(value))
+
+
+@dataclass(frozen=True)
+class Cohort(Document, CohortMembers):
+    """An IDKMesh benchmark cohort: its tasks, stage and lineage extensions."""
+
+    kind: ClassVar[str] = "benchmark-cohort"
