@@ -12,11 +12,15 @@ one place. tests/test_fastcanon_fastcheck.py proves both give the same result.
 from __future__ import annotations
 
 import hashlib
-import json
 from typing import TYPE_CHECKING
 
 from ledger.audit.findings import LedgerFinding
-from ledger.encoding.canonical import canonical_value, encode, require_canonical
+from ledger.encoding.canonical import (
+    canonical_value,
+    encode,
+    legacy_with_doubles,
+    require_canonical,
+)
 from ledger.encoding.digest import legacy_digest, sha256_digest
 from ledger.encoding.strict import legacy_bytes
 from ledger.errors import LedgerError
@@ -100,42 +104,14 @@ def hinted_legacy_digest(data: bytes, value: JSONObject, shown: bool, hints_text
     return sha256_digest(legacy_bytes(applied) if spliced is None else spliced)
 
 
-# ``legacy_bytes``'s encoder (``json.dumps`` builds one per call); the differential tests
-# compare every spliced form with ``legacy_bytes`` itself.
-_LEGACY = json.JSONEncoder(
-    sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
-)
-
-
 def _spliced_legacy(
     data: bytes, value: JSONObject, applied: JSONValue, hints: list[FloatHint]
 ) -> bytes | None:
-    """``legacy_bytes(applied)`` from ``data == legacy_bytes(value)``, or None.
-
-    ``applied`` differs from ``value`` only in the top-level members the hints name, and
-    ``json`` writes each member as its key, ``:`` and its value, so the legacy form is
-    ``data`` with those members' text replaced. A member's text certainly occurs in
-    ``data``; when it occurs exactly once (first and last occurrence agree) that is the
-    member, and the members are disjoint. Otherwise None: encode it all.
-    """
-    spans = []
-    encode = _LEGACY.encode
-    for key in dict.fromkeys(hint[0] for hint in hints):
-        if not isinstance(key, str) or not isinstance(applied, dict):
-            return None  # a hint of the value itself: encode it all
-        name = encode(key) + ":"
-        old = (name + encode(value[key])).encode("utf-8")
-        at = data.find(old)
-        if at < 0 or at != data.rfind(old):
-            return None
-        spans.append((at, at + len(old), (name + encode(applied[key])).encode("utf-8")))
-    out = []
-    end = 0
-    for start, stop, text in sorted(spans):
-        out += [data[end:start], text]
-        end = stop
-    out.append(data[end:])
-    return b"".join(out)
+    """``legacy_bytes(applied)`` from ``data == legacy_bytes(value)``, or None (encode it
+    all then): ``applied`` is ``value`` with the checked hints applied, so it differs
+    only in integers turned into the doubles the hints spell (``legacy_with_doubles``:
+    one C encoding pass, no Python rebuild of the document's text)."""
+    return legacy_with_doubles(data, value, applied, [str(hint[-1]) for hint in hints])
 
 
 def _reference_check(obj: StoredObject) -> CheckResult:

@@ -696,6 +696,33 @@ def _load_msgspec() -> None:
     _ready = True
 
 
+def legacy_with_doubles(
+    data: bytes, value: JSONValue, applied: JSONValue, texts: list[str]
+) -> bytes | None:
+    """``legacy_bytes(applied)``, or None when not established here (encode it then).
+
+    Preconditions (the caller's): ``data == legacy_bytes(value)``, and ``applied`` is
+    ``value`` with some integers replaced by the equal doubles whose ``repr`` is each of
+    ``texts`` (checked float hints). Then ``json`` writes ``applied`` as ``data`` with
+    those integers' tokens replaced by the ``texts``; ``_MSGSPEC`` writes it the same
+    when it writes ``value`` as ``data`` and each double as its text (both checked
+    here), since both encoders write a container from its members' texts alone. One C
+    pass instead of rebuilding the document's text in Python.
+    """
+    if not (_ready or _warm()):
+        return None
+    try:
+        if any(_MSGSPEC.encode(float(text)) != text.encode() for text in texts):
+            return None
+        if _MSGSPEC.encode(value) != data:
+            return None
+        return _MSGSPEC.encode(applied)
+    except _MSGSPEC_ERRORS:
+        return None
+    except OverflowError:  # an integer msgspec does not write
+        return None
+
+
 def canonical_value(data: bytes, limits: Limits = DEFAULT_LIMITS) -> tuple[bool, JSONValue]:
     """``(True, value)`` when ``data`` is established, quickly, to be its own RFC 8785
     form (then ``value`` is what ``parse_strict`` returns); ``(False, None)`` when that

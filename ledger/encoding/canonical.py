@@ -44,6 +44,7 @@ __all__ = [
     "encode",
     "float_hints",
     "is_canonical",
+    "legacy_with_doubles",
     "parse_canonical",
     "parse_strict",
     "path_child",
@@ -65,6 +66,15 @@ def canonical_value(data: bytes, limits: Limits = DEFAULT_LIMITS) -> tuple[bool,
     """``(True, value)`` when ``data`` is quickly shown to be canonical (``value`` is its
     strict parse); ``(False, None)`` means "not shown": ask ``encode``, which decides."""
     return _fast.canonical_value(data, limits)
+
+
+def legacy_with_doubles(
+    data: bytes, value: JSONValue, applied: JSONValue, texts: list[str]
+) -> bytes | None:
+    """``legacy_bytes(applied)`` from ``data == legacy_bytes(value)`` and the texts of the
+    doubles ``applied`` holds where ``value`` holds equal integers; None: not established
+    quickly (``legacy_bytes(applied)`` decides)."""
+    return _fast.legacy_with_doubles(data, value, applied, texts)
 
 
 def float_hints(value: object) -> list[FloatHint]:
