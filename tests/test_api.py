@@ -5,6 +5,7 @@ points with no set-up call, and the generic core alone is an explicit choice.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -20,15 +21,27 @@ from ledger import plugins
 from ledger.api import (
     CORE_ONLY,
     Ledger,
+    cosign_checkpoint,
+    create_witness,
     generate_key,
     init_ledger,
+    latest_cosigned,
     load_signer,
+    migrate_ledger,
     open_ledger,
     prepare_document,
     verify_bundle,
+    witness_state,
 )
 from ledger.cli import app
-from ledger.errors import InputError, IntegerRangeError, LoneSurrogateError, NotFound
+from ledger.errors import (
+    InputError,
+    IntegerRangeError,
+    LoneSurrogateError,
+    NotFound,
+    RuleViolation,
+)
+from ledger.log.witness import WitnessError
 from ledger.trust.admission import AdmissionRefused
 from verifiers.api import FIXTURE_DIR, calibrate, run_verifier
 
@@ -102,6 +115,7 @@ class Built:
     result: str
     work_unit: str
     cp_size: int
+    cp_note: bytes
 
 
 @pytest.fixture(scope="module")
@@ -129,7 +143,9 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Built]:
         work_unit = book.get(run.work_unit_digest).digest
         book.sign(work_unit, book.authority())
         cp = book.checkpoint()
-    yield Built(db, created.log_verifier_key, run.result_digest, work_unit, cp.size)
+    yield Built(
+        db, created.log_verifier_key, run.result_digest, work_unit, cp.size, cp.note.encode()
+    )
 
 
 def _cli(*args: str, codes: tuple[int, ...] = (0,)) -> Any:
@@ -201,6 +217,105 @@ def test_write_results_are_the_commands_json(built: Built, tmp_path: Path) -> No
     assert signed.to_json() == cli
     with open_ledger(built.db, readonly=True) as book:
         assert book.stats().entries == _cli("stats", *db)["entries"]  # nothing was kept
+
+
+def test_identities_and_envelopes_are_the_commands_json(built: Built, tmp_path: Path) -> None:
+    db = ("--db", str(built.db))
+    with open_ledger(built.db, readonly=True) as book:
+        listed = book.identities()
+        _same([i.to_json() for i in listed], _cli("identity", "list", *db))
+        key_id = listed[0].key_id
+        _same(book.identity(key_id).to_json(), _cli("identity", "show", key_id, *db))
+        prefix = listed[0].record.digest[:20]  # an identity's digest prefix
+        assert book.identity(prefix).identities == (listed[0],)
+        _same(book.identity(prefix).to_json(), _cli("identity", "show", prefix, *db))
+        [verdict] = book.check_attestations(built.work_unit).attestations
+        assert verdict.attestation_digest is not None
+        envelope = book.export_attestation(verdict.attestation_digest[:20])
+        exported = CliRunner().invoke(
+            app, ["attestation", "export", verdict.attestation_digest, *db]
+        )
+        assert exported.exit_code == 0 and exported.stdout_bytes == envelope + b"\n"
+        file = tmp_path / "envelope.json"
+        file.write_bytes(envelope)
+        check = book.verify_envelope(envelope)
+        assert check.ok and check.subject == built.work_unit
+        _same(check.to_json(), _cli("attestation", "verify-envelope", str(file), *db))
+    with open_ledger(built.db, dry_run=True) as trial:
+        imported = trial.import_envelope(json.loads(envelope))  # its value or its bytes
+    assert [s.status for s in imported] == ["present"]
+    _same(
+        [s.to_json() for s in imported],
+        _cli("attestation", "import", str(file), "--dry-run", *db),
+    )
+
+
+def test_copy_and_migrate_are_the_commands_json(built: Built, tmp_path: Path) -> None:
+    with open_ledger(built.db, readonly=True) as book:
+        api = book.copy_to(tmp_path / "api.db")
+        size = book.stats().entries
+    cli = _cli("copy", str(built.db), str(tmp_path / "cli.db"))
+    _same({**api.to_json(), "dst": str(tmp_path / "cli.db")}, cli)
+    assert api.copied == size and api.roots == {built.cp_size: api.roots[built.cp_size]}
+    _same(migrate_ledger(built.db).to_json(), _cli("migrate", "--db", str(built.db)))
+    init_ledger(tmp_path / "other.db")
+    with open_ledger(tmp_path / "api.db", readonly=True) as twin:
+        with pytest.raises(RuleViolation) as same:
+            twin.copy_to(tmp_path / "api.db")  # a ledger onto itself
+        assert same.value.exit_code == 4
+        with pytest.raises(RuleViolation, match="another ledger"):
+            twin.copy_to(tmp_path / "other.db")
+
+
+def test_witness_results_are_the_commands_json(built: Built, tmp_path: Path) -> None:
+    """Two witnesses of the same log, one driven through the API, one through the
+    command: the same answers (a cosignature's time and signature aside)."""
+    api_state, cli_state = tmp_path / "api.json", tmp_path / "cli.json"
+    created = create_witness(api_state, "witness.example/api", [built.log_key])
+    by_cli = _cli(
+        "witness",
+        "init",
+        "witness.example/cli",
+        "--state",
+        str(cli_state),
+        "--log-key",
+        built.log_key,
+    )
+    assert set(by_cli) == set(created.to_json()) and by_cli["logs"] == list(created.logs)
+    note = tmp_path / "checkpoint.note"
+    note.write_bytes(built.cp_note)
+    cosigned = cosign_checkpoint(api_state, built.cp_note)
+    cli = _cli("witness", "cosign", str(note), "--state", str(cli_state))
+    assert {
+        k: v for k, v in cosigned.to_json().items() if k not in ("timestamp", "cosignature")
+    } == {k: v for k, v in cli.items() if k not in ("timestamp", "cosignature")}
+    assert cosigned.size == built.cp_size
+    _same(witness_state(cli_state).to_json(), _cli("witness", "show", "--state", str(cli_state)))
+    latest = CliRunner().invoke(app, ["witness", "latest", "--state", str(cli_state)])
+    assert latest.exit_code == 0 and latest.stdout_bytes == latest_cosigned(cli_state)
+    assert latest_cosigned(api_state).startswith(built.cp_note)
+    with pytest.raises(WitnessError) as stale:
+        cosign_checkpoint(api_state, built.cp_note, b"old 0\n")  # not what it last cosigned
+    assert stale.value.exit_code == 4
+
+
+def test_every_result_is_a_frozen_dataclass() -> None:
+    """Every public class with a ``to_json`` (a result) is a frozen dataclass."""
+    import cohorts.api
+    import ledger.api
+    import ledger.api.witness
+    import verifiers.api
+
+    checked = 0
+    for module in (ledger.api, ledger.api.witness, cohorts.api, verifiers.api):
+        for name in module.__all__:
+            value = getattr(module, name)
+            if isinstance(value, type) and hasattr(value, "to_json"):
+                assert dataclasses.is_dataclass(value), name
+                assert value.__dataclass_params__.frozen, name  # type: ignore[attr-defined]
+                checked += 1
+    assert checked >= 40
+    assert "ImportSummary" in ledger.api.__all__
 
 
 def test_an_intoto_export_is_the_commands(built: Built) -> None:

@@ -34,6 +34,7 @@ from ledger.api.ledger import (
     generate_key,
     init_ledger,
     load_signer,
+    migrate_ledger,
     open_ledger,
     prepare_document,
     replay_bundle,
@@ -48,18 +49,35 @@ if TYPE_CHECKING:
         AttestationCheck,
         BrowseFinding,
         Checkpoint,
+        Copied,
         Created,
         ExportedBundle,
         GeneratedKey,
         Identity,
+        IdentityMatch,
+        Migrated,
         Revoked,
         Signed,
+        VerifierIdentity,
         VerifyReport,
         WitnessAnswer,
+    )
+    from ledger.api.witness import (
+        CreatedWitness,
+        WitnessCosignature,
+        WitnessedLog,
+        WitnessServer,
+        cosign_checkpoint,
+        create_witness,
+        latest_cosigned,
+        trust_log,
+        witness_server,
+        witness_state,
     )
     from ledger.audit.findings import LedgerFinding
     from ledger.log.bundle import VerifiedBundle
     from ledger.log.checkpoints import ConsistencyProof, InclusionProof
+    from ledger.log.witness import WitnessState
     from ledger.store.bulk import ImportSummary
     from ledger.trust.admission import CORE_ONLY, AdmissionPolicy, default_policy
     from ledger.trust.judgement import AttestationVerdict
@@ -73,14 +91,33 @@ _RESULTS = frozenset(
         "AttestationCheck",
         "BrowseFinding",
         "Checkpoint",
+        "Copied",
         "Created",
         "ExportedBundle",
         "GeneratedKey",
         "Identity",
+        "IdentityMatch",
+        "Migrated",
         "Revoked",
         "Signed",
+        "VerifierIdentity",
         "VerifyReport",
         "WitnessAnswer",
+    }
+)
+#: ``ledger.api.witness``: a witness is no ledger; its module loads only when used.
+_WITNESS = frozenset(
+    {
+        "CreatedWitness",
+        "WitnessCosignature",
+        "WitnessServer",
+        "WitnessedLog",
+        "cosign_checkpoint",
+        "create_witness",
+        "latest_cosigned",
+        "trust_log",
+        "witness_server",
+        "witness_state",
     }
 )
 
@@ -97,6 +134,14 @@ def __getattr__(name: str) -> object:
         from ledger.api import results
 
         return getattr(results, name)
+    if name in _WITNESS:
+        from ledger.api import witness
+
+        return getattr(witness, name)
+    if name == "WitnessState":
+        from ledger.log.witness import WitnessState
+
+        return WitnessState
     if name in ("CORE_ONLY", "AdmissionPolicy", "default_policy"):
         from ledger.trust import admission
 
@@ -137,11 +182,14 @@ __all__ = [
     "BrowseFinding",
     "Checkpoint",
     "ConsistencyProof",
+    "Copied",
     "Created",
+    "CreatedWitness",
     "Document",
     "ExportedBundle",
     "GeneratedKey",
     "Identity",
+    "IdentityMatch",
     "ImportSummary",
     "InclusionProof",
     "JSONObject",
@@ -150,22 +198,35 @@ __all__ = [
     "LedgerFinding",
     "LedgerObject",
     "LogEntry",
+    "Migrated",
     "Revoked",
     "Signed",
     "Signer",
     "Stats",
     "VerifiedBundle",
+    "VerifierIdentity",
     "VerifyReport",
     "WitnessAnswer",
+    "WitnessCosignature",
+    "WitnessServer",
+    "WitnessState",
+    "WitnessedLog",
+    "cosign_checkpoint",
+    "create_witness",
     "default_authority_key",
     "default_log_key",
     "default_policy",
     "document_bytes",
     "generate_key",
     "init_ledger",
+    "latest_cosigned",
     "load_signer",
+    "migrate_ledger",
     "open_ledger",
     "prepare_document",
     "replay_bundle",
+    "trust_log",
     "verify_bundle",
+    "witness_server",
+    "witness_state",
 ]

@@ -38,12 +38,16 @@ if TYPE_CHECKING:
         AttestationCheck,
         BrowseFinding,
         Checkpoint,
+        Copied,
         Created,
         ExportedBundle,
         GeneratedKey,
         Identity,
+        IdentityMatch,
+        Migrated,
         Revoked,
         Signed,
+        VerifierIdentity,
         VerifyReport,
     )
     from ledger.log.bundle import VerifiedBundle
@@ -55,6 +59,7 @@ if TYPE_CHECKING:
     from ledger.store.prepared import Prepared
     from ledger.store.sqlite import SQLiteStore
     from ledger.trust.admission import AdmissionPolicy
+    from ledger.trust.dsse import Envelope
     from ledger.trust.keys import Signer
 
 #: What may be appended: a JSON value (an object), or bytes: a JSON document as text,
@@ -453,6 +458,78 @@ class Ledger:
         ok, reason = subject_verdict(verdicts)
         return AttestationCheck(digest, ok, reason, tuple(verdicts))
 
+    def export_attestation(self, ref: str) -> bytes:
+        """The full standard DSSE envelope of the stored attestation ``ref`` names (a digest
+        or unique prefix; ``attestation export``): its JSON bytes, payload = the subject's
+        stored bytes. ``NotFound`` / ``InputError`` (exit 3) when ``ref`` names no
+        attestation."""
+        from ledger.store.resolve import full_digest
+        from ledger.trust.attestation import rebuild_envelope
+        from ledger.trust.judgement import find_attestation
+
+        found = find_attestation(self.store, full_digest(self.store, ref))
+        return rebuild_envelope(self.store, found).to_json_bytes()
+
+    def verify_envelope(self, envelope: Document) -> AttestationCheck:
+        """Judge a full DSSE envelope from outside against the ledger, one verdict per
+        signature, as if appended now (``attestation verify-envelope``); nothing is
+        written. ``subject`` is the digest of the payload; ``ok`` as ``check_attestations``."""
+        from ledger.api.results import AttestationCheck
+        from ledger.encoding.digest import sha256_digest
+        from ledger.trust.judgement import check_envelope, subject_verdict
+
+        parsed = _envelope(envelope)
+        verdicts = check_envelope(self.store, parsed, self.policy)
+        ok, reason = subject_verdict(verdicts)
+        return AttestationCheck(sha256_digest(parsed.payload), ok, reason, tuple(verdicts))
+
+    def import_envelope(self, envelope: Document) -> list[Signed]:
+        """Store a full DSSE envelope over a stored object as detached attestations, one
+        per signature, in one transaction (``attestation import``). Refused
+        (``AdmissionRefused``, exit 4, nothing written) unless every signature verifies
+        over the stored subject, the payloadType is the one the ledger defines for the
+        subject's kind and the key is the authority key or a registered, unrevoked
+        verifier key. ``envelope``: its JSON bytes or value."""
+        from ledger.trust.attestation import detach_envelope
+
+        return self.append_attestations(detach_envelope(self.store, _envelope(envelope)))
+
+    def identities(self, *, verifier_id: str | None = None) -> list[VerifierIdentity]:
+        """Every stored verifier identity (of ``verifier_id`` only, if given) in log order,
+        with its status now (``identity list``)."""
+        from ledger.api.results import VerifierIdentity
+        from ledger.trust.identity import trust_index
+
+        index = trust_index(self.store)
+        return [
+            VerifierIdentity(rec, index.status(rec))
+            for rec in index.identities
+            if verifier_id is None or rec.verifier_id == verifier_id
+        ]
+
+    def identity(self, ref: str) -> IdentityMatch:
+        """The identities a key id, verifier id or identity digest (or unique prefix) names,
+        with the revocations of their keys (``identity show``); ``NotFound`` (exit 3)
+        when none."""
+        from ledger.api.results import IdentityMatch, VerifierIdentity
+        from ledger.errors import NotFound
+        from ledger.store.resolve import full_digest
+        from ledger.trust.identity import identities_matching, trust_index
+
+        index = trust_index(self.store)
+        ref = full_digest(self.store, ref)  # an identity's digest prefix
+        found = identities_matching(index, ref)
+        if not found:
+            raise NotFound(
+                f"verifier identity not found, got {ref}, expected a key id, verifier id or digest"
+            )
+        keys = {rec.key_id for rec in found}
+        return IdentityMatch(
+            ref,
+            tuple(VerifierIdentity(rec, index.status(rec)) for rec in found),
+            tuple(r for r in index.revocations if r.key_id in keys),
+        )
+
     def register_identity(
         self,
         *,
@@ -555,6 +632,42 @@ class Ledger:
         envelope = intoto_export(self.store, resolve_stored(self.store, ref).digest, signer)
         return envelope.to_json_bytes()
 
+    # -- whole ledgers -------------------------------------------------------------------
+
+    def copy_to(
+        self, dst: Where, *, progress: Callable[[int], None] | None = None
+    ) -> Copied:
+        """Copy this ledger entry by entry, with its checkpoints and cosignatures, to
+        ``dst`` on either backend (``copy``): ``dst`` must be empty or a prefix of this
+        ledger (an interrupted copy is completed by copying again) and is created when it
+        is a missing file or a database without ledger tables. Key files are not copied.
+        Every checkpoint's root is recomputed in ``dst`` (``Copied.roots``); a destination
+        that is another ledger or not a prefix is refused (``RuleViolation``, exit 4).
+        ``progress(n)`` is told the entries copied (the entries already there first)."""
+        from ledger.api.results import Copied
+        from ledger.errors import RuleViolation
+        from ledger.store.copy import copy_ledger
+
+        target_at = _location(dst)
+        if target_at == self.location:
+            raise RuleViolation(
+                f"copy, got the same ledger twice ({target_at}), expected two ledgers"
+            )
+        target, grants = _open_or_create(target_at)
+        with target:
+            summary = copy_ledger(self.store, target, advance=progress or _ignore)
+        return Copied(
+            src=str(self.location),
+            dst=str(target_at),
+            source_size=summary.source_size,
+            already_present=summary.already,
+            copied=summary.copied,
+            checkpoints=summary.checkpoints,
+            cosignatures=summary.cosignatures,
+            roots=dict(summary.roots),
+            pg_grants=tuple(grants),
+        )
+
     # -- bundles ------------------------------------------------------------------------
 
     def export_bundle(self, ref: str, *, with_inputs: bool = False) -> ExportedBundle:
@@ -598,6 +711,50 @@ def open_ledger(
     location = _location(db)
     store = open_store(location, readonly=readonly, policy=policy, dry_run=dry_run)
     return Ledger(store, location)
+
+
+def migrate_ledger(db: Where) -> Migrated:
+    """Bring a ledger made by an earlier release to the current layout, in place
+    (``migrate``); a current one is left as it is (``Migrated.migrated`` False)."""
+    from ledger.api.results import Migrated
+    from ledger.store.location import PostgresURL
+
+    location = _location(db)
+    if isinstance(location, SQLitePath):
+        from ledger.store import sqlite
+
+        return Migrated(str(location), sqlite.migrate_store(location.path), sqlite.FORMAT)
+    from ledger.store import postgres, postgres_schema
+
+    assert isinstance(location, PostgresURL)
+    return Migrated(str(location), postgres.migrate_store(location), postgres_schema.FORMAT)
+
+
+def _open_or_create(dst: DbLocation) -> tuple[SQLiteStore | PostgresStore, list[str]]:
+    """A copy's destination store, created when missing, and the role statements a role
+    administrator must still run (a PostgreSQL destination made now)."""
+    from ledger.store.location import PostgresURL
+
+    if isinstance(dst, PostgresURL):
+        from ledger.store import postgres
+
+        if not postgres.has_ledger_tables(dst):
+            store, pending = postgres.create_store(dst)
+            return store, list(pending)
+    elif isinstance(dst, SQLitePath) and not dst.path.exists():
+        from ledger.store.sqlite import create_store
+
+        return create_store(dst.path), []
+    return open_store(dst), []
+
+
+def _envelope(envelope: Document) -> Envelope:
+    """A DSSE envelope from its JSON bytes or value, parsed strictly."""
+    from ledger.encoding.canonical import parse_strict
+    from ledger.trust.dsse import parse_envelope
+
+    raw = bytes(envelope) if isinstance(envelope, bytes | bytearray) else document_bytes(envelope)
+    return parse_envelope(parse_strict(raw))
 
 
 def prepare_document(document: Document, kind: str | None = None) -> Prepared:

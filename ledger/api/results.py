@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from ledger.audit.findings import LedgerFinding
     from ledger.encoding.values import JSONObject
     from ledger.log.bundle import VerifiedBundle
+    from ledger.trust.identity import IdentityRecord, RevocationRecord
     from ledger.trust.judgement import AttestationVerdict
 
 
@@ -301,3 +302,96 @@ class ExportedBundle:
             {"file": file, "bytes": len(self.data), "omitted_attestations": list(self.omitted)}
         )
         return out
+
+
+@dataclass(frozen=True)
+class VerifierIdentity:
+    """A stored verifier identity and its status now (one row of ``identity list --json``):
+    ``active``, ``retired``, ``compromised``, ``unauthorized`` (no authority attestation
+    stored) or ``invalid-key``."""
+
+    record: IdentityRecord
+    status: str
+
+    @property
+    def key_id(self) -> str:
+        return self.record.key_id
+
+    @property
+    def verifier_id(self) -> str:
+        return self.record.verifier_id
+
+    def to_json(self) -> JSONObject:
+        out: JSONObject = dict(self.record.to_json())
+        out["status"] = self.status
+        return out
+
+
+@dataclass(frozen=True)
+class IdentityMatch:
+    """The identities a key id, verifier id or identity digest names, with the revocations
+    of their keys (``identity show --json``); ``ref`` is the reference resolved (a digest
+    prefix made whole)."""
+
+    ref: str
+    identities: tuple[VerifierIdentity, ...]
+    revocations: tuple[RevocationRecord, ...]
+
+    def to_json(self) -> JSONObject:
+        return {
+            "ref": self.ref,
+            "identities": [i.to_json() for i in self.identities],
+            "revocations": [dict(r.to_json()) for r in self.revocations],
+        }
+
+
+@dataclass(frozen=True)
+class Migrated:
+    """A ledger brought to the current layout (``migrate --json``): ``from_format`` is the
+    layout it had, None when it was current already (nothing was done)."""
+
+    db: str
+    from_format: str | None
+    to_format: str
+
+    @property
+    def migrated(self) -> bool:
+        return self.from_format is not None
+
+    def to_json(self) -> JSONObject:
+        return {
+            "db": self.db,
+            "from": self.from_format,
+            "to": self.to_format,
+            "migrated": self.migrated,
+        }
+
+
+@dataclass(frozen=True)
+class Copied:
+    """A ledger copied entry by entry to another backend (``copy --json``): ``roots`` maps
+    every checkpoint size to the root both ledgers agree on. ``pg_grants``: statements a
+    role administrator must run when a PostgreSQL destination's roles could not be made
+    (the command prints them as warnings; not part of the JSON)."""
+
+    src: str
+    dst: str
+    source_size: int
+    already_present: int
+    copied: int
+    checkpoints: int
+    cosignatures: int
+    roots: Mapping[int, str]
+    pg_grants: tuple[str, ...] = ()
+
+    def to_json(self) -> JSONObject:
+        return {
+            "src": self.src,
+            "dst": self.dst,
+            "source_size": self.source_size,
+            "already_present": self.already_present,
+            "copied": self.copied,
+            "checkpoints": self.checkpoints,
+            "cosignatures": self.cosignatures,
+            "roots": {str(k): v for k, v in sorted(self.roots.items())},
+        }

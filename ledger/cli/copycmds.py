@@ -3,16 +3,12 @@
 from __future__ import annotations
 
 import sys
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
 
 from ledger.cli.common import JsonOption, console, emit_json, progress
-from ledger.store.location import DbLocation, PostgresURL, SQLitePath, parse_location
-
-if TYPE_CHECKING:
-    from ledger.store.postgres import PostgresStore
-    from ledger.store.sqlite import SQLiteStore
+from ledger.store.location import DbLocation, parse_location
 
 LedgerArg = Annotated[
     DbLocation,
@@ -28,48 +24,25 @@ def copy(src: LedgerArg, dst: LedgerArg, json_out: JsonOption = False) -> None:
     files are not copied: the log and authority keys stay where they are. Exit 0 when
     every checkpoint of SRC has the same root in DST.
     """
-    from ledger.errors import RuleViolation
-    from ledger.store.backends import open_store
-    from ledger.store.copy import copy_ledger
+    from ledger.api import open_ledger
 
-    if src == dst:
-        raise RuleViolation(f"copy, got the same ledger twice ({src}), expected two ledgers")
     with (
-        open_store(src, readonly=True) as source,
-        _open_or_create(dst) as target,
-        progress(source.size(), "copying") as advance,
+        open_ledger(src, readonly=True) as book,
+        progress(book.store.size(), "copying") as advance,
     ):
-        summary = copy_ledger(source, target, advance=advance)
+        done = book.copy_to(dst, progress=advance)
+    for statement in done.pg_grants:
+        typer.echo(
+            f"warning: roles not created; a role administrator must run: {statement};", err=True
+        )
     if json_out:
-        emit_json({"src": str(src), "dst": str(dst), **summary.to_json()})
+        emit_json(done.to_json())
         return
     out = console()
     out.print(
-        f"copied {summary.copied} entries ({summary.already} already present),"
-        f" {summary.checkpoints} checkpoints: {src} -> {dst}",
+        f"copied {done.copied} entries ({done.already_present} already present),"
+        f" {done.checkpoints} checkpoints: {src} -> {dst}",
         markup=False,
     )
-    for size, root in sorted(summary.roots.items()):
+    for size, root in sorted(done.roots.items()):
         sys.stdout.write(f"checkpoint {size} root {root} (same in both)\n")
-
-
-def _open_or_create(dst: DbLocation) -> SQLiteStore | PostgresStore:
-    from ledger.store.backends import open_store
-
-    if isinstance(dst, PostgresURL):
-        from ledger.store import postgres
-
-        if not postgres.has_ledger_tables(dst):
-            store, pending = postgres.create_store(dst)
-            for statement in pending:
-                typer.echo(
-                    f"warning: roles not created; a role administrator must run: {statement};",
-                    err=True,
-                )
-            return store
-        return open_store(dst)
-    if isinstance(dst, SQLitePath) and not dst.path.exists():
-        from ledger.store.sqlite import create_store
-
-        return create_store(dst.path)
-    return open_store(dst)

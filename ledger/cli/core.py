@@ -22,7 +22,7 @@ from ledger.cli.common import (
     read_input,
 )
 from ledger.cli.tables import stream_table
-from ledger.store.location import DbLocation, SQLitePath
+from ledger.store.location import DbLocation
 
 if TYPE_CHECKING:
     from ledger.store.base import Entry
@@ -244,24 +244,14 @@ def stats(db: DbOption = DEFAULT_DB, json_out: JsonOption = False) -> None:
 
 def migrate(db: DbOption = DEFAULT_DB, json_out: JsonOption = False) -> None:
     """Bring a ledger made by an earlier release to the current file layout, in place."""
-    if isinstance(db, SQLitePath):
-        from ledger.store import sqlite
+    from ledger.api import migrate_ledger
 
-        before = sqlite.migrate_store(db.path)
-        target = sqlite.FORMAT
-    else:
-        from ledger.store import postgres, postgres_schema
-        from ledger.store.location import PostgresURL
-
-        assert isinstance(db, PostgresURL)
-        before = postgres.migrate_store(db)
-        target = postgres_schema.FORMAT
-    info = {"db": str(db), "from": before, "to": target, "migrated": before is not None}
+    done = migrate_ledger(db)
     if json_out:
-        emit_json(info)
+        emit_json(done.to_json())
         return
     out = console()
-    if before is None:
-        out.print(f"ledger {db} is already {target}; nothing to do")
+    if done.from_format is None:
+        out.print(f"ledger {db} is already {done.to_format}; nothing to do")
     else:
-        out.print(f"migrated ledger {db} from {before} to {target}")
+        out.print(f"migrated ledger {db} from {done.from_format} to {done.to_format}")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated
 
 import typer
 
@@ -21,9 +21,6 @@ from ledger.cli.common import (
     table,
 )
 from ledger.cli.keycmds import AuthorityKeyOption, PassphraseEnv, authority_signer
-
-if TYPE_CHECKING:
-    pass
 
 identity_app = new_app("Verifier identities: register, list, show, revoke (authority-attested).")
 
@@ -60,36 +57,23 @@ def identity_register(
     given with --adapter-version (repeatable). A verifier's results, plans and
     calibration records are accepted only for the versions its identity holds.
     """
-    from ledger.store.backends import open_store
-    from ledger.trust.identity import register_identity
-    from ledger.trust.keys import load_public_key
+    from ledger.api import open_ledger
 
-    key = load_public_key(public_key)
     authority = authority_signer(db, authority_key, passphrase_env)
-    with open_store(db, dry_run=dry_run) as store:
-        done = register_identity(
-            store,
+    with open_ledger(db, dry_run=dry_run) as book:
+        done = book.register_identity(
             verifier_id=verifier_id,
             adapter=adapter,
             adapter_versions=adapter_version,
-            public_key=key,
+            public_key=public_key,
             authority=authority,
         )
-    info = {
-        "verifier_id": verifier_id,
-        "key_id": done.key_id,
-        "identity": done.subject.entry.digest,
-        "identity_seq": done.subject.entry.seq,
-        "attestation": done.attestation.entry.digest,
-        "status": "new" if done.subject.new else "present",
-    }
     if json_out:
-        emit_json(info)
+        emit_json(done.to_json())
     else:
-        state = "registered" if done.subject.new else "already registered"
+        state = "registered" if done.status == "new" else "already registered"
         sys.stdout.write(
-            f"{info['identity']} seq={info['identity_seq']} {state} {verifier_id}"
-            f" key {done.key_id}\n"
+            f"{done.identity} seq={done.identity_seq} {state} {verifier_id} key {done.key_id}\n"
         )
     dry_run_note(dry_run)
 
@@ -103,31 +87,25 @@ def identity_list(
     json_out: JsonOption = False,
 ) -> None:
     """List every verifier identity with its current status."""
-    from ledger.store.backends import open_store
-    from ledger.trust.identity import trust_index
+    from ledger.api import open_ledger
 
-    with open_store(db, readonly=True) as store:
-        index = trust_index(store)
-    rows = [
-        {**rec.to_json(), "status": index.status(rec)}
-        for rec in index.identities
-        if verifier_id is None or rec.verifier_id == verifier_id
-    ]
+    with open_ledger(db, readonly=True) as book:
+        found = book.identities(verifier_id=verifier_id)
     if json_out:
-        emit_json(rows)
+        emit_json([row.to_json() for row in found])
         return
     table(
         ["seq", "verifier id", "adapter", "versions", "key id", "status"],
         [
             [
-                str(row["seq"]),
-                str(row["verifier_id"]),
-                str(row["adapter"]),
-                ", ".join(row["adapter_versions"]),
-                str(row["key_id"]),
-                str(row["status"]),
+                str(row.record.seq),
+                row.record.verifier_id,
+                row.record.adapter,
+                ", ".join(row.record.adapter_versions),
+                row.record.key_id,
+                row.status,
             ]
-            for row in rows
+            for row in found
         ],
     )
 
@@ -141,40 +119,26 @@ def identity_show(
     json_out: JsonOption = False,
 ) -> None:
     """Show the identities a key id, verifier id or digest names, and their revocations."""
-    from ledger.errors import NotFound
-    from ledger.store.backends import open_store
-    from ledger.store.resolve import full_digest
-    from ledger.trust.identity import identities_matching, trust_index
+    from ledger.api import open_ledger
 
-    with open_store(db, readonly=True) as store:
-        index = trust_index(store)
-        ref = full_digest(store, ref)  # an identity's digest prefix
-    found = identities_matching(index, ref)
-    if not found:
-        raise NotFound(
-            f"verifier identity not found, got {ref}, expected a key id, verifier id or digest"
-        )
-    keys = {rec.key_id for rec in found}
-    info: dict[str, Any] = {  # the --json document, read back below to print it
-        "ref": ref,
-        "identities": [{**rec.to_json(), "status": index.status(rec)} for rec in found],
-        "revocations": [r.to_json() for r in index.revocations if r.key_id in keys],
-    }
+    with open_ledger(db, readonly=True) as book:
+        found = book.identity(ref)
     if json_out:
-        emit_json(info)
+        emit_json(found.to_json())
         return
     out = console()
-    for row in info["identities"]:
-        out.print(f"identity        {row['digest']} (seq {row['seq']})")
-        out.print(f"  verifier id   {row['verifier_id']}")
-        out.print(f"  adapter       {row['adapter']} {', '.join(row['adapter_versions'])}")
-        out.print(f"  key id        {row['key_id']}")
-        out.print(f"  authorized at {row['authorized_at']}")
-        out.print(f"  status        {row['status']}")
-    for rev in info["revocations"]:
+    for row in found.identities:
+        rec = row.record
+        out.print(f"identity        {rec.digest} (seq {rec.seq})")
+        out.print(f"  verifier id   {rec.verifier_id}")
+        out.print(f"  adapter       {rec.adapter} {', '.join(rec.adapter_versions)}")
+        out.print(f"  key id        {rec.key_id}")
+        out.print(f"  authorized at {rec.authorized_at}")
+        out.print(f"  status        {row.status}")
+    for rev in found.revocations:
         out.print(
-            f"revocation      {rev['digest']} (seq {rev['seq']}) {rev['reason']} key"
-            f" {rev['key_id']}, in force from {rev['effective_at']}"
+            f"revocation      {rev.digest} (seq {rev.seq}) {rev.reason} key"
+            f" {rev.key_id}, in force from {rev.effective_at}"
         )
 
 
@@ -190,23 +154,13 @@ def identity_revoke(
     json_out: JsonOption = False,
 ) -> None:
     """Append an authority-attested revocation of a key (nothing is deleted)."""
-    from ledger.store.backends import open_store
-    from ledger.trust.identity import revoke_key
+    from ledger.api import open_ledger
 
     authority = authority_signer(db, authority_key, passphrase_env)
-    with open_store(db, dry_run=dry_run) as store:
-        done = revoke_key(store, key_id, reason.value, authority=authority, note=note)
-    info = {
-        "key_id": key_id,
-        "reason": reason.value,
-        "revocation": done.subject.entry.digest,
-        "seq": done.subject.entry.seq,
-        "attestation": done.attestation.entry.digest,
-    }
+    with open_ledger(db, dry_run=dry_run) as book:
+        done = book.revoke_key(key_id, reason.value, note=note, authority=authority)
     if json_out:
-        emit_json(info)
+        emit_json(done.to_json())
     else:
-        sys.stdout.write(
-            f"{info['revocation']} seq={info['seq']} revoked {key_id} ({reason.value})\n"
-        )
+        sys.stdout.write(f"{done.revocation} seq={done.seq} revoked {key_id} ({reason.value})\n")
     dry_run_note(dry_run)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -17,7 +17,6 @@ from ledger.cli.common import JsonOption, console, emit_json, new_app, read_veri
 
 if TYPE_CHECKING:
     from ledger.log.cosignature import WitnessKey
-    from ledger.log.note import Checkpoint
 
 witness_app = new_app("A C2SP tlog-witness: cosign checkpoints of logs that stay append-only.")
 
@@ -73,27 +72,19 @@ def init(
     json_out: JsonOption = False,
 ) -> None:
     """Create a witness: an Ed25519 key and a state file. Prints the witness verifier key."""
-    from ledger.log.witness import create_witness, key_path
+    from ledger.api.witness import create_witness
 
     # A log's key may be its PEM file (<db>.log.key.pub, named by the ledger beside it).
-    keys = [read_verifier_key(k) for k in log_key or []]
-    created, identity = create_witness(state, name, keys)
-    info = {
-        "state": str(state),
-        "key_file": str(key_path(state)),
-        "name": created.name,
-        "verifier_key": identity.vkey(),
-        "logs": sorted(created.logs),
-    }
+    created = create_witness(state, name, [read_verifier_key(k) for k in log_key or []])
     if json_out:
-        emit_json(info)
+        emit_json(created.to_json())
         return
     out = console()
-    out.print(f"created witness {name} in {state} (key {key_path(state)})", markup=False)
-    for origin in info["logs"]:
+    out.print(f"created witness {name} in {state} (key {created.key_file})", markup=False)
+    for origin in created.logs:
         out.print(f"witnessing log  {origin}", markup=False)
     out.print("witness verifier key (give this to log verifiers):", markup=False)
-    sys.stdout.write(identity.vkey() + "\n")
+    sys.stdout.write(created.verifier_key + "\n")
 
 
 @witness_app.command("add-log")
@@ -104,23 +95,19 @@ def add_log(
     state: StateOption = Path("witness.json"),
 ) -> None:
     """Start witnessing a log (origin = the key's name)."""
-    from ledger.log.note import parse_verifier_key
-    from ledger.log.witness import WitnessFiles, trust_log
+    from ledger.api.witness import trust_log
 
-    key = read_verifier_key(log_key)
-    trust_log(WitnessFiles(state), key)
-    sys.stdout.write(f"witnessing log {parse_verifier_key(key)[0]}\n")
+    sys.stdout.write(f"witnessing log {trust_log(state, read_verifier_key(log_key)).origin}\n")
 
 
 @witness_app.command("show")
 def show(state: StateOption = Path("witness.json"), json_out: JsonOption = False) -> None:
     """Print the witness's key and, per log, the last checkpoint it cosigned."""
-    from ledger.log.witness import WitnessFiles
+    from ledger.api.witness import witness_state
 
-    current = WitnessFiles(state).read()
-    data = current.to_json()
+    current = witness_state(state)
     if json_out:
-        emit_json(data)
+        emit_json(current.to_json())
         return
     out = console()
     out.print(f"witness {current.name}", markup=False)
@@ -142,46 +129,9 @@ def latest(
     An auditor saves it and runs ``provledger verify --from-checkpoint`` with it: a ledger
     truncated below what the witness saw fails, even if re-grown and never re-checkpointed.
     """
-    from ledger.errors import NotFound
-    from ledger.log.witness import WitnessFiles
+    from ledger.api.witness import latest_cosigned
 
-    logs = WitnessFiles(state).read().logs
-    if origin is None and len(logs) != 1:
-        raise NotFound(f"log origin, got none, expected one of {sorted(logs)}")
-    name = origin if origin is not None else next(iter(logs))
-    view = logs.get(name)
-    if view is None or view.note is None:
-        raise NotFound(f"cosigned checkpoint of {name!r}, got none, expected one")
-    sys.stdout.write(view.note.decode("utf-8"))
-
-
-def _parse_proof(data: bytes, source: str) -> tuple[int, tuple[bytes, ...], int | None]:
-    """``(old size, hashes, new size or None)`` from a proof file.
-
-    Accepts the output of ``provledger proof consistency --json`` or the head of a
-    tlog-witness request (``old N`` then base64 hashes).
-    """
-    from ledger.errors import InputError
-    from ledger.log.witness import parse_request
-
-    text = data.strip()
-    if text.startswith(b"{"):
-        import json
-
-        try:
-            value: Any = json.loads(text)  # decoded bytes, narrowed below
-            old, new = value["old_size"], value["new_size"]
-            hashes = tuple(bytes.fromhex(h) for h in value["proof"])
-        except (ValueError, KeyError, TypeError):
-            raise InputError(
-                f"proof file {source}, got malformed JSON, expected"
-                " `provledger proof consistency --json` output"
-            ) from None
-        if not (isinstance(old, int) and isinstance(new, int)):
-            raise InputError(f"proof file {source}, got non-integer sizes, expected integers")
-        return old, hashes, new
-    request = parse_request(text + b"\n\nx")
-    return request.old_size, request.proof, None
+    sys.stdout.write(latest_cosigned(state, origin).decode("utf-8"))
 
 
 @witness_app.command("cosign")
@@ -199,51 +149,16 @@ def cosign_cmd(
     json_out: JsonOption = False,
 ) -> None:
     """Verify a checkpoint against what this witness saw, record it, print the cosignature."""
+    from ledger.api.witness import cosign_checkpoint
     from ledger.cli.common import read_input
-    from ledger.errors import InputError
-    from ledger.log.witness import AddCheckpoint, WitnessFiles
 
     note = read_input(checkpoint, 1 << 20)
-    old, new = 0, None
-    hashes: tuple[bytes, ...] = ()
-    if proof is not None:
-        old, hashes, new = _parse_proof(read_input(proof, 1 << 20), proof)
-    files = WitnessFiles(state)
-    checkpoint_body = _checkpoint_or_none(note)
-    if proof is None and checkpoint_body is not None:
-        # No proof: only a first checkpoint, or the same size again, can be cosigned.
-        view = files.read().logs.get(checkpoint_body.origin)
-        if view is not None and view.size is not None:
-            old = view.size
-    if new is not None and checkpoint_body is not None and new != checkpoint_body.size:
-        raise InputError(
-            f"proof new size, got {new}, expected the checkpoint's {checkpoint_body.size}"
-        )
-    # A malformed note is refused by the witness itself (400, exit 3).
-    result = files.add_checkpoint(AddCheckpoint(old, hashes, note))
-    line = result.cosignature.line()
+    proof_data = None if proof is None else read_input(proof, 1 << 20)
+    done = cosign_checkpoint(state, note, proof_data, proof_name=proof or "")
     if json_out:
-        emit_json(
-            {
-                "origin": result.checkpoint.origin,
-                "size": result.checkpoint.size,
-                "root": result.checkpoint.root_hash.hex(),
-                "timestamp": result.cosignature.timestamp,
-                "cosignature": line.rstrip("\n"),
-            }
-        )
+        emit_json(done.to_json())
         return
-    sys.stdout.write(line)
-
-
-def _checkpoint_or_none(note: bytes) -> Checkpoint | None:
-    from ledger.errors import LedgerError
-    from ledger.log.note import parse_checkpoint, parse_note
-
-    try:
-        return parse_checkpoint(parse_note(note).body)
-    except LedgerError:
-        return None
+    sys.stdout.write(done.line)
 
 
 @witness_app.command("serve")
@@ -254,23 +169,12 @@ def serve(
     prefix: Annotated[str, typer.Option("--prefix", help="URL prefix of the API.")] = "",
 ) -> None:
     """Serve the C2SP tlog-witness HTTP API (POST <prefix>/add-checkpoint) until stopped."""
-    from ledger.log.witness import WitnessFiles
-    from ledger.log.witness_http import make_server
+    from ledger.api.witness import witness_server
 
-    files = WitnessFiles(state)
-    server = make_server(files, host, port, prefix)
-    bound_host, bound_port = server.server_address[:2]
-    base = "/" + prefix.strip("/") if prefix.strip("/") else ""
-    sys.stdout.write(
-        f"witness {files.read().name} listening on http://{bound_host!s}:{bound_port}{base}\n"
-    )
+    server = witness_server(state, host=host, port=port, prefix=prefix)
+    sys.stdout.write(f"witness {server.name} listening on {server.url}\n")
     sys.stdout.flush()
-    try:
-        server.serve_forever()
-    except KeyboardInterrupt:
-        pass
-    finally:
-        server.server_close()
+    server.serve_forever()
 
 
 def register(app: typer.Typer) -> None:

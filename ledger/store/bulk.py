@@ -80,9 +80,11 @@ class Rejection:
         return {"line": self.line, "error": self.error, "reason": self.reason}
 
 
-@dataclass
+@dataclass(frozen=True)
 class ImportSummary:
-    """What an import did. ``ok`` iff no line was rejected."""
+    """What an import did (``import jsonl --json``). ``ok`` iff no line was rejected;
+    ``rejected`` holds the first ``MAX_REJECTIONS`` rejections, ``rejected_count``
+    counts every rejected line."""
 
     lines: int = 0
     blank: int = 0
@@ -93,17 +95,12 @@ class ImportSummary:
     last_seq: int | None = None
     size: int = 0
     canonical_bytes: int = 0
-    rejected: list[Rejection] = field(default_factory=list)  # the first MAX_REJECTIONS
-    rejected_count: int = 0  # every rejected line
+    rejected: tuple[Rejection, ...] = ()
+    rejected_count: int = 0
 
     @property
     def ok(self) -> bool:
         return self.rejected_count == 0
-
-    def reject(self, kept: list[Rejection], count: int) -> None:
-        """Add a block's rejections (in line order): all counted, the first few kept."""
-        self.rejected_count += count
-        self.rejected.extend(kept[: MAX_REJECTIONS - len(self.rejected)])
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -120,6 +117,31 @@ class ImportSummary:
             "ledger_size": self.size,
             "canonical_bytes": self.canonical_bytes,
         }
+
+
+@dataclass
+class ImportTally:
+    """An import's counts while it runs; ``summary()`` is the frozen value it returns."""
+
+    lines: int = 0
+    blank: int = 0
+    new: int = 0
+    present: int = 0
+    batches: int = 0
+    first_seq: int | None = None
+    last_seq: int | None = None
+    size: int = 0
+    canonical_bytes: int = 0
+    rejected: list[Rejection] = field(default_factory=list)  # the first MAX_REJECTIONS
+    rejected_count: int = 0  # every rejected line
+
+    def reject(self, kept: list[Rejection], count: int) -> None:
+        """Add a block's rejections (in line order): all counted, the first few kept."""
+        self.rejected_count += count
+        self.rejected.extend(kept[: MAX_REJECTIONS - len(self.rejected)])
+
+    def summary(self) -> ImportSummary:
+        return ImportSummary(**{**vars(self), "rejected": tuple(self.rejected)})
 
 
 # -- reading ---------------------------------------------------------------------------
@@ -425,13 +447,13 @@ def import_jsonl(
         raise InputError(f"batch size, got {batch}, expected at least 1")
     if kind == "blob":
         raise InputError("kind, got 'blob', expected a JSON kind (JSON Lines hold JSON)")
-    summary = ImportSummary()
+    summary = ImportTally()
     pending: list[Prepared] = []
     with store.bulk_session(), _fewer_collections():
         presign = _presign(store) if workers > 1 else None
         _import(store, source, kind, batch, workers, limits, advance, summary, pending, presign)
     summary.size = store.size()
-    return summary
+    return summary.summary()
 
 
 @contextlib.contextmanager
@@ -467,7 +489,7 @@ def _import(
     workers: int,
     limits: Limits,
     advance: Callable[[int], None],
-    summary: ImportSummary,
+    summary: ImportTally,
     pending: list[Prepared],
     presign: Presign | None = None,
 ) -> None:

@@ -63,16 +63,6 @@ class CopySummary:
     cosignatures: int = 0
     roots: dict[int, str] = field(default_factory=dict)
 
-    def to_json(self) -> dict[str, object]:
-        return {
-            "source_size": self.source_size,
-            "already_present": self.already,
-            "copied": self.copied,
-            "checkpoints": self.checkpoints,
-            "cosignatures": self.cosignatures,
-            "roots": {str(k): v for k, v in sorted(self.roots.items())},
-        }
-
 
 def _prepared(obj: StoredObject) -> Prepared:
     """The object as it is stored; the source's read already checked its row."""
