@@ -40,6 +40,18 @@ from ledger.api.ledger import (
     replay_bundle,
     verify_bundle,
 )
+from ledger.api.witness import (
+    CreatedWitness,
+    WitnessCosignature,
+    WitnessedLog,
+    WitnessServer,
+    cosign_checkpoint,
+    create_witness,
+    latest_cosigned,
+    trust_log,
+    witness_server,
+    witness_state,
+)
 from ledger.encoding.values import JSONObject, JSONValue
 
 if TYPE_CHECKING:
@@ -61,18 +73,6 @@ if TYPE_CHECKING:
         VerifierIdentity,
         VerifyReport,
         WitnessAnswer,
-    )
-    from ledger.api.witness import (
-        CreatedWitness,
-        WitnessCosignature,
-        WitnessedLog,
-        WitnessServer,
-        cosign_checkpoint,
-        create_witness,
-        latest_cosigned,
-        trust_log,
-        witness_server,
-        witness_state,
     )
     from ledger.audit.findings import LedgerFinding
     from ledger.log.bundle import VerifiedBundle
@@ -105,21 +105,6 @@ _RESULTS = frozenset(
         "WitnessAnswer",
     }
 )
-#: ``ledger.api.witness``: a witness is no ledger; its module loads only when used.
-_WITNESS = frozenset(
-    {
-        "CreatedWitness",
-        "WitnessCosignature",
-        "WitnessServer",
-        "WitnessedLog",
-        "cosign_checkpoint",
-        "create_witness",
-        "latest_cosigned",
-        "trust_log",
-        "witness_server",
-        "witness_state",
-    }
-)
 
 
 def __getattr__(name: str) -> object:
@@ -134,10 +119,6 @@ def __getattr__(name: str) -> object:
         from ledger.api import results
 
         return getattr(results, name)
-    if name in _WITNESS:
-        from ledger.api import witness
-
-        return getattr(witness, name)
     if name == "WitnessState":
         from ledger.log.witness import WitnessState
 

@@ -119,21 +119,16 @@ class ImportSummary:
         }
 
 
-@dataclass
 class ImportTally:
-    """An import's counts while it runs; ``summary()`` is the frozen value it returns."""
+    """An import's counts while it runs (``ImportSummary``'s members, mutable);
+    ``summary()`` is the frozen value the import returns."""
 
-    lines: int = 0
-    blank: int = 0
-    new: int = 0
-    present: int = 0
-    batches: int = 0
-    first_seq: int | None = None
-    last_seq: int | None = None
-    size: int = 0
-    canonical_bytes: int = 0
-    rejected: list[Rejection] = field(default_factory=list)  # the first MAX_REJECTIONS
-    rejected_count: int = 0  # every rejected line
+    def __init__(self) -> None:
+        self.lines = self.blank = self.new = self.present = self.batches = 0
+        self.size = self.canonical_bytes = self.rejected_count = 0
+        self.first_seq: int | None = None
+        self.last_seq: int | None = None
+        self.rejected: list[Rejection] = []  # the first MAX_REJECTIONS
 
     def reject(self, kept: list[Rejection], count: int) -> None:
         """Add a block's rejections (in line order): all counted, the first few kept."""
