@@ -35,6 +35,7 @@ from cohorts.errors import DefinitionError
 from cohorts.findings import DigestScheme
 from ledger.encoding.canonical import path_child
 from ledger.encoding.digest import canonical_digest, legacy_digest
+from verifiers.model import CohortView
 
 #: A member of the cohort document as decoded, not validated here: the projection copies
 #: it as it is (the checks that read it narrow it; the digest commits to it).
@@ -188,8 +189,7 @@ def definition_digests(cohort: Mapping[str, object]) -> DefinitionDigests:
 
 def recorded_definition_digest(cohort: Mapping[str, object]) -> str | None:
     """The ``definition_digest`` the document records, if it records a string."""
-    value = cohort.get("definition_digest")
-    return value if isinstance(value, str) else None
+    return CohortView.of(cohort).recorded_definition_digest
 
 
 def definition_names(cohort: Mapping[str, object]) -> frozenset[str]:

@@ -49,8 +49,8 @@ from ledger.store.prepared import Prepared, prepare_value
 from ledger.trust.attestation import attest_prepared
 from ledger.trust.identity import TrustIndex
 from ledger.trust.keys import Signer
-from verifiers.model import Cohort, EvaluatorPlan
-from verifiers.model.json import as_map, as_str, maps, shown
+from verifiers.model import Cohort, CohortView, EvaluatorPlan
+from verifiers.model.json import as_str, shown
 
 CALIBRATION_RECORD = "calibration-record"
 
@@ -96,7 +96,7 @@ def require_cohort(reader: LedgerReader, cohort_id: str) -> StoredDoc:
             why = standing.why_not(history) or "no standing"
             raise NotFound(
                 f"cohort {cohort_id} has no standing, got only a document without it (stage"
-                f" {shown(history.value.get('stage'))}: {why}), expected a document attested"
+                f" {shown(history.model(Cohort).stage)}: {why}), expected a document attested"
                 " by the authority (provledger cohort freeze FILE)"
             )
         raise NotFound(
@@ -138,7 +138,7 @@ def freeze_document(
     of its id (the lifecycle) is the admission policy's rule, judged on the batch.
     """
     lookup = StandingLookup(reader)  # the gate counts only records with standing
-    if cohort.get("stage") == "frozen":
+    if CohortView.of(cohort).stage == "frozen":
         doc = copy.deepcopy(dict(cohort))
         found = require_freezable(doc, lookup, schema_validator)
     else:
@@ -190,17 +190,17 @@ def _burn_plan(
 ) -> tuple[dict[str, object], dict[str, object], list[CohortFinding]]:
     doc = require_cohort(reader, cohort_id)
     cohort = dict(doc.value)
+    stage = doc.model(Cohort).stage
     failures: list[CohortFinding] = []
-    if burn_notices_for(reader, cohort_id) or cohort.get("stage") == "burned":
+    if burn_notices_for(reader, cohort_id) or stage == "burned":
         raise LifecycleError(
             f"cohort already burned, got a burn of {cohort_id} again, expected one burn only"
         )
-    if cohort.get("stage") != "frozen":
+    if stage != "frozen":
         failures.append(
             error(
                 "burn.stage",
-                f"only a frozen cohort can burn, got stage {shown(cohort.get('stage'))},"
-                " expected frozen",
+                f"only a frozen cohort can burn, got stage {shown(stage)}, expected frozen",
             )
         )
         raise GateError("burn", failures)
@@ -403,17 +403,18 @@ def _plan_items(
     choices: Sequence[PlanChoice],
 ) -> tuple[list[CohortFinding], list[dict[str, str]]]:
     """One item per carried-over task: the plan the binder named is the task's plan."""
-    tasks = {as_str(t.get("id")): t for t in maps(successor.get("tasks"))}
+    tasks = {as_str(t.id): t for t in CohortView.of(successor).tasks}
     by_task = {c.task: c for c in choices}
     lookup = StandingLookup(reader)
     items: list[CohortFinding] = []
     named: list[dict[str, str]] = []
     carried_ids = sorted({c.task for c in carried})
     for task_id in carried_ids:
-        evaluator = as_map(tasks[task_id].get("evaluator"))
-        plan_id = as_str(evaluator.get("plan_id")) or "?"
-        plan = resolve(lookup, EVALUATOR_PLAN, plan_id, evaluator.get("plan_digest"))
-        version = as_str(plan.doc.value.get("schema_version")) if plan.doc else None
+        evaluator = tasks[task_id].evaluator
+        plan_id = as_str(evaluator.plan_id) or "?"
+        plan = resolve(lookup, EVALUATOR_PLAN, plan_id, evaluator.plan_digest)
+        model = plan.model(EvaluatorPlan)
+        version = None if model is None else model.schema_version
         hint = f"--plan {task_id}={plan_id}@{version or 'VERSION'}"
         choice = by_task.get(task_id)
         if choice is None:
@@ -500,7 +501,7 @@ def _stored_successor(
         succ_id = successor_ref
         stored = standing.latest_cohort(succ_id)
     else:
-        succ_id = as_str(successor_ref.get("id")) or ""
+        succ_id = as_str(CohortView.of(successor_ref).id) or ""
         stored = standing.latest_cohort(succ_id)
         if stored is not None and definition_digests(stored.value) != definition_digests(
             successor_ref
@@ -519,7 +520,7 @@ def _stored_successor(
     # The successor's freeze gate, re-run on the stored document: how it got in
     # (freeze, import, a hand append) does not matter, only what it is.
     gated = dict(stored.value)
-    if gated.get("stage") != "frozen":
+    if stored.model(Cohort).stage != "frozen":
         return stored, []
     return stored, [
         error(
@@ -544,14 +545,14 @@ def _missing_notice_item(
             f" authority's attestation (provledger sign {unsigned[-1].jcs_digest}"
             " --key <db>.authority.key)"
         )
-    elif predecessor.value.get("stage") == "burned":
+    elif predecessor.model(Cohort).stage == "burned":
         fix = (
             "the predecessor is burned but no burn notice records why, expected one"
             " (import its upstream burn facts: provledger import idkmesh PATH)"
         )
     else:
         fix = (
-            f"the predecessor is at stage {shown(predecessor.value.get('stage'))},"
+            f"the predecessor is at stage {shown(predecessor.model(Cohort).stage)},"
             f" expected it burned (provledger cohort burn {predecessor_id} --reason TEXT)"
         )
     return error(
@@ -611,11 +612,11 @@ def _outcome_plan(
     from verifiers.model import VerificationResult
 
     doc = require_cohort(reader, cohort_id)
-    cohort: dict[str, Any] = copy.deepcopy(dict(doc.value))  # Any: edited in place below
-    if cohort.get("stage") != "frozen":
+    model = doc.model(Cohort)
+    if model.stage != "frozen":
         raise LifecycleError(
             f"outcomes are recorded for a frozen cohort, got stage"
-            f" {shown(cohort.get('stage'))} for {cohort_id}, expected frozen"
+            f" {shown(model.stage)} for {cohort_id}, expected frozen"
             " (provledger cohort freeze FILE first)"
         )
     obj = resolve_ref(reader, result_ref)
@@ -627,20 +628,17 @@ def _outcome_plan(
     stored = StoreLookup(reader).doc(obj)
     assert stored is not None  # a verification-result is a JSON object
     verdict = stored.model(VerificationResult)
-    tasks = [t for t in cohort.get("tasks") or [] if isinstance(t, dict)]
-    task = next((t for t in tasks if t.get("id") == task_id), None)
+    task = next((t for t in model.tasks if t.id == task_id), None)
     if task is None:
         raise CohortInputError(
-            f"--task, got {task_id}, expected one of {sorted(str(t.get('id')) for t in tasks)}"
+            f"--task, got {task_id}, expected one of {sorted(str(t.id) for t in model.tasks)}"
         )
-    evidence = task.setdefault("evidence", {"status": "pending", "attempts": []})
-    attempts = evidence.setdefault("attempts", [])
-    listed = {as_str(as_map(a.get("verification_result")).get("digest")) for a in maps(attempts)}
+    listed = {as_str(a.verification_result.digest) for a in task.attempts}
     if listed & {obj.digest, obj.legacy_digest}:
         raise RuleViolation(
             f"outcome already listed, got {obj.digest} for task {task_id}, expected a new result"
         )
-    declared = [str(s) for s in task.get("declared_structural_signatures") or []]
+    declared = [str(s) for s in task.declared_signature_list]
     chosen = signature or (declared[0] if len(declared) == 1 else None)
     if chosen not in declared:
         raise CohortInputError(
@@ -648,6 +646,11 @@ def _outcome_plan(
             f" structural signatures {declared}"
         )
     recommendation = as_str(verdict.recommendation)
+    # The new document: a copy of the stored one with the attempt appended to the task.
+    cohort: dict[str, Any] = copy.deepcopy(dict(doc.value))  # Any: edited in place below
+    edited = [t for t in cohort["tasks"] if isinstance(t, dict)][task.index]
+    evidence = edited.setdefault("evidence", {"status": "pending", "attempts": []})
+    attempts = evidence.setdefault("attempts", [])
     attempt = {
         "attempt_id": attempt_id or f"attempt-{len(attempts) + 1:03d}",
         "structural_signature": chosen,
@@ -1010,7 +1013,7 @@ def cohort_rows(reader: LedgerReader) -> list[CohortRow]:
     latest: dict[str, StoredDoc] = {}
     counted: dict[str, StoredDoc] = {}
     for doc in view.raw.of_kind(BENCHMARK_COHORT):
-        cid = as_str(doc.value.get("id"))
+        cid = as_str(doc.model(Cohort).id)
         if cid is not None:
             latest[cid] = doc
             if view.standing(doc):
@@ -1023,13 +1026,13 @@ def cohort_rows(reader: LedgerReader) -> list[CohortRow]:
             state = (
                 f"record {state}; burn notice {attestation_state(reader, notices[-1].jcs_digest)}"
             )
-        tasks = doc.value.get("tasks")
+        cohort = doc.model(Cohort)
         rows.append(
             CohortRow(
                 cid,
-                as_str(doc.value.get("stage")),
-                as_str(doc.value.get("definition_digest")),
-                len(tasks) if isinstance(tasks, list) else 0,
+                as_str(cohort.stage),
+                cohort.recorded_definition_digest,
+                cohort.task_count,
                 doc.jcs_digest,
                 state,
                 "counts" if cid in counted else view.why_not(doc) or "no standing",

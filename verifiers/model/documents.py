@@ -406,6 +406,11 @@ class Task:
         return str_set(self.value.get("declared_structural_signatures"))
 
     @property
+    def declared_signature_list(self) -> tuple[object, ...]:
+        """``declared_structural_signatures`` in recorded order, each as recorded."""
+        return tuple(as_list(self.value.get("declared_structural_signatures")))
+
+    @property
     def required_metrics(self) -> frozenset[str]:
         return str_set(self.at("accounting", "required_metrics"))
 
@@ -449,6 +454,17 @@ class CohortMembers:
     def extension(self, namespace: str, name: str) -> object:
         """``extensions[namespace][name]`` as recorded, None when a step is missing."""
         return at(self.value, "extensions", namespace, name)
+
+    @property
+    def task_count(self) -> int:
+        """How many entries ``tasks`` records (objects or not); 0 when it is no array."""
+        tasks = self.value.get("tasks")
+        return len(tasks) if isinstance(tasks, list) else 0
+
+    @property
+    def recorded_definition_digest(self) -> str | None:
+        """The ``definition_digest`` the document records, if it records a string."""
+        return as_str(self.value.get("definition_digest"))
 
     @property
     def minimum_final_tasks(self) -> object:
