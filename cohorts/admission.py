@@ -29,6 +29,7 @@ from cohorts.lookup import BENCHMARK_COHORT, BURN_NOTICE, COHORT_BINDING
 from ledger.store.base import LedgerReader, StoredObject
 from ledger.trust.admission import PolicyParts, StandingView
 from ledger.trust.refusal import Governed, Refusal
+from verifiers.model import CohortView
 
 FIXED = ("frozen", "burned")
 FREEZE = "provledger cohort freeze FILE"
@@ -41,10 +42,11 @@ BIND = (
 def governed_what(kind: str, value: Mapping[str, object] | None) -> Governed | None:
     """Why a document of ``kind`` needs the authority's signature (None: it does not)."""
     value = value or {}
-    if kind == BENCHMARK_COHORT and value.get("stage") in FIXED:
-        stage = value.get("stage")
+    cohort = CohortView.of(value)
+    if kind == BENCHMARK_COHORT and cohort.stage in FIXED:
+        stage = cohort.stage
         return Governed(
-            f"cohort {value.get('id')!r} at stage {stage}", FREEZE if stage == "frozen" else BURN
+            f"cohort {cohort.id!r} at stage {stage}", FREEZE if stage == "frozen" else BURN
         )
     if kind == BURN_NOTICE:
         return Governed(f"burn notice of {value.get('cohort_id')!r}", BURN)

@@ -69,6 +69,7 @@ from cohorts.validation import schema_validator
 from verifiers.model import (
     Attempt,
     Cohort,
+    CohortView,
     EvaluatorPlan,
     ResultManifest,
     Task,
@@ -801,12 +802,13 @@ def _predecessor_findings(
                 )
             )
             continue
-        if pred.doc.value.get("stage") != "burned":
+        pred_stage = pred.doc.model(Cohort).stage
+        if pred_stage != "burned":
             found.append(
                 error(
                     "relation.predecessor.not_burned",
                     f"claimed predecessor {pred_id} not burned, got stage"
-                    f" {shown(pred.doc.value.get('stage'))}, expected burned",
+                    f" {shown(pred_stage)}, expected burned",
                 )
             )
         if not lineage.bound(pred_id, lineage.cohort.id):
@@ -1000,7 +1002,7 @@ def _burn_view(lineage: _Lineage) -> BurnView | None:
             ),
             tuple(maps(n.value.get("references"))),
         )
-    if cohort.get("stage") != "burned":
+    if CohortView.of(cohort).stage != "burned":
         return None
     try:
         facts = burn_facts_from_extensions(cohort)
@@ -1062,7 +1064,8 @@ def _successor_links(lineage: _Lineage) -> tuple[SuccessorLink, ...]:
             sorted(b.jcs_digest for b in bindings if b.value.get("successor_id") == other_id)
         )
         if claimed or bound:
-            links.append(SuccessorLink(other_id, as_str(other.get("stage")), claimed, bound))
+            stage = as_str(known.doc.model(Cohort).stage)
+            links.append(SuccessorLink(other_id, stage, claimed, bound))
     return tuple(sorted(links, key=lambda link: link.cohort_id))
 
 
@@ -1170,7 +1173,7 @@ def _task_audit(
         facts, attempt_found = _attempt(task, refs, attempt, lookup, validate)
         attempts.append(facts)
         found += attempt_found
-    return _task_facts(task.value, refs, found, validate, tuple(attempts)), found
+    return _task_facts(task, refs, found, validate, tuple(attempts)), found
 
 
 def _behavioral_findings(tasks: Sequence[TaskAudit], lookup: CohortLookup) -> list[CohortFinding]:
@@ -1201,7 +1204,7 @@ def _behavioral_findings(tasks: Sequence[TaskAudit], lookup: CohortLookup) -> li
 
 
 def _task_facts(
-    task: Mapping[str, object],
+    task: Task,
     refs: TaskRefs,
     found: Sequence[CohortFinding],
     validate: Validator | None,
@@ -1214,9 +1217,9 @@ def _task_facts(
 
     return TaskAudit(
         task=refs.task_id,
-        family=as_str(task.get("family")),
-        split=as_str(task.get("split")),
-        evidence_status=as_str(at(task, "evidence", "status")),
+        family=as_str(task.family),
+        split=as_str(task.split),
+        evidence_status=as_str(task.evidence_status),
         work_unit=refs.work_unit,
         plan=refs.plan,
         work_unit_schema_valid=valid(refs.work_unit, "task.work_unit.schema"),

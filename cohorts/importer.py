@@ -59,6 +59,7 @@ from ledger.store.base import AppendResult, Store
 from ledger.store.prepared import Prepared, prepare_blob, prepare_json, prepare_value
 from ledger.trust.attestation import attest_prepared
 from ledger.trust.keys import Signer
+from verifiers.model import CohortView
 from verifiers.model.json import as_int, as_str
 
 QUARANTINE = "quarantine"
@@ -521,7 +522,7 @@ def _import_cohort(
     except LedgerError as exc:
         return [ImportItem(rel, "invalid", str(exc), BENCHMARK_COHORT, new=False)], None, None
     out = [_item(rel, status, reason, objects[-1], results[-1].new)]
-    stage = as_str(cohort.get("stage"))
+    stage = as_str(CohortView.of(cohort).stage)
     if stage == "burned" and status == "imported":
         notice = _burn_notice(batch, rel, prose, cohort)
         if notice is not None:

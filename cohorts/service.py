@@ -779,11 +779,12 @@ def audit_stored_cohort(
                 )
             )
     for refused in standing.refused_of_kind(BENCHMARK_COHORT):
-        if refused.value.get("id") == cohort_id:
+        refused_cohort = refused.model(Cohort)
+        if refused_cohort.id == cohort_id:
             extra.append(
                 warning(
                     "cohort.refused",
-                    f"cohort {refused.jcs_digest} (stage {shown(refused.value.get('stage'))})"
+                    f"cohort {refused.jcs_digest} (stage {shown(refused_cohort.stage)})"
                     f" was written past admission and is not counted:"
                     f" {standing.why_not(refused)} (run provledger verify)",
                 )

@@ -35,7 +35,7 @@ from cohorts.service import burn_notices_for, require_cohort
 from cohorts.store_lookup import StoreLookup
 from ledger.encoding.digest import legacy_digest
 from ledger.store.base import LedgerReader
-from verifiers.model import Task
+from verifiers.model import Cohort, CohortView, Task
 from verifiers.model.json import as_map, as_str, shown
 from verifiers.plan_upgrade import PlanUpgradeError, upgraded_plan
 
@@ -88,11 +88,11 @@ class Draft:
 
     def to_json(self) -> dict[str, object]:
         return {
-            "cohort_id": self.cohort.get("id"),
+            "cohort_id": CohortView.of(self.cohort).id,
             "predecessor_id": self.predecessor_id,
             "predecessor_definition_digest": self.predecessor_digest,
             "definition_digest": self.definition_digest,
-            "stage": self.cohort.get("stage"),
+            "stage": CohortView.of(self.cohort).stage,
             "plan_files": sorted(self.plans),
             "tasks": [t.to_json() for t in self.tasks],
         }
@@ -129,9 +129,10 @@ def draft_successor(
     """The successor draft of the burned cohort ``burned_id`` (module docstring)."""
     doc = require_cohort(reader, burned_id)
     burned = doc.value
-    if burned.get("stage") != "burned" and not burn_notices_for(reader, burned_id):
+    stage = doc.model(Cohort).stage
+    if stage != "burned" and not burn_notices_for(reader, burned_id):
         raise LifecycleError(
-            f"successor of {burned_id}, got stage {shown(burned.get('stage'))}, expected a"
+            f"successor of {burned_id}, got stage {shown(stage)}, expected a"
             f" burned cohort (provledger cohort burn {burned_id} --reason TEXT)"
         )
     removed = removed or {}

@@ -154,7 +154,7 @@ def check_plan(
     found += binding_findings(task, plan, work_unit, label, "task.plan.binding")
     if work_unit.value is not None:
         wanted = required_validator_ids(work_unit.value)
-        have = str_set(plan.value.get("required_validator_ids"))
+        have = str_set(plan.required_validator_ids)
         if have != wanted:
             found.append(
                 error(
@@ -201,38 +201,37 @@ def binding_problems(
     matched that recording, either scheme's digest of the stored document.
     """
     ref = task.work_unit
-    binding = plan.binding
+    bound = plan.bound_work_unit
     problems: list[tuple[str, str]] = []
-    if binding.get("work_unit_id") != ref.id:
+    if bound.id != ref.id:
         problems.append(
             (
                 "work_unit_id",
-                f"plan bound to WorkUnit id {shown(binding.get('work_unit_id'))},"
-                f" expected {shown(ref.id)}",
+                f"plan bound to WorkUnit id {shown(bound.id)}, expected {shown(ref.id)}",
             )
         )
-    if binding.get("work_unit_version") != ref.version:
+    if bound.version != ref.version:
         problems.append(
             (
                 "work_unit_version",
-                f"plan bound to WorkUnit version {shown(binding.get('work_unit_version'))},"
+                f"plan bound to WorkUnit version {shown(bound.version)},"
                 f" expected {shown(ref.version)}",
             )
         )
-    if not member(binding.get("work_unit_digest"), work_unit.digests()):
+    if not member(bound.digest, work_unit.digests()):
         problems.append(
             (
                 "work_unit_digest",
-                f"plan bound to WorkUnit digest {shown(binding.get('work_unit_digest'))},"
+                f"plan bound to WorkUnit digest {shown(bound.digest)},"
                 f" expected {shown(ref.digest)}",
             )
         )
     revision = task.source_revision
-    if binding.get("source_revision") != revision:
+    if plan.bound_source_revision != revision:
         problems.append(
             (
                 "source_revision",
-                f"plan bound to source revision {shown(binding.get('source_revision'))},"
+                f"plan bound to source revision {shown(plan.bound_source_revision)},"
                 f" expected the task's {shown(revision)}",
             )
         )
@@ -243,12 +242,12 @@ def binding_problems(
         wu is not None
         and wu_revision is not None
         and wu_revision != revision
-        and binding.get("source_revision") != wu_revision
+        and plan.bound_source_revision != wu_revision
     ):
         problems.append(
             (
                 "work_unit_source_revision",
-                f"plan bound to source revision {shown(binding.get('source_revision'))},"
+                f"plan bound to source revision {shown(plan.bound_source_revision)},"
                 f" expected the WorkUnit's {shown(wu_revision)}",
             )
         )

@@ -227,6 +227,20 @@ class EvaluatorPlan(Document):
         return as_map(self.value.get("binding"))
 
     @property
+    def bound_work_unit(self) -> Ref:
+        """``binding.work_unit_id``, ``work_unit_version``, ``work_unit_digest`` as recorded."""
+        binding = self.binding
+        return Ref(
+            binding.get("work_unit_id"),
+            binding.get("work_unit_version"),
+            binding.get("work_unit_digest"),
+        )
+
+    @property
+    def bound_source_revision(self) -> object:
+        return self.binding.get("source_revision")
+
+    @property
     def backend_type(self) -> object:
         return self.at("backend", "type")
 
