@@ -1,0 +1,148 @@
+"""``cohorts`` reads the protocol objects and cohorts through the typed model (AST).
+
+The typed protocol model (``verifiers.model``: ``Cohort``, ``CohortView``, ``Task``,
+``Attempt``, ``WorkUnit``, ``EvaluatorPlan``, ``ResultManifest``, ``VerificationResult``)
+is the one place that knows where a member of a WorkUnit, plan, manifest, result or
+cohort lives and how a malformed one reads. This test fails when a module of ``cohorts``
+reads such a member by key instead: ``cohort.get("stage")``, ``task["evidence"]``,
+``at(task, "work_unit", "id")``. The keys are members only those objects have
+(``PROTOCOL_MEMBERS``); the provledger records that cohorts also read (burn notices,
+bindings, calibration and quarantine records) use other names. A place that reads one
+of these keys from something else, or writes a document, is listed in ``ALLOWED`` with
+the reason, and every entry must still be needed (the list only shrinks).
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+#: Members only the protocol objects and cohorts have (WorkUnit, EvaluatorPlan,
+#: ResultManifest, VerificationResult, BenchmarkCohort and its tasks and attempts).
+PROTOCOL_MEMBERS = frozenset(
+    {
+        "tasks",
+        "stage",
+        "evidence",
+        "attempts",
+        "attempt_id",
+        "evaluator",
+        "work_unit",
+        "plan_id",
+        "plan_digest",
+        "verification_result",
+        "result_manifest",
+        "declared_structural_signatures",
+        "minimum_final_tasks",
+        "required_families",
+        "exclusion_reason",
+        "family",
+        "split",
+        "evidence_requirements",
+        "verification_policy",
+        "required_validator_ids",
+        "decision_support",
+        "work_unit_id",
+        "work_unit_version",
+        "produced_artifacts",
+    }
+)
+
+#: (path, function or "*" for the whole module) -> why it may read these keys by name.
+ALLOWED: dict[tuple[str, str], str] = {
+    ("cohorts/browse/pages.py", "*"): "reads `cohort audit --json`'s report, not a protocol object",
+    ("cohorts/cli.py", "*"): "prints the rows of `cohort list --json`",
+    ("cohorts/audit.py", "lines"): "prints a binding record's named plans {task, plan_id, ...}",
+    ("cohorts/binding.py", "build_binding"): "sorts the binder's named plans {task, plan_id}",
+    ("cohorts/service.py", "_calibration_plan_problem"): "a calibration record's plan_digest",
+    ("cohorts/service.py", "_outcome_plan"): "appends an attempt to a copy of the cohort (a write)",
+    # Not yet moved onto the model (each reads stored documents member by member):
+    ("cohorts/browse/project.py", "*"): "the browse projection, being reworked for index speed",
+    ("cohorts/provenance.py", "*"): "the provenance chain's attempt and cohort-stage reads",
+    ("cohorts/timeline.py", "*"): "the pre-registration timeline's cohort-stage read",
+}
+
+
+def protocol_reads(source: str) -> list[tuple[int, str, str]]:
+    """(line, enclosing function or "*", key) of every read of a protocol member by key."""
+    found: list[tuple[int, str, str]] = []
+
+    def key_of(node: ast.AST) -> str | None:
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr in ("get", "setdefault")
+            and node.args
+            and isinstance(node.args[0], ast.Constant)
+            and node.args[0].value in PROTOCOL_MEMBERS
+        ):
+            return str(node.args[0].value)
+        if (
+            isinstance(node, ast.Subscript)
+            and isinstance(node.ctx, ast.Load)
+            and isinstance(node.slice, ast.Constant)
+            and node.slice.value in PROTOCOL_MEMBERS
+        ):
+            return str(node.slice.value)
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "at":
+            for arg in node.args:
+                if isinstance(arg, ast.Constant) and arg.value in PROTOCOL_MEMBERS:
+                    return str(arg.value)
+        return None
+
+    def visit(node: ast.AST, function: str) -> None:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            function = node.name
+        key = key_of(node)
+        if key is not None:
+            found.append((getattr(node, "lineno", 0), function, key))
+        for child in ast.iter_child_nodes(node):
+            visit(child, function)
+
+    visit(ast.parse(source), "*")
+    return found
+
+
+def _reads() -> dict[tuple[str, str], list[str]]:
+    out: dict[tuple[str, str], list[str]] = {}
+    for path in sorted((ROOT / "cohorts").rglob("*.py")):
+        rel = path.relative_to(ROOT).as_posix()
+        for line, function, key in protocol_reads(path.read_text("utf-8")):
+            out.setdefault((rel, function), []).append(f"{rel}:{line} ({function}): {key!r}")
+    return out
+
+
+def _allowed(place: tuple[str, str]) -> bool:
+    return place in ALLOWED or (place[0], "*") in ALLOWED
+
+
+def test_cohorts_read_protocol_objects_through_the_model() -> None:
+    bad = [hit for place, hits in _reads().items() if not _allowed(place) for hit in hits]
+    assert not bad, "read through verifiers.model (add a typed member if missing):\n" + "\n".join(
+        bad
+    )
+
+
+def test_every_allowed_place_still_reads_by_key() -> None:
+    reads = _reads()
+    used = {place for place in ALLOWED if any(p == place or (p[0], "*") == place for p in reads)}
+    assert used == set(ALLOWED), f"stale ALLOWED entries: {sorted(set(ALLOWED) - used)}"
+
+
+def test_the_read_check_catches_the_known_cases() -> None:
+    source = (
+        "def gate(cohort, task, notice, doc):\n"
+        "    a = cohort.get('stage')\n"
+        "    b = task['evidence']\n"
+        "    c = at(task, 'work_unit', 'id')\n"
+        "    d = notice.get('cohort_id')\n"  # a burn notice: not a protocol member
+        "    doc['stage'] = 'frozen'\n"  # a write
+        "    e = model.stage\n"
+    )
+    assert protocol_reads(source) == [
+        (2, "gate", "stage"),
+        (3, "gate", "evidence"),
+        (4, "gate", "work_unit"),
+    ]
