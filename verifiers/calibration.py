@@ -24,6 +24,7 @@ from ledger.encoding.canonical import parse_strict
 from ledger.encoding.digest import canonical_digest
 from verifiers.behavioral import load_probe_plan, run_probes
 from verifiers.errors import VerifierError
+from verifiers.model import EvaluatorPlan, ResultManifest
 from verifiers.model.json import as_map, at, maps
 from verifiers.runner import Clock, VerificationOutcome, evaluate
 from verifiers.sovereignty import Validate
@@ -222,11 +223,11 @@ def behavioral_table(
     plan = load_probe_plan(_load(fixture.path("probes")))
     source = fixture.path("source_tree")
     plans = fixture.plan_paths
-    artifact_id = at(_load(plans[0]), "candidate_artifact_id") if plans else None
+    artifact_id = EvaluatorPlan.of(_load(plans[0])).candidate_artifact_id if plans else None
     out: dict[str, dict[str, object]] = {}
     for cand in fixture.candidates:
-        manifest = _load(fixture.file_of(cand, "manifest"))
-        artifacts = manifest.get("produced_artifacts") or []
+        manifest = ResultManifest.of(_load(fixture.file_of(cand, "manifest")))
+        artifacts = manifest.produced_artifacts
         locators = [a.get("locator") for a in artifacts if a.get("id") == artifact_id]
         if len(locators) != 1 or not isinstance(locators[0], str):
             raise VerifierError(

@@ -245,6 +245,11 @@ class EvaluatorPlan(Document):
         return self.at("backend", "type")
 
     @property
+    def candidate_artifact_id(self) -> object:
+        """Which of the manifest's ``produced_artifacts`` is the candidate, as recorded."""
+        return self.value.get("candidate_artifact_id")
+
+    @property
     def required_validator_ids(self) -> tuple[object, ...]:
         return tuple(as_list(self.value.get("required_validator_ids")))
 
