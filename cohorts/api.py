@@ -1,4 +1,5 @@
-"""provledger's Python API, cohort part: freeze, burn, bind, audit, provenance, import.
+"""provledger's Python API, cohort part: freeze, burn, bind, audit, provenance, import,
+draft a successor, and the auditors' browse database (index it, serve it).
 
 ::
 
@@ -26,35 +27,86 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from cohorts.audited import CohortAudit
 from ledger.api.ledger import Ledger
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from datasette.app import Datasette
+
     from cohorts.audit import CohortAuditReport
+    from cohorts.browse.build import IndexReport
     from cohorts.findings import CohortFinding
     from cohorts.importer import ImportReport
     from cohorts.provenance import ProvenanceReport
     from cohorts.service import CohortRow, Written
+    from cohorts.successor_draft import Draft
+    from ledger.api.ledger import Where
     from ledger.encoding.values import JSONObject
-    from ledger.store.base import LedgerReader
+    from ledger.store.location import DbLocation
     from ledger.trust.keys import Signer
 
 __all__ = [
     "CohortAudit",
+    "CohortAuditReport",
     "CohortDigests",
+    "CohortRow",
     "CohortSummary",
     "CohortWrite",
+    "Draft",
+    "ImportReport",
+    "IndexReport",
+    "ProvenanceReport",
+    "SuccessorDraft",
     "WrittenObject",
     "audit",
     "audit_all",
     "bind",
+    "browse_app",
+    "build_index",
     "burn",
+    "default_browse_file",
     "definition_digest",
+    "draft_successor",
     "freeze",
     "import_idkmesh",
     "list_cohorts",
     "provenance",
     "record_outcome",
+    "serve_browse",
 ]
+
+def __getattr__(name: str) -> object:
+    """Result classes other modules define, imported when first named (PEP 562): the
+    browse projection loads sqlite-utils, which a command that freezes a cohort never
+    needs."""
+    if name == "CohortAuditReport":
+        from cohorts.audit import CohortAuditReport
+
+        return CohortAuditReport
+    if name == "CohortRow":
+        from cohorts.service import CohortRow
+
+        return CohortRow
+    if name == "Draft":
+        from cohorts.successor_draft import Draft
+
+        return Draft
+    if name == "ImportReport":
+        from cohorts.importer import ImportReport
+
+        return ImportReport
+    if name == "IndexReport":
+        from cohorts.browse.build import IndexReport
+
+        return IndexReport
+    if name == "ProvenanceReport":
+        from cohorts.provenance import ProvenanceReport
+
+        return ProvenanceReport
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 #: A cohort document: a JSON file, its bytes, or its JSON value.
 CohortDocument = Path | bytes | Mapping[str, object]
@@ -97,43 +149,6 @@ class CohortWrite:
             "objects": [o.to_json() for o in self.objects],
             "findings": [f.to_json() for f in self.findings],
         }
-
-
-@dataclass(frozen=True)
-class CohortAudit:
-    """A stored cohort audited (``cohort audit ID --json``): the report, the attestation
-    state of every burn notice and binding it names, and the behavioral evidence linked
-    to each VerificationResult it lists. ``ok`` iff no defect and no missing evidence."""
-
-    report: CohortAuditReport
-    attestations: Mapping[str, str]
-    behavioral: Mapping[str, Sequence[str]]
-
-    @classmethod
-    def of(cls, reader: LedgerReader, cohort_id: str) -> CohortAudit:
-        """The audit of ``cohort_id`` on any reader of a ledger (the one way it is built:
-        ``cohort audit`` and the browse projection's stored audits alike)."""
-        from cohorts import service
-
-        report = service.audit_stored_cohort(reader, cohort_id)
-        return cls(
-            report,
-            service.audit_attestations(reader, report),
-            service.audit_behavioral(reader, report),
-        )
-
-    @property
-    def ok(self) -> bool:
-        return self.report.ok
-
-    def to_json(self) -> dict[str, object]:
-        from cohorts.service import audit_report_json
-
-        return audit_report_json(
-            self.report,
-            dict(self.attestations),
-            {k: list(v) for k, v in self.behavioral.items()},
-        )
 
 
 @dataclass(frozen=True)
@@ -394,15 +409,21 @@ def list_cohorts(ledger: Ledger) -> list[CohortRow]:
     return cohort_rows(ledger.store)
 
 
-def provenance(ledger: Ledger, ref: str) -> ProvenanceReport:
+def provenance(
+    ledger: Ledger, ref: str, *, replay: bool = False, witness_keys: Sequence[str] = ()
+) -> ProvenanceReport:
     """Verify one VerificationResult's whole chain (``provenance``): its bytes and
     attestations, the WorkUnit, plan and ResultManifest it names, the worker's files, the
     cohorts that list it and the inclusion of each link in the log; ``outcome`` says
-    whether a stored cohort counts it. ``NotFound`` / ``InputError`` (exit 3) when ``ref``
-    names no VerificationResult."""
+    whether a stored cohort counts it. ``replay``: also re-run the verifier version the
+    result names on the stored inputs and compare the bytes. ``witness_keys``: witness
+    verifier keys whose cosignatures on a pre-registration's checkpoint are verified.
+    ``NotFound`` / ``InputError`` (exit 3) when ``ref`` names no VerificationResult."""
     from cohorts.provenance import provenance_of
+    from ledger.log.cosignature import parse_witness_key
 
-    return provenance_of(ledger.store, ref)
+    keys = [parse_witness_key(k.strip()) for k in witness_keys]
+    return provenance_of(ledger.store, ref, replay=replay, witness_keys=keys)
 
 
 def definition_digest(cohort: CohortDocument) -> CohortDigests:
@@ -419,3 +440,169 @@ def definition_digest(cohort: CohortDocument) -> CohortDigests:
         recorded,
         digests.scheme_for(recorded) if recorded else None,
     )
+
+
+# --- a successor draft ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SuccessorDraft:
+    """A successor of a burned cohort drafted into ``out`` (``cohort draft-successor
+    --json``): ``out/cohort.json`` (stage collecting) and one plan file per carried-over
+    task (``draft.plans``' paths, relative to ``out``), to review before ``freeze``."""
+
+    out: Path
+    draft: Draft
+
+    def to_json(self) -> dict[str, object]:
+        return {"out": str(self.out), **self.draft.to_json()}
+
+
+def draft_successor(
+    ledger: Ledger,
+    burned_id: str,
+    *,
+    successor_id: str,
+    out: str | os.PathLike[str],
+    plan_version: str = "0.4",
+    title: str | None = None,
+    removed: Mapping[str, Sequence[str]] | Sequence[str] = {},
+    drop: Sequence[str] = (),
+    drop_banned: bool = False,
+) -> SuccessorDraft:
+    """Draft a successor of the burned cohort ``burned_id`` and write it to ``out``.
+
+    Every task is carried over (same id, WorkUnit, source) with a plan drafted at
+    ``plan_version`` from its burned plan (checks kept; v0.2 exact lines become
+    substrings; v0.4 needs ``removed``: task id -> removed-line substrings its plan
+    requires, or ``TASK=SUBSTRING`` texts as ``--removed`` takes them); a task the burn
+    bans from held-out use is never held out (pilot). ``drop``: tasks left out;
+    ``drop_banned``: leave out every task the burn bans. The ledger is only read.
+    ``LifecycleError`` (exit 4) when the cohort is not burned."""
+    import json
+
+    from cohorts.successor_draft import draft_successor as draft_of
+    from ledger.files import write_output
+
+    draft = draft_of(
+        ledger.store,
+        burned_id,
+        successor_id,
+        version=plan_version,
+        title=title,
+        removed=_removed(removed),
+        drop=drop,
+        drop_banned=drop_banned,
+    )
+
+    def pretty(value: object) -> bytes:
+        return (json.dumps(value, indent=2, ensure_ascii=False, sort_keys=True) + "\n").encode()
+
+    folder = Path(out)
+    for rel, plan in sorted(draft.plans.items()):
+        (folder / rel).parent.mkdir(parents=True, exist_ok=True)
+        write_output(folder / rel, pretty(plan), "--out")
+    write_output(folder / "cohort.json", pretty(draft.cohort), "--out")
+    return SuccessorDraft(folder, draft)
+
+
+def _removed(given: Mapping[str, Sequence[str]] | Sequence[str]) -> dict[str, list[str]]:
+    if isinstance(given, Mapping):
+        return {task: list(texts) for task, texts in given.items()}
+    by_task: dict[str, list[str]] = {}
+    for item in given:
+        task, sep, text = item.partition("=")
+        if not sep or not task or not text:
+            from cohorts.errors import CohortInputError
+
+            raise CohortInputError(f"--removed, got {item!r}, expected TASK=SUBSTRING")
+        by_task.setdefault(task, []).append(text)
+    return by_task
+
+
+# --- the browse database -------------------------------------------------------------------
+
+
+def default_browse_file(db: Where) -> Path:
+    """Where ``build_index`` writes by default: ``ledger.db`` -> ``ledger.browse.db``
+    beside it (a PostgreSQL database ``evidence`` -> ``./evidence.browse.db``)."""
+    from cohorts.browse.build import default_out
+    from ledger.api.ledger import ledger_location
+
+    return default_out(ledger_location(db))
+
+
+def build_index(
+    ledger: Ledger, out: str | os.PathLike[str] | None = None, *, full: bool = False
+) -> IndexReport:
+    """Project the ledger into a browse database for auditors (``index``): SQLite tables
+    of every object, entry, checkpoint, attestation, cohort, result and their judged
+    standing, for Datasette. Incremental: only entries after the last one projected are
+    read, unless ``full``. ``out``: default ``default_browse_file``. The ledger is only
+    read; every object is checked as ``verify`` checks it before it is projected."""
+    from cohorts.browse.build import build_index as build
+    from cohorts.browse.build import default_out
+
+    target = Path(out) if out is not None else default_out(ledger.location)
+    return build(ledger.store, target, full=full)
+
+
+def browse_app(
+    browse: str | os.PathLike[str],
+    *,
+    ledger: Where | None = None,
+    title: str | None = None,
+) -> Datasette:
+    """The Datasette app ``serve`` runs, on the browse database ``browse`` opened
+    read-only with bounded SQL (docs/BROWSE.md), for a caller that mounts or tests it
+    itself. ``ledger`` (opened read-only per request) lets result pages run provenance
+    checks. Needs the optional web extra (``WebUnavailable``, exit 3, without it);
+    ``NotFound`` (exit 3) when ``browse`` is not a file."""
+    from cohorts.browse.web import make_app
+
+    return make_app(_browse_file(Path(browse)), title, _served_ledger(ledger))
+
+
+def serve_browse(
+    browse: str | os.PathLike[str],
+    *,
+    ledger: Where | None = None,
+    host: str = "127.0.0.1",
+    port: int = 8001,
+    title: str | None = None,
+    started: Callable[[str], None] | None = None,
+) -> None:
+    """Serve ``browse_app(browse, ledger=ledger)`` read-only on ``host:port`` (port 0: a
+    free one) until interrupted (``serve``). Whatever can refuse to start (no web extra,
+    no browse file, the address: ``ServeError``) is raised, exit 3, before
+    ``started(url)`` is called."""
+    from cohorts.browse.web import ServeOptions, serve
+
+    options = ServeOptions(_browse_file(Path(browse)), host, port, _served_ledger(ledger), title)
+    serve(options, started=started or _ignore)
+
+
+def _browse_file(path: Path) -> Path:
+    from ledger.errors import NotFound
+
+    if not path.is_file():
+        raise NotFound(
+            f"browse database not found, got {path}, expected one made by `provledger index`"
+        )
+    return path
+
+
+def _served_ledger(ledger: Where | None) -> DbLocation | None:
+    """The ledger result pages check: a server's always, a file only when there is one
+    (without it, result pages say how to run the checks)."""
+    from ledger.api.ledger import ledger_location
+    from ledger.store.location import SQLitePath
+
+    if ledger is None:
+        return None
+    where = ledger_location(ledger)
+    return None if isinstance(where, SQLitePath) and not where.path.is_file() else where
+
+
+def _ignore(_url: str) -> None:
+    return None

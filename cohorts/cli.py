@@ -311,41 +311,25 @@ def draft_successor_cmd(
     OUT/evaluators/*.json; the ledger is only read. Then: append the plans, `cohort
     freeze OUT/cohort.json`, calibrate, `cohort bind` with the printed --plan options.
     """
-    from cohorts.successor_draft import draft_successor
-    from ledger.files import write_output
-    from ledger.store.backends import open_store
+    from cohorts.api import draft_successor
+    from ledger.api import open_ledger
 
-    by_task: dict[str, list[str]] = {}
-    for item in removed or ():
-        task, sep, text = item.partition("=")
-        if not sep or not task or not text:
-            from cohorts.errors import CohortInputError
-
-            raise CohortInputError(f"--removed, got {item!r}, expected TASK=SUBSTRING")
-        by_task.setdefault(task, []).append(text)
-    with open_store(db, readonly=True) as store:
-        draft = draft_successor(
-            store,
+    with open_ledger(db, readonly=True) as book:
+        drafted = draft_successor(
+            book,
             burned_id,
-            successor_id,
-            version=plan_version,
+            successor_id=successor_id,
+            out=out,
+            plan_version=plan_version,
             title=title,
-            removed=by_task,
+            removed=removed or (),
             drop=drop or (),
             drop_banned=drop_banned,
         )
-    import json
-
-    def pretty(value: object) -> bytes:
-        return (json.dumps(value, indent=2, ensure_ascii=False, sort_keys=True) + "\n").encode()
-
-    for rel, plan in sorted(draft.plans.items()):
-        (out / rel).parent.mkdir(parents=True, exist_ok=True)
-        write_output(out / rel, pretty(plan), "--out")
-    write_output(out / "cohort.json", pretty(draft.cohort), "--out")
     if json_out:
-        emit_json({"out": str(out), **draft.to_json()})
+        emit_json(drafted.to_json())
         return
+    draft = drafted.draft
     carried = [t for t in draft.tasks if t.carried]
     lines = [
         f"wrote {out}: cohort.json (stage collecting, {len(carried)} task(s)), evaluators/"
@@ -579,14 +563,6 @@ def _tree(parent: Tree, check: Check) -> None:
         _tree(node, child)
 
 
-OUTCOME_MEANING = {
-    "counted": "a stored cohort lists this result and counts its outcome",
-    "excluded": "a stored cohort lists this result but excludes its outcome (burned or excluded)",
-    "mismatched": "a stored cohort lists this attempt under another digest: not this result",
-    "unlisted": "no stored cohort lists this result: it counts toward no benchmark outcome",
-}
-
-
 def provenance_cmd(
     ref: Annotated[
         str,
@@ -615,13 +591,14 @@ def provenance_cmd(
     from rich.text import Text
     from rich.tree import Tree
 
-    from cohorts.provenance import provenance_of
-    from ledger.cli.witnesscmds import witness_keys
-    from ledger.store.backends import open_store
+    from cohorts.api import provenance
+    from cohorts.provenance import OUTCOME_MEANING
+    from ledger.api import open_ledger
+    from ledger.cli.witnesscmds import read_key_text
 
-    witnesses = witness_keys(witness_key)
-    with open_store(db, readonly=True) as store:
-        report = provenance_of(store, ref, replay=replay, witness_keys=witnesses)
+    witnesses = [read_key_text(k) for k in witness_key or []]
+    with open_ledger(db, readonly=True) as book:
+        report = provenance(book, ref, replay=replay, witness_keys=witnesses)
     if json_out:
         emit_json({**report.to_json(), "ref": ref})
     else:

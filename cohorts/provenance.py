@@ -94,6 +94,15 @@ class ProvenanceReport:
         }
 
 
+#: What each ``ProvenanceReport.outcome`` means, in one sentence (``provenance`` prints it).
+OUTCOME_MEANING = {
+    "counted": "a stored cohort lists this result and counts its outcome",
+    "excluded": "a stored cohort lists this result but excludes its outcome (burned or excluded)",
+    "mismatched": "a stored cohort lists this attempt under another digest: not this result",
+    "unlisted": "no stored cohort lists this result: it counts toward no benchmark outcome",
+}
+
+
 def _c(name: str, ok: bool, passed: str, failed: str, subject: str | None = None) -> Check:
     return Check(name, "passed" if ok else "failed", passed if ok else failed, subject)
 

@@ -424,3 +424,73 @@ def test_errors_carry_their_exit_codes(tmp_path: Path) -> None:
         assert isinstance(book, Ledger)
         with pytest.raises(NotFound):
             book.get("sha256:" + "0" * 64)
+
+
+# -- cohorts: a successor draft and the browse database -------------------------------------
+
+
+def test_a_draft_and_an_index_are_the_commands_json(tmp_path: Path) -> None:
+    from cohorts.api import (
+        browse_app,
+        build_index,
+        burn,
+        default_browse_file,
+        draft_successor,
+        freeze,
+    )
+    from cohorts.errors import CohortInputError, LifecycleError
+
+    db = tmp_path / "toy.db"
+    init_ledger(db)
+    with open_ledger(db) as book:
+        book.append_many(
+            [p.read_bytes() for p in sorted((TOY / "work-units").glob("*.json"))]
+            + [p.read_bytes() for p in sorted((TOY / "evaluators").glob("*.json"))]
+        )
+        freeze(book, TOY / "cohort-v1.json")
+        with pytest.raises(LifecycleError) as not_burned:
+            draft_successor(book, "example/toy-v1", successor_id="x/y", out=tmp_path / "early")
+        assert not_burned.value.exit_code == 4 and not (tmp_path / "early").exists()
+        burn(book, "example/toy-v1", reason="Exact-line plans reject legitimate fixes.")
+        drafted = draft_successor(
+            book,
+            "example/toy-v1",
+            successor_id="example/toy-v3",
+            out=tmp_path / "api",
+            plan_version="0.3",
+        )
+        with pytest.raises(CohortInputError):
+            draft_successor(
+                book,
+                "example/toy-v1",
+                successor_id="x/y",
+                out=tmp_path / "bad",
+                removed=["no-equals-sign"],
+            )
+    cli = _cli(
+        "cohort",
+        "draft-successor",
+        "example/toy-v1",
+        "--id",
+        "example/toy-v3",
+        "-o",
+        str(tmp_path / "cli"),
+        "--plan-version",
+        "0.3",
+        "--db",
+        str(db),
+    )
+    _same({**drafted.to_json(), "out": str(tmp_path / "cli")}, cli)
+    for rel in ["cohort.json", *drafted.draft.plans]:
+        assert (tmp_path / "api" / rel).read_bytes() == (tmp_path / "cli" / rel).read_bytes()
+
+    with open_ledger(db, readonly=True) as book:
+        indexed = build_index(book, tmp_path / "api.browse.db")
+        assert default_browse_file(db) == tmp_path / "toy.browse.db"
+    cli = _cli("index", "--db", str(db), "--out", str(tmp_path / "cli.browse.db"))
+    _same({**indexed.to_json(), "out": str(tmp_path / "cli.browse.db")}, cli)
+    assert indexed.new_entries == indexed.size > 0
+    assert browse_app(indexed.out, ledger=db) is not None
+    with pytest.raises(NotFound) as missing:
+        browse_app(tmp_path / "none.browse.db")
+    assert missing.value.exit_code == 3

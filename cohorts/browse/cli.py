@@ -35,17 +35,16 @@ def index_cmd(
     Incremental: only entries after the last one projected are read. JSON:
     {"out", "previous_size", "size", "new_entries", "checkpoints", "results"}.
     """
-    from cohorts.browse.build import build_index, default_out
-    from ledger.store.backends import open_store
+    from cohorts.api import build_index
+    from ledger.api import open_ledger
 
-    target = out if out is not None else default_out(db)
-    with open_store(db, readonly=True) as store:
-        report = build_index(store, target, full=full)
+    with open_ledger(db, readonly=True) as book:
+        report = build_index(book, out, full=full)
     if json_out:
         emit_json(report.to_json())
         return
     typer.echo(
-        f"indexed {report.new_entries} new entries into {target}"
+        f"indexed {report.new_entries} new entries into {report.out}"
         f" (ledger size {report.size}, {report.checkpoints} checkpoints,"
         f" {report.results} results)"
     )
@@ -65,21 +64,14 @@ def serve_cmd(
     Result pages run provenance checks on the ledger (--db), opened read-only. A missing
     web extra or an address in use is one error line (exit 3), before "serving" is said.
     """
-    from cohorts.browse.build import default_out
-    from cohorts.browse.web import ServeOptions, serve
-    from ledger.errors import NotFound
-    from ledger.store.location import SQLitePath
+    from cohorts.api import default_browse_file, serve_browse
 
-    target = browse if browse is not None else default_out(db)
-    if not target.is_file():
-        raise NotFound(
-            f"browse database not found, got {target}, expected one made by `provledger index`"
-        )
-    # A server's ledger is always given; a file only when there is one (without it,
-    # result pages say how to run the checks).
-    ledger = None if isinstance(db, SQLitePath) and not db.path.is_file() else db
-    serve(
-        ServeOptions(target, host, port, ledger=ledger),
+    target = browse if browse is not None else default_browse_file(db)
+    serve_browse(
+        target,
+        ledger=db,
+        host=host,
+        port=port,
         started=lambda url: typer.echo(
             f"serving {target} read-only at {url} (Ctrl-C stops)", err=True
         ),

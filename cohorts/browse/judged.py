@@ -45,7 +45,7 @@ def audit_json(
 ) -> tuple[CohortAuditReport, dict[str, object]]:
     """The audit of ``cohort_id`` and its JSON exactly as ``cohort audit ID --json``
     (``cohorts.api.CohortAudit``)."""
-    from cohorts.api import CohortAudit
+    from cohorts.audited import CohortAudit
 
     audited = CohortAudit.of(store, cohort_id)
     return audited.report, audited.to_json()

@@ -28,7 +28,7 @@ from datasette.utils.asgi import Response
 from markupsafe import escape
 
 from cohorts.browse.names import DATABASE, GOVERNED_TABLES
-from cohorts.cli import OUTCOME_MEANING
+from cohorts.provenance import OUTCOME_MEANING
 from cohorts.timeline import STATUS_TEXT
 from ledger.errors import LedgerError
 from ledger.log import merkle

@@ -88,7 +88,8 @@ _IDS_CHUNK = 2000
 Where = str | os.PathLike[str] | DbLocation
 
 
-def _location(db: Where) -> DbLocation:
+def ledger_location(db: Where) -> DbLocation:
+    """Where ``db`` names a ledger, parsed as ``--db`` is (a ``DbLocation`` as it is)."""
     if isinstance(db, DbLocation | Path):
         return parse_location(db)
     return parse_location(os.fspath(db))
@@ -101,12 +102,12 @@ def _beside(db: DbLocation, suffix: str) -> Path:
 def default_log_key(db: Where) -> Path:
     """The log's private key file ``init`` writes: ``<db>.log.key`` beside the ledger
     file (for a PostgreSQL ledger: ``<database name>.log.key`` in the current directory)."""
-    return _beside(_location(db), ".log.key")
+    return _beside(ledger_location(db), ".log.key")
 
 
 def default_authority_key(db: Where) -> Path:
     """The authority's private key file ``init`` writes: ``<db>.authority.key``."""
-    return _beside(_location(db), ".authority.key")
+    return _beside(ledger_location(db), ".authority.key")
 
 
 def load_signer(path: str | os.PathLike[str], passphrase: bytes | None = None) -> Signer:
@@ -648,7 +649,7 @@ class Ledger:
         from ledger.errors import RuleViolation
         from ledger.store.copy import copy_ledger
 
-        target_at = _location(dst)
+        target_at = ledger_location(dst)
         if target_at == self.location:
             raise RuleViolation(
                 f"copy, got the same ledger twice ({target_at}), expected two ledgers"
@@ -708,7 +709,7 @@ def open_ledger(
     through this distribution's entry points; ``ledger.trust.admission.CORE_ONLY`` is the
     generic core alone). ``readonly`` refuses every write; ``dry_run`` runs every append
     and rolls it back. ``NotFound`` (exit 3) when no ledger is there."""
-    location = _location(db)
+    location = ledger_location(db)
     store = open_store(location, readonly=readonly, policy=policy, dry_run=dry_run)
     return Ledger(store, location)
 
@@ -719,7 +720,7 @@ def migrate_ledger(db: Where) -> Migrated:
     from ledger.api.results import Migrated
     from ledger.store.location import PostgresURL
 
-    location = _location(db)
+    location = ledger_location(db)
     if isinstance(location, SQLitePath):
         from ledger.store import sqlite
 
@@ -860,7 +861,7 @@ def init_ledger(
     from ledger.api.results import Created
     from ledger.create import initialise
 
-    location = _location(db)
+    location = ledger_location(db)
     info = initialise(
         location,
         origin,
