@@ -170,6 +170,14 @@ class Resolution:
         """The resolved document as the typed ``cls``, None when nothing resolved."""
         return None if self.doc is None else self.doc.model(cls)
 
+    @property
+    def mismatch(self) -> str | None:
+        """Why the document found is not the recorded one (found by id, other bytes), in
+        ``other_bytes``' words; None when it is (or nothing was found)."""
+        if self.doc is None or self.scheme is not None:
+            return None
+        return other_bytes(self.digest, self.doc)
+
     def digests(self) -> frozenset[str]:
         """Digests that name this object: the recorded one, plus both of the stored
         document's when it matched the recording."""
@@ -189,6 +197,17 @@ class Resolution:
             if self.doc is None
             else {"legacy": self.doc.legacy_digest, "jcs": self.doc.jcs_digest},
         }
+
+
+def other_bytes(recorded: object, doc: StoredDoc) -> str:
+    """The one verdict on a listing whose id names a stored document under other bytes:
+    "mismatched", it is not the listed evidence (the cohort audit's pre-registration,
+    the browse projection and ``provenance`` all say it in these words)."""
+    return (
+        f"mismatched: the cohort lists {recorded}, but the stored {doc.kind} with this id"
+        f" has legacy {doc.legacy_digest} and JCS {doc.jcs_digest}: the cohort names other"
+        " bytes, so it is not the evidence the cohort counts"
+    )
 
 
 def resolve(

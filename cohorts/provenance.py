@@ -29,7 +29,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
-from cohorts.lookup import BEHAVIORAL_EVIDENCE, StoredDoc, behavioral_confinement, resolve
+from cohorts.lookup import (
+    BEHAVIORAL_EVIDENCE,
+    StoredDoc,
+    behavioral_confinement,
+    other_bytes,
+    resolve,
+)
 from cohorts.standing import StandingLookup
 from cohorts.store_lookup import StoreLookup
 from cohorts.timeline import STATUS_TEXT, Preregistration, Timeline
@@ -363,9 +369,7 @@ def _cohorts(chain: _Chain, result: StoredDoc) -> tuple[Check, str]:
                         Check(
                             f"cohort {cid}",
                             "failed",
-                            f"{where}, but this stored result with the same id has legacy"
-                            f" {result.legacy_digest} and JCS {result.jcs_digest}: the cohort"
-                            " names other bytes, so this result is not the evidence it counts",
+                            f"{where}: {other_bytes(recorded, result)}",
                             cid,
                         )
                     )

@@ -27,7 +27,8 @@ ledger (the first record fixing the definition is no imported history) and the l
 puts the result before that record, its plan or its binding: then it is not
 pre-registered as any other (a marker is any writer's record, so it cannot excuse an
 order the ledger itself saw). A listed result the ledger holds only under other bytes
-(or not at all) is **not judged**.
+(or not at all) is **not judged**; under other bytes it is "mismatched", in the words
+``provenance`` gives it (``cohorts.lookup.other_bytes``), imported history or not.
 
 The first signed checkpoint covering the freeze before ``R`` (``ledger.log.timeline``)
 is the log's signed word that the freeze was recorded while the outcome was not; its
@@ -284,16 +285,11 @@ class Timeline:
             )
         seq = obj.seq
         result = Position("result", obj.digest, seq, seq)
+        if resolution.mismatch is not None:
+            # Not the listed evidence (imported history or not): nothing about these
+            # bytes is a judgement of the listed outcome (``provenance``: "mismatched").
+            return Preregistration(task, attempt, "not_judged", resolution.mismatch, result)
         mark = self.history.marked(obj.digest, seq)
-        if resolution.scheme is None and mark is None:
-            return Preregistration(
-                task,
-                attempt,
-                "not_judged",
-                f"the cohort lists {resolution.digest}, the stored result with this id has other"
-                f" bytes ({obj.digest}): it is not the evidence the cohort counts",
-                result,
-            )
         judged = self._positions(cohort, task, attempt, doc.model(VerificationResult), result)
         if mark is None:
             return judged

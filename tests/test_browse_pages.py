@@ -202,7 +202,8 @@ def test_pre_registration_on_home_cohort_and_result(built: BuiltLedger, client: 
     v2 = _text(home.split(f'data-cohort="{TOY_V2}"')[1].split("</tr>")[0])
     assert "1 pre-registered" in v2 and "NOT" not in v2
     corpus = _text(home.split('data-cohort="benchmark/phase-b2-successor-five"')[1])
-    assert re.search(r"1 order not attested ?, 4 not judged", corpus.split("</tr>")[0])
+    row = corpus.split("</tr>")[0]
+    assert "5 not judged" in row and "order not attested" not in row
     audit = _cli_json(["cohort", "audit", TOY_V2, "--db", str(built.db)])
     (judged,) = audit["preregistration"]
     assert judged["status"] == "pre_registered"
@@ -215,10 +216,9 @@ def test_pre_registration_on_home_cohort_and_result(built: BuiltLedger, client: 
     _, page, _ = client.get(f"/-/object/{result}")
     line = _text(page).split("Pre-registration:")[1].split("Link")[0]
     assert f"pre-registered as {TOY_TASK} / {judged['attempt']}: {judged['reason']}" in line
-    # Imported history: a statement, never a claim of pre-registration.
+    # Imported history under other bytes than listed: no judgement, never a claim.
     _, html, _ = client.get("/-/cohort/benchmark/phase-b2-successor-five")
-    assert "order_not_attested" in re.findall(r'data-prereg="([^"]*)"', html)
-    assert "pre_registered" not in re.findall(r'data-prereg="([^"]*)"', html)
+    assert set(re.findall(r'data-prereg="([^"]*)"', html)) == {"not_judged"}
     # successor-five lists other bytes than these: provenance judges no listing of them.
     _, page, _ = client.get(f"/-/object/{MISMATCHED}")
     line = _text(page).split("Pre-registration:")[1].split("Link")[0]
@@ -226,6 +226,29 @@ def test_pre_registration_on_home_cohort_and_result(built: BuiltLedger, client: 
 
 
 # --- result --------------------------------------------------------------------------
+
+
+def test_audit_provenance_and_pages_agree_on_a_mismatched_listing(
+    built: BuiltLedger, client: Client
+) -> None:
+    """successor-five lists attempt-001 under bytes the ledger lacks; the stored result
+    with that id (imported history) is other bytes. ``cohort audit`` (which finds it by
+    id), ``provenance`` and the cohort page give one verdict, in the same words:
+    mismatched, not judged for pre-registration (not "order not attested")."""
+    cohort = "benchmark/phase-b2-successor-five"
+    audit = _cli_json(["cohort", "audit", cohort, "--db", str(built.db)], code=1)
+    (judged,) = [p for p in audit["preregistration"] if p["result"] is not None]
+    assert (judged["attempt"], judged["status"]) == ("attempt-001", "not_judged")
+    assert judged["result"]["digest"] == MISMATCHED
+    assert judged["reason"].startswith("mismatched: the cohort lists sha256:1f850bb3675c")
+    assert MISMATCHED in judged["reason"] and MISMATCHED_LEGACY in judged["reason"]
+    assert audit["preregistration_counts"]["order_not_attested"] == 0
+    prov = _cli_json(["provenance", MISMATCHED, "--db", str(built.db)], code=1)
+    assert prov["outcome"] == "mismatched" and prov["preregistration"] == []
+    (listing,) = next(c for c in prov["checks"] if c["name"] == "cohorts")["children"]
+    assert listing["status"] == "failed" and listing["reason"].endswith(": " + judged["reason"])
+    _, html, _ = client.get("/-/cohort/" + cohort)
+    assert re.sub(r"\s", "", judged["reason"]) in re.sub(r"\s", "", _text(html))  # digests: links
 
 
 def _flat(checks: list[dict[str, Any]]) -> list[tuple[str, str]]:
