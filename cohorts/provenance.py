@@ -44,7 +44,7 @@ from ledger.encoding.digest import sha256_digest
 from ledger.errors import LedgerError
 from ledger.log.cosignature import WitnessKey
 from ledger.store.base import LedgerReader
-from verifiers.model import EvaluatorPlan, ResultManifest, Task, VerificationResult, WorkUnit
+from verifiers.model import Cohort, EvaluatorPlan, ResultManifest, VerificationResult, WorkUnit
 from verifiers.model.json import as_map, as_str, at, shown
 
 if TYPE_CHECKING:
@@ -325,13 +325,14 @@ def _cohorts(chain: _Chain, result: StoredDoc) -> tuple[Check, str]:
             latest[cid] = doc
     burned_ids = {as_str(n.value.get("cohort_id")) for n in chain.lookup.of_kind("burn-notice")}
     for cid, doc in sorted(latest.items()):
-        for task in Task.all_of(doc.value):
+        cohort = doc.model(Cohort)
+        for task in cohort.tasks:
             for attempt in task.attempts:
                 ref = attempt.verification_result
                 recorded = ref.digest
                 where = (
-                    f"cohort {cid} (stage {doc.value.get('stage')}) lists task"
-                    f" {task.id} attempt {attempt.value.get('attempt_id')}"
+                    f"cohort {cid} (stage {cohort.stage}) lists task"
+                    f" {task.id} attempt {attempt.id}"
                     f" (indexed outcome {attempt.outcome}) under {recorded}"
                 )
                 if _names(result, recorded):
@@ -342,8 +343,8 @@ def _cohorts(chain: _Chain, result: StoredDoc) -> tuple[Check, str]:
                         resolve(chain.lookup, "verification-result", ref.id, recorded),
                     )
                     chain.preregistration.append(judged)
-                    burned = doc.value.get("stage") == "burned" or cid in burned_ids
-                    excluded = burned or task.at("evidence", "status") == "excluded"
+                    burned = cohort.stage == "burned" or cid in burned_ids
+                    excluded = burned or task.evidence_status == "excluded"
                     outcome = "excluded" if excluded else "counted"
                     meaning = (
                         "the cohort is burned: this outcome is excluded from claims"
@@ -494,15 +495,16 @@ def _inclusion(chain: _Chain) -> Check:
 def _listed_under(reader: LedgerReader, digest: str) -> str:
     """Where stored cohorts list ``digest`` as a VerificationResult, and what holds its id."""
     lookup = StoreLookup(reader)
-    for cohort in lookup.of_kind("benchmark-cohort"):
-        for task in Task.all_of(cohort.value):
+    for record in lookup.of_kind("benchmark-cohort"):
+        cohort = record.model(Cohort)
+        for task in cohort.tasks:
             for attempt in task.attempts:
                 ref = attempt.verification_result
                 if ref.digest != digest:
                     continue
                 text = (
-                    f"; cohort {cohort.value.get('id')} lists it for task {task.id}"
-                    f" attempt {attempt.value.get('attempt_id')} (id {ref.id})"
+                    f"; cohort {cohort.id} lists it for task {task.id}"
+                    f" attempt {attempt.id} (id {ref.id})"
                 )
                 object_id = ref.id
                 stored = (
@@ -665,29 +667,29 @@ def _plan_link(
     )
     if stored is not None:
         plan = stored.model(EvaluatorPlan)
-        binding = plan.binding
+        bound = plan.bound_work_unit
         checks += [
             _eq(
                 "binding.work_unit_id",
-                binding.get("work_unit_id"),
+                bound.id,
                 result.work_unit_id,
                 "plan binding WorkUnit id",
             ),
             _eq(
                 "binding.work_unit_version",
-                binding.get("work_unit_version"),
+                bound.version,
                 result.work_unit_version,
                 "plan binding WorkUnit version",
             ),
             _c(
                 "binding.work_unit_digest",
-                _names(wu, binding.get("work_unit_digest")),
+                _names(wu, bound.digest),
                 "plan bound to this WorkUnit's digest",
-                f"plan bound to {binding.get('work_unit_digest')}, expected the result's WorkUnit",
+                f"plan bound to {bound.digest}, expected the result's WorkUnit",
             ),
             _eq(
                 "binding.source_revision",
-                binding.get("source_revision"),
+                plan.bound_source_revision,
                 result.source_revision,
                 "plan binding source revision",
             ),

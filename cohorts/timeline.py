@@ -49,7 +49,7 @@ from ledger.log.cosignature import WitnessKey
 from ledger.log.history import HistoryMark, ImportedHistory
 from ledger.log.timeline import Checkpoints, CoveringCheckpoint
 from ledger.store.base import LedgerReader, StoredObject
-from verifiers.model import VerificationResult
+from verifiers.model import CohortView, VerificationResult
 from verifiers.model.json import as_str
 
 Status = Literal["pre_registered", "not_pre_registered", "order_not_attested", "not_judged"]
@@ -484,7 +484,7 @@ def _fixes(kind: str, value: Mapping[str, object], cohort_id: str, names: frozen
     """Whether a record fixes the definition ``names`` of ``cohort_id``: a cohort record
     at a fixed stage with that definition, or a binding naming it as successor."""
     if kind == BENCHMARK_COHORT:
-        return value.get("stage") in FIXED and bool(definition_names(value) & names)
+        return CohortView.of(value).stage in FIXED and bool(definition_names(value) & names)
     stated = value.get("successor_definition_digest")
     digests = stated.values() if isinstance(stated, Mapping) else ()
     return value.get("successor_id") == cohort_id and any(d in names for d in digests)

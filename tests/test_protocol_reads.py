@@ -58,10 +58,8 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("cohorts/binding.py", "build_binding"): "sorts the binder's named plans {task, plan_id}",
     ("cohorts/service.py", "_calibration_plan_problem"): "a calibration record's plan_digest",
     ("cohorts/service.py", "_outcome_plan"): "appends an attempt to a copy of the cohort (a write)",
-    # Not yet moved onto the model (each reads stored documents member by member):
+    # Not yet moved onto the model (it reads each stored document member by member):
     ("cohorts/browse/project.py", "*"): "the browse projection, being reworked for index speed",
-    ("cohorts/provenance.py", "*"): "the provenance chain's attempt and cohort-stage reads",
-    ("cohorts/timeline.py", "*"): "the pre-registration timeline's cohort-stage read",
 }
 
 

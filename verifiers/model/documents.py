@@ -347,6 +347,11 @@ class Attempt:
         return as_str(self.value.get("attempt_id"))
 
     @property
+    def id(self) -> object:
+        """``attempt_id`` as recorded (what messages print)."""
+        return self.value.get("attempt_id")
+
+    @property
     def label(self) -> str:
         """The attempt id, or its position when it has none."""
         return self.attempt_id or f"attempts[{self.index}]"
