@@ -3,7 +3,7 @@
 - ``sqlite_scan.log_rows`` reads text with the C decoder while it is valid UTF-8 and
   falls back to the audit's tolerant decoding from the first row it is not: the rows
   equal a tolerant reading of every row (the previous implementation, kept here).
-- ``full._object_row_problem`` decides usual rows by exact types: same answer as the
+- ``entry_check.object_row_problem`` decides usual rows by exact types: same answer as the
   column-by-column definition for any SQL values.
 - Rows cross to workers as tuples (``parallel._wire``/``_unwire``): the same
   ``StoredObject`` as ``unchecked_object``, which names every field.
@@ -30,7 +30,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ledger.audit import full, parallel
+from ledger.audit import entry_check, parallel
 from ledger.audit.full import audit
 from ledger.store import sqlite_scan
 from ledger.store.base import (
@@ -167,18 +167,19 @@ def _rows(draw: st.DrawFn) -> RawObjectRow:
 @settings(max_examples=400, deadline=None)
 @given(_rows())
 def test_row_type_check_equals_the_definition(row: RawObjectRow) -> None:
-    assert full._object_row_problem(row) == full._object_row_problem_by_name(row)
+    assert entry_check.object_row_problem(row) == entry_check.object_row_problem_by_name(row)
 
 
 def test_row_type_check_reads_every_column() -> None:
     good: dict[str, Any] = {n: None for n in OBJECT_COLUMNS}
     good.update(digest="d", seq=1, kind="k", data=b"")
-    assert full._object_row_problem(RawObjectRow(**good)) is None
+    assert entry_check.object_row_problem(RawObjectRow(**good)) is None
     for name in OBJECT_COLUMNS:
         for odd in (1.5, True, bytearray(b"x")):
             row = RawObjectRow(**{**good, name: odd})
-            assert full._object_row_problem(row) == full._object_row_problem_by_name(row)
-            assert full._object_row_problem(row) is not None, (name, odd)
+            problem = entry_check.object_row_problem(row)
+            assert problem == entry_check.object_row_problem_by_name(row)
+            assert problem is not None, (name, odd)
 
 
 # -- rows to the workers ------------------------------------------------------------------

@@ -26,32 +26,28 @@ from __future__ import annotations
 import base64
 import binascii
 import hmac
-import re
 from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ledger.audit.aside import Aside
+from ledger.audit.entry_check import ChunkCheck, EntryCheck, check_entry
 from ledger.audit.findings import LedgerFinding
-from ledger.audit.object_check import CheckResult, check_object
-from ledger.audit.parallel import Presign, default_workers, with_object_checks
+from ledger.audit.parallel import Presign, default_workers, with_entry_checks
 from ledger.audit.replay import AdmissionReplay
 from ledger.encoding.canonical import require_canonical
 from ledger.errors import InputError, LedgerError
 from ledger.log import merkle
 from ledger.log.checkpoint_record import CHECKPOINT_KIND, row_of_record
-from ledger.log.leaf import entry_record
 from ledger.log.note import Checkpoint, open_checkpoint, parse_note, parse_verifier_key
 from ledger.recent import FirstSeen
 from ledger.schema.kinds import BLOB, detect_kind, document
 from ledger.store.base import (
-    OBJECT_COLUMNS,
     AuditSource,
     CheckpointRow,
     NodeScan,
     RawLogRow,
-    RawObjectRow,
     RefScan,
     StorageFinding,
     StoredObject,
@@ -63,7 +59,6 @@ if TYPE_CHECKING:
     from ledger.encoding.values import JSONObject
     from ledger.trust.admission import AdmissionPolicy
 
-_APPENDED_AT = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{6}Z")
 _MAX_LISTED = 100  # cap on findings listed one by one for one kind of extra row
 
 
@@ -139,48 +134,6 @@ def _refs_of(kind: object, data: object) -> list[tuple[str, str]]:
         return list(detect_kind(value).refs(value))
     except LedgerError:
         return []
-
-
-_OBJECT_TYPES: dict[str, type | tuple[type, ...]] = {
-    "digest": str,
-    "seq": int,
-    "kind": str,
-    "schema_version": (str, type(None)),
-    "object_id": (str, type(None)),
-    "object_version": (int, type(None)),
-    "legacy_digest": (str, type(None)),
-    "legacy_hints": (str, type(None)),
-    "data": bytes,
-}
-
-
-def _object_row_problem(row: RawObjectRow) -> str | None:
-    """The first column whose SQL type the ``objects`` table does not allow, or None."""
-    r: Column = row
-    # The usual row, decided by exact types (bool is not int, and a subclass of an
-    # allowed type only reaches the loop below, which then decides as before).
-    if (
-        type(r.digest) is str
-        and type(r.seq) is int
-        and type(r.kind) is str
-        and type(r.data) is bytes
-        and (r.schema_version is None or type(r.schema_version) is str)
-        and (r.object_id is None or type(r.object_id) is str)
-        and (r.object_version is None or type(r.object_version) is int)
-        and (r.legacy_digest is None or type(r.legacy_digest) is str)
-        and (r.legacy_hints is None or type(r.legacy_hints) is str)
-    ):
-        return None
-    return _object_row_problem_by_name(row)
-
-
-def _object_row_problem_by_name(row: RawObjectRow) -> str | None:
-    """``_object_row_problem``'s definition, column by column in ``OBJECT_COLUMNS`` order."""
-    for name in OBJECT_COLUMNS:
-        value = getattr(row, name)
-        if not isinstance(value, _OBJECT_TYPES[name]) or isinstance(value, bool):
-            return f"objects.{name} has SQL type {type(value).__name__}"
-    return None
 
 
 def _storage_finding(found: StorageFinding) -> LedgerFinding:
@@ -350,10 +303,10 @@ def _audit(
             if isinstance(check, AdmissionReplay):
                 check.begin(run.reader, run.start)
         rows = store.log_rows(since=run.start)
-        # check_object's results, maybe computed in workers, in row order.
-        for row, checked in with_object_checks(rows, workers, run.presign(workers)):
-            run.entry(row, checked)
-            advance(1)
+        # Each run of rows with its own checks (maybe computed in workers), in row order.
+        for batch, checked in with_entry_checks(rows, workers, run.presign(workers)):
+            run.entries(batch, checked)
+            advance(len(batch))
         return run.finish()
     except Exception:
         # The integrity check ran before all of this in the serial order: what it
@@ -508,29 +461,26 @@ class _AuditRun:
         return presign
 
     # -- one entry -----------------------------------------------------------------------
-    def entry(self, row: RawLogRow, checked: CheckResult | None) -> None:
-        """Every check of one log entry, then its leaf into the tree."""
-        self.totals.add(row)
+    def entries(self, rows: list[RawLogRow], checked: ChunkCheck) -> None:
+        """Every check of consecutive entries, given their ``check_chunk``."""
+        leaves, checks, totals = checked
+        self.totals.merge(totals)
+        for at, row in enumerate(rows):
+            check = checks[at]
+            if check is None:  # not computed where the chunk was checked: here, then
+                raw = row.object
+                obj = None if raw is None else unchecked_object(raw)
+                check = check_entry(row.seq, row.digest, row.kind, row.appended_at, obj)
+            self.entry(row, check, leaves[32 * at : 32 * at + 32])
+
+    def entry(self, row: RawLogRow, checked: EntryCheck, leaf: bytes) -> None:
+        """Every check of one log entry (``checked``: those reading no other entry, its
+        leaf hash ``leaf``), then its leaf into the tree."""
         # Entry columns as stored: any SQL type in a tampered file.
         seq: Column = row.seq
         digest: Column = row.digest
-        kind: Column = row.kind
-        appended_at: Column = row.appended_at
-        name = digest if isinstance(digest, str) else None
-        self._entry_columns(seq, kind, digest, appended_at, name)
-        if row.object is None:
-            self.findings.append(LedgerFinding("object-missing", "entry has no object", seq, name))
-        elif (problem := _object_row_problem(row.object)) is not None:
-            self.findings.append(LedgerFinding("object-row-invalid", problem, seq, name))
-        else:
-            self._object(unchecked_object(row.object), checked, seq, kind, digest, name)
-        self._tree(_leaf_hash(seq, kind, digest, appended_at), seq, name)
-        self._reached(self.frontier.size)
-
-    def _entry_columns(
-        self, seq: Column, kind: Column, digest: Column, appended_at: Column, name: str | None
-    ) -> None:
         findings, size = self.findings, self.frontier.size
+        name = digest if isinstance(digest, str) else None
         if seq != size:
             findings.append(
                 LedgerFinding(
@@ -540,42 +490,28 @@ class _AuditRun:
                     digest=name,
                 )
             )
-        if not all(isinstance(v, str) for v in (kind, digest, appended_at)):
-            findings.append(
-                LedgerFinding("entry-invalid", "entry columns are not all text", seq, name)
-            )
-        elif not _APPENDED_AT.fullmatch(appended_at):
-            findings.append(
-                LedgerFinding(
-                    "entry-invalid",
-                    f"appended_at, got {appended_at!r}, expected UTC RFC 3339 with microseconds",
-                    seq,
-                    name,
-                )
-            )
+        found, refs, sound = checked
+        if found:
+            findings.extend(found)
+        if refs is not None:
+            raw = row.object
+            assert raw is not None  # refs come only with a usable object row
+            self._object(unchecked_object(raw), refs, sound, seq, row.kind, digest, name)
+        self._tree(leaf, seq, name)
+        self._reached(self.frontier.size)
 
     def _object(
         self,
-        obj: StoredObject,  # every column type was just checked
-        checked: CheckResult | None,
+        obj: StoredObject,  # every column type was checked (``check_entry``)
+        refs: list[tuple[str, str]],
+        sound: bool,  # check_object found nothing
         seq: Column,
         kind: Column,
         digest: Column,
         name: str | None,
     ) -> None:
         findings = self.findings
-        if obj.digest != digest or obj.kind != kind:
-            findings.append(
-                LedgerFinding(
-                    "entry-object-mismatch",
-                    f"entry names {kind} {digest}, object row is {obj.kind} {obj.digest}",
-                    seq,
-                    name,
-                )
-            )
-        problems, refs = checked if checked is not None else check_object(obj)
-        findings.extend(problems)
-        if not problems and obj.digest == digest and obj.kind == kind:
+        if sound and obj.digest == digest and obj.kind == kind:
             self.reader.keep(obj)
         for rel, target in refs:
             self.ref_count += 1
@@ -589,7 +525,7 @@ class _AuditRun:
                 findings.extend(check(obj, self.reader))
             except LedgerError as exc:
                 findings.append(LedgerFinding("object-check-error", str(exc), seq, name))
-        if obj.kind == CHECKPOINT_KIND and kind == CHECKPOINT_KIND and not problems:
+        if obj.kind == CHECKPOINT_KIND and kind == CHECKPOINT_KIND and sound:
             self.logged.add(seq)
             findings.extend(
                 _check_record(obj, self.seen.get(seq), self.frontier.root(), self.vkey, self.origin)
@@ -712,14 +648,12 @@ class _Totals:
     def _of(self, kind: object) -> list[int]:
         return self.by_kind.setdefault(kind, [0, 0, 0])
 
-    def add(self, row: RawLogRow) -> None:
-        self._of(row.kind)[0] += 1
-        obj = row.object
-        if obj is not None:
-            figures = self._of(obj.kind)
-            figures[1] += 1
-            if isinstance(obj.data, bytes):
-                figures[2] += len(obj.data)
+    def merge(self, run: dict[object, list[int]]) -> None:
+        """Add the totals of the next run of rows (``entry_check.run_totals``)."""
+        for kind, figures in run.items():
+            mine = self._of(kind)
+            for at in range(3):
+                mine[at] += figures[at]
 
     def compare(
         self, stored: Iterable[tuple[object, object, object, object]]
@@ -889,15 +823,6 @@ class _Recent:
     def get(self, digest: str) -> StoredObject | None:
         found = self._objects.get(digest)
         return found if found is not None else self._store.get(digest)
-
-
-def _leaf_hash(seq: int, kind: Column, digest: Column, appended_at: Column) -> bytes:
-    """The leaf hash of an entry row; unusable rows get a hash no real entry has."""
-    try:
-        return merkle.leaf_hash(entry_record(seq, kind, digest, appended_at))
-    except (LedgerError, TypeError, ValueError):
-        # An empty leaf is not canonical JSON, so it never equals a real entry's hash.
-        return merkle.leaf_hash(b"")
 
 
 def _check_checkpoint(

@@ -1,8 +1,11 @@
-"""Running the per-object check over the audit's rows, optionally in worker processes.
+"""Running the per-entry checks over the audit's rows, optionally in worker processes.
 
-``with_object_checks`` yields ``(row, check_object result)`` in row order, with a
-bounded window of chunks in flight; below ``POOL_THRESHOLD`` entries it runs in process.
-With a pool, the parent checks chunks too whenever the workers are behind.
+``with_object_checks`` yields ``(row, check_object result)`` in row order (``index``),
+``with_entry_checks`` runs of rows with everything ``verify`` checks per entry without
+reading another one (``ledger.audit.entry_check.check_chunk``: leaf hashes, column and
+object checks, totals). Both keep a bounded window of chunks in flight; below
+``POOL_THRESHOLD`` entries they run in process. With a pool, the parent checks chunks
+too whenever the workers are behind.
 
 With ``presign`` the workers (and the parent, for the chunks it checks) also verify
 attestation signatures ahead of the audit:
@@ -17,15 +20,25 @@ from __future__ import annotations
 
 import multiprocessing
 from collections import deque
-from collections.abc import Iterable, Iterator
-from typing import Any
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any, Generic, TypeVar
 
+from ledger.audit.entry_check import ChunkCheck, EntryRow, check_chunk
 from ledger.audit.object_check import CheckResult, check_object
 from ledger.store.base import RawLogRow, RawObjectRow, StoredObject
 from ledger.trust.presign import Presign, RecentSubjects, Verdict, presign_verdicts
 from ledger.workers import Pool, usable_cpus
 
-__all__ = ["POOL_THRESHOLD", "Presign", "default_workers", "with_object_checks"]
+__all__ = [
+    "POOL_THRESHOLD",
+    "Presign",
+    "default_workers",
+    "with_entry_checks",
+    "with_object_checks",
+]
+
+W = TypeVar("W")  # a row as sent to the check
+R = TypeVar("R")  # a chunk's result
 
 # Below this many entries a worker pool costs more than it saves.
 POOL_THRESHOLD = 20_000
@@ -111,6 +124,24 @@ def _check_rows(
     return out, presign_verdicts(signs or [], _KEYS if keys is None else keys)
 
 
+# An entry row as sent to a worker: seq, digest, kind, appended_at, and its object row
+# as ``_wire`` sends it (None: the entry has no object row).
+EntryWire = tuple[object, object, object, object, Wire | None]
+
+
+def _check_entries(
+    rows: list[EntryWire],
+    signs: list[tuple[bytes, bytes]] | None = None,
+    keys: dict[str, bytes] | None = None,
+) -> tuple[ChunkCheck, list[Verdict]]:
+    """``check_chunk`` of the rows, and the verdicts on ``signs`` (as ``_check_rows``)."""
+    entries: list[EntryRow] = [
+        (seq, digest, kind, appended_at, None if wire is None else _unwire(wire))
+        for seq, digest, kind, appended_at, wire in rows
+    ]
+    return check_chunk(entries), presign_verdicts(signs or [], _KEYS if keys is None else keys)
+
+
 def default_workers(entries: int) -> int:
     """Processes checking objects for an audit of ``entries`` (the audit's own counts):
     1 (in process) below the threshold, else one per CPU, at most 3."""
@@ -133,6 +164,55 @@ def with_object_checks(
     None may also mean "not computed here": the caller then runs ``check_object`` itself.
     Signature verdicts (``presign``, with workers) reach the memo before their row.
     """
+
+    def pick(batch: list[RawLogRow]) -> list[Wire]:
+        return [_wire(row.object) for row in batch if row.object is not None]
+
+    for batch, results in _chunked(rows, workers, presign, pick, _check_rows):
+        it = iter(results)
+        for row in batch:
+            yield row, (next(it) if row.object is not None else None)
+
+
+def with_entry_checks(
+    rows: Iterable[RawLogRow], workers: int = 1, presign: Presign | None = None
+) -> Iterator[tuple[list[RawLogRow], ChunkCheck]]:
+    """Yield consecutive runs of ``rows`` with their ``check_chunk`` (leaf hashes, each
+    entry's ``check_entry``, the run's totals), in row order, checked as
+    ``with_object_checks`` checks objects (same processes, same presigning).
+
+    The checks read each row exactly as the caller holds it (its columns are sent to the
+    worker), so what the caller goes on to judge is what was checked.
+    """
+
+    def pick(batch: list[RawLogRow]) -> list[EntryWire]:
+        return [
+            (
+                row.seq,
+                row.digest,
+                row.kind,
+                row.appended_at,
+                None if row.object is None else _wire(row.object),
+            )
+            for row in batch
+        ]
+
+    yield from _chunked(rows, workers, presign, pick, _check_entries)
+
+
+def _chunked(
+    rows: Iterable[RawLogRow],
+    workers: int,
+    presign: Presign | None,
+    pick: Callable[[list[RawLogRow]], list[W]],
+    check: Callable[
+        [list[W], list[tuple[bytes, bytes]] | None, dict[str, bytes] | None],
+        tuple[R, list[Verdict]],
+    ],
+) -> Iterator[tuple[list[RawLogRow], R]]:
+    """``(chunk, check(pick(chunk)))`` for consecutive chunks of ``rows``, in order, run
+    in ``workers`` processes (see ``with_object_checks``); ``check`` also returns the
+    verdicts on the signatures it is given, which go to ``presign``'s memo first."""
     recent = RecentSubjects(_RECENT)
 
     def subjects(batch: list[RawLogRow]) -> list[tuple[bytes, bytes]]:
@@ -158,23 +238,16 @@ def with_object_checks(
         if batch:
             yield batch
 
-    def pick(batch: list[RawLogRow]) -> list[Wire]:
-        return [_wire(row.object) for row in batch if row.object is not None]
-
-    def merge(
-        batch: list[RawLogRow], done: tuple[list[CheckResult | None], list[Verdict]]
-    ) -> Iterator[tuple[RawLogRow, CheckResult | None]]:
-        results, verdicts = done
+    def merge(batch: list[RawLogRow], done: tuple[R, list[Verdict]]) -> tuple[list[RawLogRow], R]:
+        result, verdicts = done
         if presign is not None:
             for verdict in verdicts:
                 presign.memo.add(*verdict)
-        it = iter(results)
-        for row in batch:
-            yield row, (next(it) if row.object is not None else None)
+        return batch, result
 
     if workers <= 1:
         for batch in chunks():
-            yield from merge(batch, _check_rows(pick(batch)))
+            yield merge(batch, check(pick(batch), None, None))
         return
     methods = multiprocessing.get_all_start_methods()
     context = multiprocessing.get_context("fork" if "fork" in methods else None)
@@ -189,7 +262,7 @@ def with_object_checks(
         # loaded on first use) are built once and inherited, not once in every worker
         # (~0.3 s of CPU per process).
         signs = subjects(first) if presign is not None else None
-        window.append((first, _Done(_check_rows(pick(first), signs, keys))))
+        window.append((first, _Done(check(pick(first), signs, keys))))
     with Pool(pooled, _init_worker, (keys,), context=context) as pool:
         sent = 0  # pool tasks in the window
         for batch in batches:
@@ -197,30 +270,30 @@ def with_object_checks(
             if sent >= _AHEAD * pooled and not _ready(window[0][1]):
                 # The workers are behind: rather than wait, the parent checks this chunk
                 # (and its signatures, with the same keys) itself; nothing is pickled.
-                window.append((batch, _Done(_check_rows(pick(batch), signs, keys))))
+                window.append((batch, _Done(check(pick(batch), signs, keys))))
             else:
-                window.append((batch, pool.apply_async(_check_rows, (pick(batch), signs))))
+                window.append((batch, pool.apply_async(check, (pick(batch), signs))))
                 sent += 1
             # Yield what is done, in row order; wait only when the window is full.
             while window and (len(window) > 2 * _AHEAD * pooled or _ready(window[0][1])):
                 done, result = window.popleft()
                 sent -= not isinstance(result, _Done)
-                yield from merge(done, result.get())
+                yield merge(done, result.get())
         while window:
             done, result = window.popleft()
-            yield from merge(done, result.get())
+            yield merge(done, result.get())
 
 
-class _Done:
+class _Done(Generic[R]):
     """A chunk's result computed in the parent, read like a pool task's."""
 
-    def __init__(self, result: tuple[list[CheckResult | None], list[Verdict]]) -> None:
+    def __init__(self, result: tuple[R, list[Verdict]]) -> None:
         self._result = result
 
     def ready(self) -> bool:
         return True
 
-    def get(self) -> tuple[list[CheckResult | None], list[Verdict]]:
+    def get(self) -> tuple[R, list[Verdict]]:
         return self._result
 
 
