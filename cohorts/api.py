@@ -44,6 +44,7 @@ if TYPE_CHECKING:
     from cohorts.successor_draft import Draft
     from ledger.api.ledger import Where
     from ledger.encoding.values import JSONObject
+    from ledger.log.cosignature import WitnessKey
     from ledger.store.location import DbLocation
     from ledger.trust.keys import Signer
 
@@ -373,20 +374,30 @@ def import_idkmesh(
 # --- reads -------------------------------------------------------------------------------
 
 
-def audit(ledger: Ledger, cohort_id: str) -> CohortAudit:
+def audit(
+    ledger: Ledger, cohort_id: str, *, replay: bool = False, witness_keys: Sequence[str] = ()
+) -> CohortAudit:
     """Audit the stored cohort ``cohort_id`` (its newest document with standing) against
     the ledger: burn facts, successors, evidence strength, then every defect, missing
-    item and warning. ``NotFound`` (exit 3) when the ledger has no such cohort."""
-    return CohortAudit.of(ledger.store, cohort_id)
+    item and warning. ``replay``: also re-judge every stored result from the stored
+    inputs (one that differs is a defect, inputs the ledger lacks are missing evidence).
+    ``witness_keys``: witness verifier keys whose cosignatures on the checkpoints shown
+    are verified. ``NotFound`` (exit 3) when the ledger has no such cohort."""
+    return CohortAudit.of(
+        ledger.store, cohort_id, replay=replay, witness_keys=_witness_keys(witness_keys)
+    )
 
 
-def audit_all(ledger: Ledger) -> list[CohortSummary]:
-    """Every stored cohort audited, one summary each, sorted by id (``cohort audit --all``)."""
+def audit_all(ledger: Ledger, *, replay: bool = False) -> list[CohortSummary]:
+    """Every stored cohort audited, one summary each, sorted by id (``cohort audit --all``);
+    ``replay`` as ``audit``."""
     from cohorts import service
 
     out = []
     for row in service.cohort_rows(ledger.store):
         report = service.audit_stored_cohort(ledger.store, row.cohort_id)
+        if replay:
+            report = service.with_replay(ledger.store, report)
         counts = report.counts()
         out.append(
             CohortSummary(
@@ -420,10 +431,16 @@ def provenance(
     verifier keys whose cosignatures on a pre-registration's checkpoint are verified.
     ``NotFound`` / ``InputError`` (exit 3) when ``ref`` names no VerificationResult."""
     from cohorts.provenance import provenance_of
+
+    return provenance_of(
+        ledger.store, ref, replay=replay, witness_keys=_witness_keys(witness_keys)
+    )
+
+
+def _witness_keys(texts: Sequence[str]) -> list[WitnessKey]:
     from ledger.log.cosignature import parse_witness_key
 
-    keys = [parse_witness_key(k.strip()) for k in witness_keys]
-    return provenance_of(ledger.store, ref, replay=replay, witness_keys=keys)
+    return [parse_witness_key(text.strip()) for text in texts]
 
 
 def definition_digest(cohort: CohortDocument) -> CohortDigests:

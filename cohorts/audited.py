@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from cohorts.audit import CohortAuditReport
+    from ledger.log.cosignature import WitnessKey
     from ledger.store.base import LedgerReader
 
 
@@ -25,12 +26,22 @@ class CohortAudit:
     behavioral: Mapping[str, Sequence[str]]
 
     @classmethod
-    def of(cls, reader: LedgerReader, cohort_id: str) -> CohortAudit:
+    def of(
+        cls,
+        reader: LedgerReader,
+        cohort_id: str,
+        *,
+        replay: bool = False,
+        witness_keys: Sequence[WitnessKey] = (),
+    ) -> CohortAudit:
         """The audit of ``cohort_id`` on any reader of a ledger (the one way it is built:
-        ``cohort audit`` and the browse projection's stored audits alike)."""
+        ``cohort audit`` and the browse projection's stored audits alike); ``replay`` and
+        ``witness_keys`` as ``cohorts.api.audit``."""
         from cohorts import service
 
-        report = service.audit_stored_cohort(reader, cohort_id)
+        report = service.audit_stored_cohort(reader, cohort_id, witness_keys=witness_keys)
+        if replay:
+            report = service.with_replay(reader, report)
         return cls(
             report,
             service.audit_attestations(reader, report),
@@ -40,6 +51,12 @@ class CohortAudit:
     @property
     def ok(self) -> bool:
         return self.report.ok
+
+    def lines(self) -> list[str]:
+        """The audit as a person reads it (``cohort audit`` without ``--json``)."""
+        from cohorts.audit_view import audit_lines
+
+        return audit_lines(self.report, self.attestations, self.behavioral)
 
     def to_json(self) -> dict[str, object]:
         from cohorts.service import audit_report_json

@@ -418,17 +418,10 @@ def audit_cmd(
     warnings, each grouped and counted. Exit 1 when any defect or missing evidence is
     found, 0 otherwise.
     """
-    from cohorts.audit_view import audit_lines
+    from cohorts.api import audit
     from cohorts.errors import CohortUsageError
-    from cohorts.service import (
-        audit_attestations,
-        audit_behavioral,
-        audit_report_json,
-        audit_stored_cohort,
-        with_replay,
-    )
-    from ledger.cli.witnesscmds import witness_keys
-    from ledger.store.backends import open_store
+    from ledger.api import open_ledger
+    from ledger.cli.witnesscmds import read_key_text
 
     if all_cohorts == (cohort_id is not None):
         raise CohortUsageError(
@@ -440,18 +433,14 @@ def audit_cmd(
         _audit_all(db, json_out, replay)
         return
     assert cohort_id is not None
-    witnesses = witness_keys(witness_key)
-    with open_store(db, readonly=True) as store:
-        report = audit_stored_cohort(store, cohort_id, witness_keys=witnesses)
-        if replay:
-            report = with_replay(store, report)
-        attested = audit_attestations(store, report)
-        behavioral = audit_behavioral(store, report)
+    witnesses = [read_key_text(k) for k in witness_key or []]
+    with open_ledger(db, readonly=True) as book:
+        audited = audit(book, cohort_id, replay=replay, witness_keys=witnesses)
     if json_out:
-        emit_json(audit_report_json(report, attested, behavioral))
+        emit_json(audited.to_json())
     else:
-        plain_lines(audit_lines(report, attested, behavioral))
-    if not report.ok:
+        plain_lines(audited.lines())
+    if not audited.ok:
         raise ProblemsReported(f"cohort {cohort_id} audit failed")
 
 
@@ -471,27 +460,11 @@ DEPRECATED_KEYS = {
 
 
 def _audit_all(db: DbLocation, json_out: bool, replay: bool = False) -> None:
-    from cohorts.service import audit_stored_cohort, cohort_rows, with_replay
-    from ledger.store.backends import open_store
+    from cohorts.api import audit_all
+    from ledger.api import open_ledger
 
-    rows = []
-    with open_store(db, readonly=True) as store:
-        for row in cohort_rows(store):
-            report = audit_stored_cohort(store, row.cohort_id)
-            if replay:
-                report = with_replay(store, report)
-            counts = report.counts()
-            rows.append(
-                {
-                    **row.to_json(),
-                    "ok": report.ok,
-                    "defects": counts["defect"],
-                    "missing": counts["missing"],
-                    "warnings": counts["warning"],
-                    "outcomes": sum(len(t.attempts) for t in report.tasks),
-                    "excluded": len(report.excluded_outcomes),
-                }
-            )
+    with open_ledger(db, readonly=True) as book:
+        rows = [summary.to_json() for summary in audit_all(book, replay=replay)]
     if json_out:
         emit_json(rows)
     else:
@@ -529,11 +502,11 @@ def _audit_all(db: DbLocation, json_out: bool, replay: bool = False) -> None:
 @cohort_app.command("list")
 def list_cmd(db: DbOption = DEFAULT_DB, json_out: JsonOption = False) -> None:
     """List stored cohorts: id, stage, definition digest, tasks, attestation state."""
-    from cohorts.service import cohort_rows
-    from ledger.store.backends import open_store
+    from cohorts.api import list_cohorts
+    from ledger.api import open_ledger
 
-    with open_store(db, readonly=True) as store:
-        rows = cohort_rows(store)
+    with open_ledger(db, readonly=True) as book:
+        rows = list_cohorts(book)
     if json_out:
         emit_json([r.to_json() for r in rows])
         return
@@ -592,7 +565,6 @@ def provenance_cmd(
     from rich.tree import Tree
 
     from cohorts.api import provenance
-    from cohorts.provenance import OUTCOME_MEANING
     from ledger.api import open_ledger
     from ledger.cli.witnesscmds import read_key_text
 
@@ -608,7 +580,7 @@ def provenance_cmd(
             _tree(tree, check)
         console().print(tree)
         if report.outcome is not None:
-            typer.echo(f"outcome: {report.outcome} ({OUTCOME_MEANING.get(report.outcome, '')})")
+            typer.echo(f"outcome: {report.outcome} ({report.outcome_meaning})")
     if not report.ok:
         raise ProblemsReported("provenance chain failed")
 
@@ -642,12 +614,12 @@ def import_idkmesh_cmd(
     upstream's burn date. Idempotent. Exit 0 when every file was recorded, 3 when one was
     refused.
     """
-    from cohorts.importer import import_idkmesh
-    from ledger.store.backends import open_store
+    from cohorts.api import import_idkmesh
+    from ledger.api import open_ledger
 
-    with open_store(db, dry_run=dry_run) as store:
+    with open_ledger(db, dry_run=dry_run) as book:
         signer = None if unsigned else _signer(db, authority_key)
-        report = import_idkmesh(store, path, signer)
+        report = import_idkmesh(book, path, authority=signer, unsigned=unsigned)
     if json_out:
         emit_json(report.to_json())
     else:

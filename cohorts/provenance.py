@@ -89,6 +89,11 @@ class ProvenanceReport:
     def ok(self) -> bool:
         return all(c.ok for c in self.checks)
 
+    @property
+    def outcome_meaning(self) -> str:
+        """What ``outcome`` means, in one sentence (``OUTCOME_MEANING``)."""
+        return OUTCOME_MEANING.get(self.outcome or "", "")
+
     def to_json(self) -> dict[str, object]:
         return {
             "digest": self.digest,

@@ -170,9 +170,9 @@ class RefusalsReported(Reported, RuleViolation):
     """The printed summary lists refusals by ledger rules (exit 4)."""
 
 
-def reported_like(errors: list[LedgerError]) -> Reported:
-    """The ``Reported`` outcome for errors already printed: the gravest one's exit code."""
-    worst = max(error.exit_code for error in errors)
+def reported_for(exit_codes: list[int]) -> Reported:
+    """The ``Reported`` outcome for failures already printed, given their exit codes."""
+    worst = max(exit_codes)
     if worst >= RuleViolation.exit_code:
         return RefusalsReported()
     if worst == InputError.exit_code:

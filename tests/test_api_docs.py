@@ -9,11 +9,16 @@ program from a wheel installed into a fresh virtual environment.
 
 from __future__ import annotations
 
+import ast
+import inspect
 import os
 import re
 import subprocess
 import sys
+import textwrap
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from api_docs import EXAMPLES, PAGE, blocks, program
@@ -63,6 +68,62 @@ def test_every_command_is_on_the_page() -> None:
     in_table = set().union(*(_named(row.split("|")[1], commands) for row in table.splitlines()))
     assert commands - in_table == set()
     assert "no function on this page" not in text
+
+
+#: What a command may import besides typer and rich: the three APIs, the CLI's own
+#: helpers (argument parsing, output), the error classes, and file output.
+THIN = ("ledger.api", "cohorts.api", "verifiers.api", "ledger.cli", "ledger.errors")
+THIN += ("cohorts.errors", "verifiers.errors", "ledger.files")
+#: Commands that take a faster path to what an API function also returns, and why.
+FASTER_PATH = {
+    # Streams entries straight from the store, printing the first at once; Ledger.log
+    # yields the same entries (tests/test_api.py compares its JSON with the command's).
+    "log": {"ledger.store.backends", "ledger.schema.kinds"},
+}
+
+
+def _reaches_past_the_api(function: Callable[..., object]) -> set[str]:
+    """The modules of this project a function imports that are not on ``THIN``."""
+    tree = ast.parse(textwrap.dedent(inspect.getsource(function)))
+    return {
+        node.module
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom)
+        and node.module is not None
+        and node.module.split(".")[0] in ("ledger", "cohorts", "verifiers")
+        and not node.module.startswith(THIN)
+    }
+
+
+def _callback(path: tuple[str, ...]) -> Callable[..., object]:
+    import typer
+
+    from ledger.cli import app
+
+    command: Any = typer.main.get_command(app)  # typer's click command: untyped here
+    for name in path:
+        command = command.get_command(typer.Context(command), name)
+    assert command is not None and command.callback is not None
+    return command.callback  # type: ignore[no-any-return]
+
+
+def test_every_command_calls_the_api() -> None:
+    """A command parses its arguments, calls the API and prints: it imports nothing of
+    the core (the store, the log, the trust rules, the cohort service) itself."""
+    paths = list(command_paths())
+    leaves = [p for p in paths if not any(q[: len(p)] == p != q for q in paths)]
+    found = {" ".join(p): _reaches_past_the_api(_callback(p)) for p in leaves}
+    assert {name: mods for name, mods in found.items() if mods} == FASTER_PATH
+
+
+def test_the_thin_layer_check_sees_a_command_that_reaches_past() -> None:
+    def command() -> None:
+        from ledger.api import open_ledger
+        from ledger.store.backends import open_store
+
+        del open_ledger, open_store
+
+    assert _reaches_past_the_api(command) == {"ledger.store.backends"}
 
 
 def test_a_failing_example_fails_the_run(tmp_path: Path) -> None:

@@ -76,7 +76,7 @@ if TYPE_CHECKING:
         WitnessAnswer,
     )
     from ledger.audit.findings import LedgerFinding
-    from ledger.log.bundle import VerifiedBundle
+    from ledger.log.bundle import MAX_BUNDLE_BYTES, BundleError, VerifiedBundle
     from ledger.log.checkpoints import ConsistencyProof, InclusionProof
     from ledger.log.witness import WitnessState
     from ledger.store.bulk import ImportSummary
@@ -136,10 +136,10 @@ def __getattr__(name: str) -> object:
         from ledger.store.bulk import ImportSummary
 
         return ImportSummary
-    if name == "VerifiedBundle":
-        from ledger.log.bundle import VerifiedBundle
+    if name in ("VerifiedBundle", "BundleError", "MAX_BUNDLE_BYTES"):
+        from ledger.log import bundle
 
-        return VerifiedBundle
+        return getattr(bundle, name)
     if name in ("ConsistencyProof", "InclusionProof"):
         from ledger.log import checkpoints
 
@@ -157,11 +157,13 @@ def __getattr__(name: str) -> object:
 
 __all__ = [
     "CORE_ONLY",
+    "MAX_BUNDLE_BYTES",
     "AdmissionPolicy",
     "Appended",
     "AttestationCheck",
     "AttestationVerdict",
     "BrowseFinding",
+    "BundleError",
     "Checkpoint",
     "ConsistencyProof",
     "Copied",

@@ -283,17 +283,25 @@ class Ledger:
         ``default_log_key``) and store it; then ask each witness (a tlog-witness URL or a
         local witness state file) to cosign it and store what it answers.
 
-        ``witness_keys``: verifier keys a URL witness's answer must verify under. A
-        witness that fails is reported in ``Checkpoint.witnesses`` (``ok`` False), not
-        raised: the checkpoint is stored either way. On a dry run no witness is asked.
+        ``witness_keys``: verifier keys a URL witness's answer must verify under (required
+        with a URL witness: ``UsageError``, exit 2, without one); only cosignatures that
+        verify are stored. A witness that fails is reported in ``Checkpoint.witnesses``
+        (``ok`` False), not raised: the checkpoint is stored either way. On a dry run no
+        witness is asked.
         """
         from ledger.api.results import Checkpoint, WitnessAnswer
+        from ledger.errors import UsageError
         from ledger.log.checkpoints import make_checkpoint
-        from ledger.log.cosignature import parse_witness_key
-        from ledger.log.cosigning import collect, cosigned_note
+        from ledger.log.cosigning import collect, cosigned_note, is_url
         from ledger.trust.keys import load_private_key
 
-        trusted = [parse_witness_key(k) for k in witness_keys]
+        trusted = _witness_keys(witness_keys)
+        unkeyed = [w for w in witnesses if is_url(w)] if not trusted else []
+        if unkeyed:
+            raise UsageError(
+                f"--witness {unkeyed[0]}, got no --witness-key, expected the verifier key its"
+                " cosignature must verify under"
+            )
         key_file = Path(log_key) if log_key is not None else default_log_key(self.location)
         key = load_private_key(key_file, passphrase)
         row = make_checkpoint(self.store, key)
@@ -311,6 +319,7 @@ class Ledger:
                 WitnessAnswer(
                     o.witness,
                     o.lines,
+                    o.rejected,
                     None if o.error is None else str(o.error),
                     None if o.error is None else o.error.exit_code,
                 )

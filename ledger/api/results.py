@@ -84,12 +84,14 @@ class Appended:
 
 @dataclass(frozen=True)
 class WitnessAnswer:
-    """What one witness answered when asked to cosign: its stored lines, or why not.
+    """What one witness answered when asked to cosign: the cosignature lines stored, the
+    lines rejected (``(signer, why)``: never stored), or why it failed.
 
     ``error`` is the ``ledger.errors`` error it failed with (``exit_code`` says how)."""
 
     witness: str
     cosignatures: tuple[str, ...] = ()
+    rejected: tuple[tuple[str, str], ...] = ()
     error: str | None = None
     exit_code: int | None = None
 
@@ -98,10 +100,13 @@ class WitnessAnswer:
         return self.error is None
 
     def to_json(self) -> JSONObject:
-        out: JSONObject = {"witness": self.witness, "ok": self.ok}
-        if self.error is None:
-            out["cosignatures"] = list(self.cosignatures)
-        else:
+        out: JSONObject = {
+            "witness": self.witness,
+            "ok": self.ok,
+            "cosignatures": list(self.cosignatures),
+            "rejected": [{"witness": w, "error": e} for w, e in self.rejected],
+        }
+        if self.error is not None:
             out["error"] = self.error
             out["exit_code"] = self.exit_code
         return out

@@ -111,10 +111,10 @@ def verify(
     database: reproduced, differs (naming the members) or cannot replay (naming what the
     bundle lacks); exit 1 unless reproduced.
     """
-    from ledger.api.ledger import required_quorum, verify_bundle
+    from ledger.api import MAX_BUNDLE_BYTES, BundleError, verify_bundle
+    from ledger.api.ledger import required_quorum
     from ledger.cli.common import read_input
     from ledger.cli.witnesscmds import read_key_text, witness_keys
-    from ledger.log.bundle import MAX_BUNDLE_BYTES, BundleError
 
     witnesses = [read_key_text(v) for v in witness_key or []]
     # The witness keys and the quorum are refused (exit 3) before the bundle is read.

@@ -20,7 +20,7 @@ from ledger.cli.common import (
     new_app,
     read_verifier_key,
 )
-from ledger.errors import ProblemsReported, reported_like
+from ledger.errors import ProblemsReported, reported_for
 
 proof_app = new_app("Inclusion and consistency proofs (RFC 9162).")
 
@@ -54,50 +54,24 @@ def checkpoint(
     A cosignature is stored only if it verifies under a --witness-key (or, for a local
     witness, under its own key); any other line a witness returns is reported, not stored.
     With --dry-run nothing is stored and no witness is asked."""
+    from ledger.api import open_ledger
     from ledger.cli.common import fail_line
-    from ledger.cli.core import log_key_path
-    from ledger.cli.witnesscmds import witness_keys
-    from ledger.errors import UsageError
-    from ledger.log.checkpoints import make_checkpoint
-    from ledger.log.cosigning import collect, cosigned_note, is_url
-    from ledger.store.backends import open_store
-    from ledger.trust.keys import load_private_key
+    from ledger.cli.witnesscmds import read_key_text
 
-    trusted = witness_keys(witness_key)
-    unkeyed = [w for w in witness or [] if is_url(w)] if not trusted else []
-    if unkeyed:
-        raise UsageError(
-            f"--witness {unkeyed[0]}, got no --witness-key, expected the verifier key its"
-            " cosignature must verify under"
-        )
-    outcomes = []
+    trusted = [read_key_text(k) for k in witness_key or []]
     # The ledger first: a path that is no ledger is reported as such, not as a key.
-    with open_store(db, dry_run=dry_run) as store:
-        key = load_private_key(log_key_path(db, log_key))
-        row = make_checkpoint(store, key)
-        origin = store.get_meta("origin")
-        if witness and not dry_run:
-            outcomes = collect(store, row, witness, trusted)
-        note = cosigned_note(store, row)
-    failed = [(o.witness, o.error) for o in outcomes if o.error is not None]
+    with open_ledger(db, dry_run=dry_run) as book:
+        done = book.checkpoint(log_key=log_key, witnesses=witness or (), witness_keys=trusted)
     if json_out:
-        emit_json(
-            {
-                "origin": origin,
-                "size": row.size,
-                "root": row.root.hex(),
-                "note": note.decode("utf-8"),
-                "created_at": row.created_at,
-                "witnesses": [o.to_json() for o in outcomes],
-            }
-        )
+        emit_json(done.to_json())
     else:
-        sys.stdout.write(note.decode("utf-8"))
+        sys.stdout.write(done.note)
     dry_run_note(dry_run)
-    for name, error in failed:
-        typer.echo(fail_line(f"witness {name}: {error}"), err=True)
+    failed = [w for w in done.witnesses if not w.ok]
+    for answer in failed:
+        typer.echo(fail_line(f"witness {answer.witness}: {answer.error}"), err=True)
     if failed:
-        raise reported_like([error for _, error in failed])
+        raise reported_for([w.exit_code or 1 for w in failed])
 
 
 @proof_app.command("inclusion")
@@ -110,13 +84,10 @@ def inclusion(
     json_out: JsonOption = False,
 ) -> None:
     """Prove that an object's entry is in the log."""
-    from ledger.log.checkpoints import prove_inclusion
-    from ledger.store.backends import open_store
-    from ledger.store.resolve import resolve_stored
+    from ledger.api import open_ledger
 
-    with open_store(db, readonly=True) as store:
-        obj = resolve_stored(store, digest)
-        proof = prove_inclusion(store, obj.digest, size)
+    with open_ledger(db, readonly=True) as book:
+        proof = book.inclusion_proof(digest, size=size)
     data = proof.to_json()
     if json_out:
         emit_json(data)
@@ -141,11 +112,10 @@ def consistency(
     json_out: JsonOption = False,
 ) -> None:
     """Prove that the log at OLD_SIZE is a prefix of the log at NEW_SIZE."""
-    from ledger.log.checkpoints import prove_consistency
-    from ledger.store.backends import open_store
+    from ledger.api import open_ledger
 
-    with open_store(db, readonly=True) as store:
-        proof = prove_consistency(store, old_size, new_size)
+    with open_ledger(db, readonly=True) as book:
+        proof = book.consistency_proof(old_size, new_size)
     data = proof.to_json()
     if json_out:
         emit_json(data)
