@@ -11,6 +11,10 @@ next results. What must still hold, each shown here against the store's own read
 - when ``import_jsonl`` returns, everything it counted is committed (another
   connection reads it);
 - a dry run commits nothing, on no thread; the session's settings are restored.
+
+With workers, each batch is also written (admission, rows, inserts) on a writer thread
+of its own (``ledger.store.bulk._batch_writer``) while the importer takes the workers'
+next results; the same holds, one batch at a time, in input order.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ import bench_corpus
 import pytest
 
 from ledger.errors import StorageError
+from ledger.store import bulk
 from ledger.store import sqlite as sqlite_store
 from ledger.store.bulk import import_jsonl
 from ledger.store.prepared import prepare_json
@@ -95,8 +100,9 @@ def test_commits_run_off_the_importer_one_transaction_at_a_time(
     assert names == ["begin", "commit", "committed"] * 5
 
 
+@pytest.mark.parametrize("workers", [1, 2])
 def test_a_failed_commit_is_raised_and_leaves_the_batches_before(
-    ledger_path: Path, monkeypatch: pytest.MonkeyPatch
+    ledger_path: Path, monkeypatch: pytest.MonkeyPatch, workers: int
 ) -> None:
     data, digests = _lines(ledger_path, 5)
     before = _stored(ledger_path)
@@ -113,7 +119,7 @@ def test_a_failed_commit_is_raised_and_leaves_the_batches_before(
     monkeypatch.setattr(SQLiteStore, "_commit_now", failing)
     with open_store(ledger_path) as store:
         with pytest.raises(StorageError, match="disk is full"):
-            import_jsonl(store, io.BytesIO(data), batch=GROUP)
+            import_jsonl(store, io.BytesIO(data), batch=GROUP, workers=workers)
         assert len(calls) == 3  # no batch was written after the failed one
         assert [e.digest for e in store.entries()] == before + digests[: 2 * GROUP]
     assert _stored(ledger_path) == before + digests[: 2 * GROUP]
@@ -124,13 +130,14 @@ def test_a_failed_commit_is_raised_and_leaves_the_batches_before(
     assert _stored(ledger_path) == before + digests
 
 
+@pytest.mark.parametrize("workers", [1, 2])
 def test_a_dry_run_commits_nothing_and_the_settings_come_back(
-    ledger_path: Path, events: list[tuple[str, int]]
+    ledger_path: Path, events: list[tuple[str, int]], workers: int
 ) -> None:
     data, _ = _lines(ledger_path, 2)
     before = _stored(ledger_path)
     with open_store(ledger_path, dry_run=True) as store:
-        summary = import_jsonl(store, io.BytesIO(data), batch=GROUP)
+        summary = import_jsonl(store, io.BytesIO(data), batch=GROUP, workers=workers)
         assert summary.new == 2 * GROUP
     assert not [name for name, _ in events if name.startswith("commit")]
     assert _stored(ledger_path) == before
@@ -146,3 +153,68 @@ def test_a_dry_run_commits_nothing_and_the_settings_come_back(
 
 
 _PRAGMAS = ("cache_size", "wal_autocheckpoint")
+
+
+def test_with_workers_a_batch_is_written_while_the_importer_takes_the_next(
+    ledger_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first batch's write waits until the importer has taken documents of the
+    second batch: it can only end that way if the two run at once. Writes still come
+    one at a time, in input order, all on one thread that is not the importer's."""
+    data, digests = _lines(ledger_path, 4)
+    taken: list[int] = []  # documents the importer has turned into ``Prepared``
+    next_batch = threading.Event()
+    made = bulk._prepared
+
+    def prepared(values: Any) -> Any:
+        taken.append(1)
+        if len(taken) > GROUP:
+            next_batch.set()
+        return made(values)
+
+    writes: list[int] = []  # the thread of each write
+    active: list[int] = []
+    overlapped: list[bool] = []  # the next batch was being taken during the first write
+    append_many = SQLiteStore.append_many
+
+    def write(self: SQLiteStore, items: Any, *args: Any, **kwargs: Any) -> Any:
+        active.append(1)
+        assert len(active) == 1  # never two batches at once
+        writes.append(threading.get_ident())
+        try:
+            if len(writes) == 1:
+                # Generous: it only runs out when the importer waits for this write.
+                overlapped.append(next_batch.wait(timeout=60))
+            return append_many(self, items, *args, **kwargs)
+        finally:
+            active.pop()
+
+    monkeypatch.setattr(bulk, "_prepared", prepared)
+    monkeypatch.setattr(SQLiteStore, "append_many", write)
+    before = _stored(ledger_path)
+    with open_store(ledger_path) as store:
+        summary = import_jsonl(store, io.BytesIO(data), batch=GROUP, workers=2)
+    assert overlapped == [True]
+    assert (summary.new, summary.batches) == (len(digests), 4)
+    assert len(set(writes)) == 1 and threading.get_ident() not in writes
+    assert _stored(ledger_path) == before + digests  # input order
+
+
+def test_without_workers_batches_are_written_by_the_importer(
+    ledger_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One process: preparing and writing share the interpreter, so a thread would only
+    add switching; the importer writes each batch itself."""
+    data, digests = _lines(ledger_path, 2)
+    threads: list[int] = []
+    append_many = SQLiteStore.append_many
+
+    def write(self: SQLiteStore, items: Any, *args: Any, **kwargs: Any) -> Any:
+        threads.append(threading.get_ident())
+        return append_many(self, items, *args, **kwargs)
+
+    monkeypatch.setattr(SQLiteStore, "append_many", write)
+    with open_store(ledger_path) as store:
+        summary = import_jsonl(store, io.BytesIO(data), batch=GROUP, workers=1)
+    assert summary.new == len(digests)
+    assert threads == [threading.get_ident()] * 2

@@ -37,6 +37,7 @@ import stat
 import zlib
 from collections import deque
 from collections.abc import Callable, Generator, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, fields
 from typing import Any, BinaryIO
 
@@ -443,10 +444,9 @@ def import_jsonl(
     if kind == "blob":
         raise InputError("kind, got 'blob', expected a JSON kind (JSON Lines hold JSON)")
     summary = ImportTally()
-    pending: list[Prepared] = []
     with store.bulk_session(), _fewer_collections():
         presign = _presign(store) if workers > 1 else None
-        _import(store, source, kind, batch, workers, limits, advance, summary, pending, presign)
+        _import(store, source, kind, batch, workers, limits, advance, summary, presign)
     summary.size = store.size()
     return summary.summary()
 
@@ -485,16 +485,15 @@ def _import(
     limits: Limits,
     advance: Callable[[int], None],
     summary: ImportTally,
-    pending: list[Prepared],
     presign: Presign | None = None,
 ) -> None:
     memo = None if presign is None else presign.memo
     keys = None if presign is None else presign.keys
 
-    def flush() -> None:
-        results = store.append_many(pending, signatures=memo)
+    def write(items: list[Prepared]) -> None:
+        results = store.append_many(items, signatures=memo)
         summary.batches += 1
-        for item, result in zip(pending, results, strict=True):
+        for item, result in zip(items, results, strict=True):
             if result.new:
                 summary.new += 1
                 summary.canonical_bytes += len(item.data)
@@ -503,12 +502,13 @@ def _import(
                 summary.last_seq = result.entry.seq
             else:
                 summary.present += 1
-        pending.clear()
 
     file = _spannable(source) if workers > 1 else None
     results = _ordered_results(read_blocks(source, limits), kind, limits, workers, keys, file)
-    # Closed on any exit, so the workers are shut down at once, not when collected.
-    with contextlib.closing(results):
+    pending: list[Prepared] = []
+    # Closed on any exit, so the workers are shut down at once, not when collected; the
+    # writer is done with every batch handed to it before that.
+    with contextlib.closing(results), _batch_writer(write, workers > 1) as hand_off:
         for result in results:
             if memo is not None:
                 # Before the block's documents join a batch: admission finds them there.
@@ -520,10 +520,54 @@ def _import(
             for values in result.prepared:
                 pending.append(_prepared(values))
                 if len(pending) >= batch:
-                    flush()
+                    hand_off(pending)
+                    pending = []
             advance(result.nbytes)
-    if pending:
-        flush()
+        if pending:
+            hand_off(pending)
+
+
+@contextlib.contextmanager
+def _batch_writer(
+    write: Callable[[list[Prepared]], None], threaded: bool
+) -> Iterator[Callable[[list[Prepared]], None]]:
+    """What the importer hands each full batch to: ``write`` itself, or (``threaded``,
+    with workers) ``write`` on a thread of its own.
+
+    The writer's flush (admission, planning the rows, inserting them) is serial and
+    takes about as long as the workers need to prepare a batch; done by the importer
+    itself, no results were taken meanwhile, so the workers filled their window and
+    waited. On its own thread, the importer keeps taking results (and handing the
+    workers new blocks) while the previous batch is written. Still one batch at a
+    time, in input order: a batch is handed off only once the one before it has been
+    written, and that batch's error is raised there, so nothing is written after a
+    batch that failed. When the block ends, every batch handed off has been written;
+    if it ends with an error of its own, that error wins over the writer's.
+    """
+    if not threaded:
+        yield write
+        return
+    thread = ThreadPoolExecutor(1, thread_name_prefix="provledger-writer")
+    writing: list[Future[None]] = []  # the batch being written, if any
+
+    def hand_off(items: list[Prepared]) -> None:
+        if writing:
+            writing.pop().result()
+        writing.append(thread.submit(write, items))
+
+    failed = True
+    try:
+        yield hand_off
+        failed = False
+    finally:
+        try:
+            if writing and failed:
+                with contextlib.suppress(Exception):  # the importer's own error wins
+                    writing.pop().result()
+            elif writing:
+                writing.pop().result()
+        finally:
+            thread.shutdown(wait=True)
 
 
 def _presign(store: Store) -> Presign:
