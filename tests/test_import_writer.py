@@ -36,7 +36,7 @@ from ledger.encoding.canonical import DEFAULT_LIMITS
 from ledger.log.leaf import entry_record
 from ledger.log.merkle import PendingNodes, leaf_hash
 from ledger.store.base import AppendResult, Entry, LedgerReader, SignatureVerdicts, StoredObject
-from ledger.store.batch import BatchReader, BatchRows, plan_rows
+from ledger.store.batch import BatchReader, BatchRows, admitted_batch, plan_rows
 from ledger.store.bulk import (
     GC_THRESHOLD,
     Block,
@@ -352,6 +352,52 @@ def test_prepared_built_from_fields_equals_its_constructor() -> None:
         assert type(built) is Prepared
         with pytest.raises(AttributeError):
             built.digest = "x"  # type: ignore[misc]
+
+
+def test_writer_values_made_without_init_equal_their_constructors(ledger_path: Path) -> None:
+    """``plan_rows`` and ``admitted_batch`` make entries, results and objects without
+    their ``__init__`` (``ledger.store.batch._new``): the same values, hashes and
+    fields, as long as the classes stay plain frozen dataclasses."""
+    for cls in (Entry, AppendResult, StoredObject):
+        assert not hasattr(cls, "__post_init__") and not hasattr(cls, "__slots__")
+    stamps = [f"2026-12-01T00:00:{i:02d}.000000Z" for i in range(len(_ITEMS))]
+    rows = plan_rows(_ITEMS, {}, 11, PendingNodes(_NoNodes()), stamps)
+    for i, result in enumerate(rows.results):
+        item = _ITEMS[i]
+        entry = Entry(11 + i, item.digest, item.kind, stamps[i])
+        made = AppendResult(entry, new=True)
+        assert result == made and hash(result) == hash(made) and vars(result) == vars(made)
+        assert vars(result.entry) == vars(entry) and hash(result.entry) == hash(entry)
+        assert type(result) is AppendResult and type(result.entry) is Entry
+        with pytest.raises(AttributeError):
+            result.entry.seq = 0  # type: ignore[misc]
+    seen: list[StoredObject] = []
+
+    def write(items: Sequence[Prepared]) -> list[AppendResult]:
+        return plan_rows(items, {}, 11, PendingNodes(_NoNodes()), stamps).results
+
+    class Keep(AdmissionPolicy):
+        def admit(self, reader: LedgerReader, new: Sequence[StoredObject], **_: Any) -> None:
+            seen.extend(new)
+
+    with open_store(ledger_path) as store:
+        admitted_batch(store, _ITEMS, write, Keep(), history=False)
+    assert len(seen) == len(_ITEMS)
+    for i, obj in enumerate(seen):
+        item = _ITEMS[i]
+        made_obj = StoredObject(
+            item.digest,
+            11 + i,
+            item.kind,
+            item.schema_version,
+            item.object_id,
+            item.object_version,
+            item.legacy_digest,
+            item.legacy_hints,
+            item.data,
+        )
+        assert obj == made_obj and hash(obj) == hash(made_obj) and vars(obj) == vars(made_obj)
+        assert type(obj) is StoredObject
 
 
 def test_fewer_collections_while_importing_and_settings_restored(ledger_path: Path) -> None:
