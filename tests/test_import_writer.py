@@ -35,7 +35,14 @@ from ledger.cli import app
 from ledger.encoding.canonical import DEFAULT_LIMITS
 from ledger.log.leaf import entry_record
 from ledger.log.merkle import PendingNodes, leaf_hash
-from ledger.store.base import AppendResult, Entry, LedgerReader, SignatureVerdicts, StoredObject
+from ledger.store.base import (
+    OBJECT_COLUMNS,
+    AppendResult,
+    Entry,
+    LedgerReader,
+    SignatureVerdicts,
+    StoredObject,
+)
 from ledger.store.batch import BatchReader, BatchRows, admitted_batch, plan_rows
 from ledger.store.bulk import (
     GC_THRESHOLD,
@@ -386,15 +393,7 @@ def test_writer_values_made_without_init_equal_their_constructors(ledger_path: P
     for i, obj in enumerate(seen):
         item = _ITEMS[i]
         made_obj = StoredObject(
-            item.digest,
-            11 + i,
-            item.kind,
-            item.schema_version,
-            item.object_id,
-            item.object_version,
-            item.legacy_digest,
-            item.legacy_hints,
-            item.data,
+            **{name: 11 + i if name == "seq" else getattr(item, name) for name in OBJECT_COLUMNS}
         )
         assert obj == made_obj and hash(obj) == hash(made_obj) and vars(obj) == vars(made_obj)
         assert type(obj) is StoredObject
