@@ -58,8 +58,12 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("cohorts/binding.py", "build_binding"): "sorts the binder's named plans {task, plan_id}",
     ("cohorts/service.py", "_calibration_plan_problem"): "a calibration record's plan_digest",
     ("cohorts/service.py", "_outcome_plan"): "appends an attempt to a copy of the cohort (a write)",
-    # Not yet moved onto the model (it reads each stored document member by member):
-    ("cohorts/browse/project.py", "*"): "the browse projection, being reworked for index speed",
+    ("cohorts/browse/project.py", "_binding"): "a binding record's named plans {task, plan_id}",
+    # Not yet on the model: the index's per-object row builders (one row per plan, manifest
+    # and result, built in the index workers), being reworked for the index's speed.
+    ("cohorts/browse/project.py", "_plan"): "the plans row of an EvaluatorPlan",
+    ("cohorts/browse/project.py", "_manifest"): "the manifests row of a ResultManifest",
+    ("cohorts/browse/project.py", "_result"): "the results row of a VerificationResult",
 }
 
 

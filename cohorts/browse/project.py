@@ -31,7 +31,7 @@ from ledger.trust.identity import authority_key
 from ledger.trust.judgement import SignatureMemo
 from ledger.trust.keys import key_id, public_key_from_raw, verify
 from ledger.trust.standing import Standing
-from verifiers.model import Task
+from verifiers.model import CohortView
 from verifiers.model.json import as_int, as_list, as_str, at, maps
 
 if TYPE_CHECKING:
@@ -190,7 +190,8 @@ class Projector:
 
     # -- kinds -----------------------------------------------------------------------
     def _cohort(self, obj: StoredObject, value: Mapping[str, object], out: Projection) -> None:
-        cohort_id = as_str(value.get("id"))
+        cohort = CohortView.of(value)
+        cohort_id = as_str(cohort.id)
         jcs: str | None
         legacy: str | None
         try:
@@ -198,7 +199,7 @@ class Projector:
             jcs, legacy = digests.jcs, digests.legacy
         except LedgerError:
             jcs = legacy = None
-        tasks = as_list(value.get("tasks"))
+        tasks = cohort.tasks
         out.add(
             "cohorts",
             {
@@ -206,14 +207,14 @@ class Projector:
                 "seq": obj.seq,
                 "standing": self.standing_text(obj),
                 "cohort_id": cohort_id,
-                "title": as_str(value.get("title")),
-                "description": as_str(value.get("description")),
-                "stage": as_str(value.get("stage")),
-                "definition_digest": as_str(value.get("definition_digest")),
+                "title": cohort.title,
+                "description": cohort.description,
+                "stage": as_str(cohort.stage),
+                "definition_digest": cohort.recorded_definition_digest,
                 "definition_digest_jcs": jcs,
                 "definition_digest_legacy": legacy,
-                "task_count": len(tasks),
-                "minimum_final_tasks": as_int(value.get("minimum_final_tasks")),
+                "task_count": cohort.task_count,
+                "minimum_final_tasks": as_int(cohort.minimum_final_tasks),
                 "burned_at": None,
                 "burn_recorded_at": None,
                 "burn_reason": None,
@@ -221,26 +222,26 @@ class Projector:
             },
         )
         self._preregistration(obj, value, out)
-        for position, task in enumerate(tasks):
-            task_id = as_str(at(task, "id")) or ""
-            wu_digest = as_str(at(task, "work_unit", "digest"))
+        for task in tasks:  # stored cohorts are schema-valid: every task is an object
+            task_id = as_str(task.id) or ""
+            wu_digest = as_str(task.work_unit.digest)
             out.add(
                 "tasks",
                 {
                     "cohort_digest": obj.digest,
                     "cohort_id": cohort_id,
-                    "position": position,
+                    "position": task.index,
                     "task_id": task_id,
                     "title": task_title(task_id),
-                    "family": as_str(at(task, "family")),
-                    "difficulty": as_str(at(task, "difficulty")),
-                    "split": as_str(at(task, "split")),
-                    "status": as_str(at(task, "evidence", "status")),
-                    "exclusion_reason": as_str(at(task, "evidence", "exclusion_reason")),
-                    "work_unit_id": as_str(at(task, "work_unit", "id")),
+                    "family": as_str(task.family),
+                    "difficulty": as_str(task.difficulty),
+                    "split": as_str(task.split),
+                    "status": as_str(task.evidence_status),
+                    "exclusion_reason": task.exclusion_reason,
+                    "work_unit_id": as_str(task.work_unit.id),
                     "work_unit_digest": wu_digest,
-                    "plan_id": as_str(at(task, "evaluator", "plan_id")),
-                    "plan_digest": as_str(at(task, "evaluator", "plan_digest")),
+                    "plan_id": as_str(task.evaluator.plan_id),
+                    "plan_digest": as_str(task.evaluator.plan_digest),
                     "objective": self._objective(wu_digest, obj.seq),
                 },
             )
@@ -259,7 +260,8 @@ class Projector:
         # The log before this object, and the object itself: a listing that is the
         # cohort's own first fixed record tells whether the ledger fixed the cohort.
         timeline.horizon = obj.seq + 1
-        for task in Task.all_of(value):
+        cohort = CohortView.of(value)
+        for task in cohort.tasks:
             for attempt in task.attempts:
                 ref = attempt.verification_result
                 judged = timeline.judge(
@@ -276,7 +278,7 @@ class Projector:
                     "preregistration",
                     {
                         "cohort_digest": obj.digest,
-                        "cohort_id": as_str(value.get("id")),
+                        "cohort_id": as_str(cohort.id),
                         "task_position": task.index,
                         "attempt_position": attempt.index,
                         "task_id": task.label,

@@ -406,6 +406,10 @@ class Task:
         return self.value.get("family")
 
     @property
+    def difficulty(self) -> object:
+        return self.value.get("difficulty")
+
+    @property
     def source_repository(self) -> object:
         return self.at("source", "repository")
 
@@ -465,6 +469,14 @@ class CohortMembers:
     @property
     def stage(self) -> object:
         return self.value.get("stage")
+
+    @property
+    def title(self) -> str | None:
+        return as_str(self.value.get("title"))
+
+    @property
+    def description(self) -> str | None:
+        return as_str(self.value.get("description"))
 
     @cached_property
     def tasks(self) -> tuple[Task, ...]:
