@@ -10,7 +10,7 @@ are members only those objects have (``PROTOCOL_MEMBERS``); the provledger recor
 cohorts also read (burn notices, bindings, calibration and quarantine records) use other
 names. A place that reads one of these keys from something else, or writes a document,
 is listed in ``ALLOWED`` with the reason, and every entry must still be needed (the list
-only shrinks).
+only shrinks); code not yet moved onto the model is listed in ``PENDING``.
 """
 
 from __future__ import annotations
@@ -63,8 +63,12 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("verifiers/sovereignty.py", "*"): "judges raw inputs: one rule is that they are objects",
     ("verifiers/api.py", "_record_calibration"): "a calibration record's plan_digest",
     ("verifiers/cli.py", "_print_run"): "prints run-verifier's --json (its plan_digest)",
-    # Not yet on the model: the index's per-object row builders (one row per plan, manifest
-    # and result, built in the index workers), being reworked for the index's speed.
+}
+
+#: Places not yet on the model; unlike ``ALLOWED`` an entry may vanish with its code.
+PENDING: dict[tuple[str, str], str] = {
+    # The index's per-object row builders (one row per plan, manifest and result, built
+    # where the object is checked), being reworked for the index's speed.
     ("cohorts/browse/project.py", "_plan"): "the plans row of an EvaluatorPlan",
     ("cohorts/browse/project.py", "_manifest"): "the manifests row of a ResultManifest",
     ("cohorts/browse/project.py", "_result"): "the results row of a VerificationResult",
@@ -128,7 +132,7 @@ def _reads() -> dict[tuple[str, str], list[str]]:
 
 
 def _allowed(place: tuple[str, str]) -> bool:
-    return place in ALLOWED or (place[0], "*") in ALLOWED
+    return any(p in ALLOWED or p in PENDING for p in (place, (place[0], "*")))
 
 
 def test_protocol_objects_are_read_through_the_model() -> None:
