@@ -42,10 +42,6 @@ from ledger.api.ledger import (
     verify_bundle,
 )
 from ledger.api.witness import (
-    CreatedWitness,
-    WitnessCosignature,
-    WitnessedLog,
-    WitnessServer,
     cosign_checkpoint,
     create_witness,
     latest_cosigned,
@@ -64,6 +60,7 @@ if TYPE_CHECKING:
         Checkpoint,
         Copied,
         Created,
+        CreatedWitness,
         ExportedBundle,
         GeneratedKey,
         Identity,
@@ -74,6 +71,9 @@ if TYPE_CHECKING:
         VerifierIdentity,
         VerifyReport,
         WitnessAnswer,
+        WitnessCosignature,
+        WitnessedLog,
+        WitnessServer,
     )
     from ledger.audit.findings import LedgerFinding
     from ledger.log.bundle import MAX_BUNDLE_BYTES, BundleError, VerifiedBundle
@@ -94,6 +94,7 @@ _RESULTS = frozenset(
         "Checkpoint",
         "Copied",
         "Created",
+        "CreatedWitness",
         "ExportedBundle",
         "GeneratedKey",
         "Identity",
@@ -104,6 +105,9 @@ _RESULTS = frozenset(
         "VerifierIdentity",
         "VerifyReport",
         "WitnessAnswer",
+        "WitnessCosignature",
+        "WitnessServer",
+        "WitnessedLog",
     }
 )
 

@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from http.server import ThreadingHTTPServer
+
     from ledger.audit.findings import LedgerFinding
     from ledger.encoding.values import JSONObject
     from ledger.log.bundle import VerifiedBundle
@@ -400,3 +402,76 @@ class Copied:
             "cosignatures": self.cosignatures,
             "roots": {str(k): v for k, v in sorted(self.roots.items())},
         }
+
+
+@dataclass(frozen=True)
+class CreatedWitness:
+    """A new witness (``witness init --json``): its state and key files, its name, the
+    verifier key to give log verifiers, and the origins of the logs it witnesses."""
+
+    state: str
+    key_file: str
+    name: str
+    verifier_key: str
+    logs: tuple[str, ...]
+
+    def to_json(self) -> JSONObject:
+        return {
+            "state": self.state,
+            "key_file": self.key_file,
+            "name": self.name,
+            "verifier_key": self.verifier_key,
+            "logs": list(self.logs),
+        }
+
+
+@dataclass(frozen=True)
+class WitnessedLog:
+    """A log the witness now witnesses (``witness add-log``): its origin and key."""
+
+    origin: str
+    log_key: str
+
+    def to_json(self) -> JSONObject:
+        return {"origin": self.origin, "log_key": self.log_key}
+
+
+@dataclass(frozen=True)
+class WitnessCosignature:
+    """A checkpoint the witness verified, recorded and cosigned (``witness cosign --json``);
+    ``line`` is the cosignature line as the signed note carries it."""
+
+    origin: str
+    size: int
+    root: str
+    timestamp: int
+    line: str
+
+    def to_json(self) -> JSONObject:
+        return {
+            "origin": self.origin,
+            "size": self.size,
+            "root": self.root,
+            "timestamp": self.timestamp,
+            "cosignature": self.line.rstrip("\n"),
+        }
+
+
+@dataclass(frozen=True)
+class WitnessServer:
+    """The witness's HTTP API (POST ``<prefix>/add-checkpoint``), bound and not yet
+    serving (``witness serve``): ``url`` is where it listens. ``serve_forever()`` serves
+    until interrupted, then closes the socket; ``server`` is the standard library's
+    ``ThreadingHTTPServer`` (``shutdown()`` from another thread stops it)."""
+
+    name: str
+    url: str
+    server: ThreadingHTTPServer
+
+    def serve_forever(self) -> None:
+        try:
+            self.server.serve_forever()
+        except KeyboardInterrupt:
+            pass
+        finally:
+            self.server.server_close()

@@ -4,7 +4,8 @@ A witness is a state file with its private key beside it (``STATE.key``, ``STATE
 ``ledger.log.witness``). It is kept outside any ledger: its whole point is to remember
 what each log showed it, and to cosign a new checkpoint only when a consistency proof
 links it to the last one it cosigned. Each function here is one ``provledger witness``
-command; results are frozen values whose ``to_json()`` is the command's ``--json``.
+command; results are frozen values (``ledger.api.results``) whose ``to_json()`` is the
+command's ``--json``.
 Refusals are ``WitnessError`` (its ``exit_code`` says how: 1 a log that misbehaved,
 3 bad input or an unknown log, 4 a stale old size).
 """
@@ -13,22 +14,20 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from http.server import ThreadingHTTPServer
-
-    from ledger.encoding.values import JSONObject
+    from ledger.api.results import (
+        CreatedWitness,
+        WitnessCosignature,
+        WitnessedLog,
+        WitnessServer,
+    )
     from ledger.log.note import Checkpoint
     from ledger.log.witness import WitnessState
 
 __all__ = [
-    "CreatedWitness",
-    "WitnessCosignature",
-    "WitnessServer",
-    "WitnessedLog",
     "cosign_checkpoint",
     "create_witness",
     "latest_cosigned",
@@ -40,85 +39,13 @@ __all__ = [
 StatePath = str | os.PathLike[str]
 
 
-@dataclass(frozen=True)
-class CreatedWitness:
-    """A new witness (``witness init --json``): its state and key files, its name, the
-    verifier key to give log verifiers, and the origins of the logs it witnesses."""
-
-    state: str
-    key_file: str
-    name: str
-    verifier_key: str
-    logs: tuple[str, ...]
-
-    def to_json(self) -> JSONObject:
-        return {
-            "state": self.state,
-            "key_file": self.key_file,
-            "name": self.name,
-            "verifier_key": self.verifier_key,
-            "logs": list(self.logs),
-        }
-
-
-@dataclass(frozen=True)
-class WitnessedLog:
-    """A log the witness now witnesses (``witness add-log``): its origin and key."""
-
-    origin: str
-    log_key: str
-
-    def to_json(self) -> JSONObject:
-        return {"origin": self.origin, "log_key": self.log_key}
-
-
-@dataclass(frozen=True)
-class WitnessCosignature:
-    """A checkpoint the witness verified, recorded and cosigned (``witness cosign --json``);
-    ``line`` is the cosignature line as the signed note carries it."""
-
-    origin: str
-    size: int
-    root: str
-    timestamp: int
-    line: str
-
-    def to_json(self) -> JSONObject:
-        return {
-            "origin": self.origin,
-            "size": self.size,
-            "root": self.root,
-            "timestamp": self.timestamp,
-            "cosignature": self.line.rstrip("\n"),
-        }
-
-
-@dataclass(frozen=True)
-class WitnessServer:
-    """The witness's HTTP API (POST ``<prefix>/add-checkpoint``), bound and not yet
-    serving (``witness serve``): ``url`` is where it listens. ``serve_forever()`` serves
-    until interrupted, then closes the socket; ``server`` is the standard library's
-    ``ThreadingHTTPServer`` (``shutdown()`` from another thread stops it)."""
-
-    name: str
-    url: str
-    server: ThreadingHTTPServer
-
-    def serve_forever(self) -> None:
-        try:
-            self.server.serve_forever()
-        except KeyboardInterrupt:
-            pass
-        finally:
-            self.server.server_close()
-
-
 def create_witness(
     state: StatePath, name: str, log_keys: Sequence[str] = ()
 ) -> CreatedWitness:
     """Create a witness named ``name`` (its key name, e.g. ``witness.example/w1``): an
     Ed25519 key (``STATE.key``, mode 0600) and the state file, witnessing the logs whose
     verifier keys (signed-note form) are given. Never overwrites (exit 3)."""
+    from ledger.api.results import CreatedWitness
     from ledger.log.witness import create_witness as create
     from ledger.log.witness import key_path
 
@@ -132,6 +59,7 @@ def create_witness(
 def trust_log(state: StatePath, log_key: str) -> WitnessedLog:
     """Start witnessing the log whose verifier key is ``log_key`` (origin = the key's
     name); idempotent. Another key for an origin already witnessed is refused (exit 4)."""
+    from ledger.api.results import WitnessedLog
     from ledger.log.note import parse_verifier_key
     from ledger.log.witness import WitnessFiles
     from ledger.log.witness import trust_log as trust
@@ -174,6 +102,7 @@ def cosign_checkpoint(
     head of a tlog-witness request (``old N`` then base64 hashes); without one, only a
     first checkpoint or the same size again can be cosigned. ``proof_name`` names the
     proof in errors. Refusals raise ``WitnessError`` and record nothing."""
+    from ledger.api.results import WitnessCosignature
     from ledger.errors import InputError
     from ledger.log.witness import AddCheckpoint, WitnessFiles
 
@@ -207,6 +136,7 @@ def witness_server(
     """The witness's C2SP tlog-witness HTTP API bound to ``host:port`` (0 picks a free
     port) under ``prefix``; a missing or mismatched state or key is refused (exit 3)
     before anything listens."""
+    from ledger.api.results import WitnessServer
     from ledger.log.witness import WitnessFiles
     from ledger.log.witness_http import make_server
 
