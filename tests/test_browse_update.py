@@ -87,12 +87,12 @@ def test_a_reader_sees_before_or_after(
     rows = Projector.rows
     seen = {"n": 0}
 
-    def pauses(self: Projector, obj: Any, appended_at: str) -> Any:
+    def pauses(self: Projector, obj: Any, appended_at: str, built: Any = None) -> Any:
         seen["n"] += 1
         if seen["n"] == 150:  # rows of earlier batches are written, not committed
             middle.set()
             go.wait(30)
-        return rows(self, obj, appended_at)
+        return rows(self, obj, appended_at, built)
 
     with open_store(ledger, readonly=True) as store:
         build_index(Upto(store, 100), out)
@@ -131,11 +131,11 @@ def test_a_failed_update_changes_nothing(
         rows = Projector.rows
         seen = {"n": 0}
 
-        def fails_late(self: Projector, obj: Any, appended_at: str) -> Any:
+        def fails_late(self: Projector, obj: Any, appended_at: str, built: Any = None) -> Any:
             seen["n"] += 1
             if seen["n"] > 150:  # after more than one batch of rows was written
                 raise RuntimeError("disk on fire")
-            return rows(self, obj, appended_at)
+            return rows(self, obj, appended_at, built)
 
         monkeypatch.setattr(Projector, "rows", fails_late)
         monkeypatch.setattr(build, "BATCH", 50)

@@ -33,15 +33,16 @@ import sqlite3
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import cast
 
 import sqlite_utils
 import sqlite_utils.db
 
 from cohorts.browse.judged import JUDGED_TABLES, judge
-from cohorts.browse.project import Projection, Projector, Row, Update
+from cohorts.browse.project import Prebuilt, Projection, Projector, Row, Update, prebuild
 from cohorts.browse.tables import TABLES, VIEWS, Table
 from ledger.audit.object_check import check_object
-from ledger.audit.parallel import Presign, default_workers, with_object_checks
+from ledger.audit.parallel import Presign, default_workers, with_derived_checks
 from ledger.errors import InputError, IntegrityError
 from ledger.store.base import AuditSource, NodeScan, RawLogRow, StoredObject, unchecked_object
 from ledger.store.location import DbLocation
@@ -161,14 +162,18 @@ def checked_objects(
     size: int,
     workers: int | None = None,
     presign: Presign | None = None,
-) -> Iterator[tuple[StoredObject, str]]:
-    """(object, appended_at) of entries ``since`` .. ``size - 1``, in log order, each
-    object row checked as ``verify`` checks it (``check_object``: digest of the bytes,
-    canonical form, kind, schema, index columns, legacy digest) and against its entry.
+) -> Iterator[tuple[StoredObject, str, Prebuilt | None]]:
+    """(object, appended_at, prebuilt) of entries ``since`` .. ``size - 1``, in log
+    order, each object row checked as ``verify`` checks it (``check_object``: digest of
+    the bytes, canonical form, kind, schema, index columns, legacy digest) and against
+    its entry.
 
     The checks run in ``workers`` processes (default: as many as ``verify`` would use
-    for as many entries), the projection in this one, so they overlap. With
-    ``presign``, the workers also verify attestation signatures ahead into its memo.
+    for as many entries), with the part of each object's rows that depends on its
+    bytes alone (``prebuild``, from the document the check parsed; None when the check
+    was left to this process); the rest of the projection runs in this one, so they
+    overlap. With ``presign``, the workers also verify attestation signatures ahead into
+    its memo.
     """
 
     def upto_size() -> Iterator[RawLogRow]:
@@ -178,11 +183,13 @@ def checked_objects(
             yield row
 
     count = default_workers(size - since) if workers is None else workers
-    for row, check in with_object_checks(upto_size(), count, presign):
+    for row, checked in with_derived_checks(upto_size(), count, presign, prebuild):
         if row.object is None:
             raise InputError(f"ledger entry {row.seq} has no object, expected one (run verify)")
         obj = unchecked_object(row.object)
-        findings, _refs = check_object(obj) if check is None else check
+        check, derived = (check_object(obj), None) if checked is None else checked
+        built = cast("Prebuilt | None", derived)  # what ``prebuild`` returned, or None
+        findings = check[0]
         problem = findings[0].message if findings else None
         if problem is None and (obj.digest, obj.kind) != (row.digest, row.kind):
             problem = f"row {obj.kind} {obj.digest}, entry {row.kind} {row.digest}"
@@ -193,7 +200,7 @@ def checked_objects(
                 f"ledger object row at seq {row.seq} disagrees with its bytes, got {problem},"
                 " expected a row derived from them; run `provledger verify`"
             )
-        yield obj, row.appended_at  # type: ignore[misc]
+        yield obj, row.appended_at, built  # type: ignore[misc]
 
 
 class _Writer:
@@ -201,7 +208,8 @@ class _Writer:
 
     def __init__(self, db: sqlite_utils.Database) -> None:
         self.conn = db.conn
-        self.pending: dict[str, list[Row]] = {}
+        # Rows per table, in column order (``project.COLUMNS``).
+        self.pending: dict[str, list[tuple[object, ...]]] = {t.name: [] for t in TABLES}
         self.count = 0
         self._sql = {
             t.name: (
@@ -216,9 +224,14 @@ class _Writer:
         for update in projection.updates:
             self.flush()
             self.apply(update)
+        pending = self.pending
+        for table, values in projection.tuples:
+            pending[table].append(values)
         for table, rows in projection.rows.items():
-            self.pending.setdefault(table, []).extend(rows)
+            names = self._sql[table][1]
+            pending[table].extend(tuple(map(r.get, names)) for r in rows)
             self.count += len(rows)
+        self.count += len(projection.tuples)
         if self.count >= BATCH:
             self.flush()
 
@@ -232,10 +245,10 @@ class _Writer:
     def flush(self) -> None:
         # Parents before children so foreign keys always point at existing rows.
         for table in TABLES:
-            rows = self.pending.pop(table.name, None)
+            rows = self.pending[table.name]
             if rows:
-                sql, names = self._sql[table.name]
-                self.conn.executemany(sql, [tuple(map(r.get, names)) for r in rows])
+                self.conn.executemany(self._sql[table.name][0], rows)
+                self.pending[table.name] = []
         self.count = 0
 
 
@@ -291,8 +304,8 @@ def _write(db: sqlite_utils.Database, store: AuditSource, out: Path, bulk: bool)
     writer = _Writer(db)
     nodes = store.node_scan()
     last_digest = info.get("last_digest")
-    for stored, appended_at in checked_objects(store, previous, size, workers, presign):
-        projection = projector.rows(stored, appended_at)
+    for stored, appended_at, built in checked_objects(store, previous, size, workers, presign):
+        projection = projector.rows(stored, appended_at, built)
         for node in tree_node_rows(nodes, stored.seq):
             projection.add("tree_nodes", node)
         writer.add(projection)

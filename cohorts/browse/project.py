@@ -14,13 +14,14 @@ from __future__ import annotations
 import base64
 import binascii
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import msgspec
 
 from cohorts.browse.names import GOVERNED_TABLES
+from cohorts.browse.tables import TABLES
 from cohorts.definition import definition_digests
 from ledger.errors import LedgerError
 from ledger.recent import FirstSeen
@@ -36,6 +37,7 @@ from verifiers.model.json import as_int, as_list, as_str, at, maps
 
 if TYPE_CHECKING:
     from cohorts.timeline import Timeline
+    from ledger.encoding.values import JSONObject
 
 Row = dict[str, Any]  # a sqlite3 row by column name: the driver's values, untyped
 
@@ -57,10 +59,12 @@ class Update:
 
 @dataclass
 class Projection:
-    """Rows per table plus updates, from one object."""
+    """Rows per table plus updates, from one object; ``tuples`` are rows already in
+    their table's column order (``COLUMNS``)."""
 
     rows: dict[str, list[Row]] = field(default_factory=dict)
     updates: list[Update] = field(default_factory=list)
+    tuples: list[tuple[str, tuple[object, ...]]] = field(default_factory=list)
 
     def add(self, table: str, row: Row) -> None:
         self.rows.setdefault(table, []).append(row)
@@ -149,31 +153,39 @@ class Projector:
     def _get(self, digest: str) -> StoredObject | None:
         return self._recent.get(digest) or self.reader.get(digest)
 
-    def rows(self, obj: StoredObject, appended_at: str) -> Projection:
+    def rows(
+        self, obj: StoredObject, appended_at: str, built: Prebuilt | None = None
+    ) -> Projection:
+        """``obj``'s rows; ``built``: ``prebuild(obj, ...)`` computed already (in the
+        process that checked the object), else computed here."""
         out = Projection()
         self._recent.add(obj.digest, obj)
-        out.add(
-            "objects",
-            {
-                "digest": obj.digest,
-                "seq": obj.seq,
-                "kind": obj.kind,
-                "object_id": obj.object_id,
-                "object_version": obj.object_version,
-                "schema_version": obj.schema_version,
-                "appended_at": appended_at,
-                "size": len(obj.data),
-                "legacy_digest": obj.legacy_digest
-                if obj.legacy_digest not in (None, obj.digest)
-                else None,
-                "text": pretty_text(obj),
-            },
+        text, pure = prebuild(obj, None) if built is None else built
+        out.tuples.append(
+            (
+                "objects",
+                (
+                    obj.digest,
+                    obj.seq,
+                    obj.kind,
+                    obj.object_id,
+                    obj.object_version,
+                    obj.schema_version,
+                    appended_at,
+                    len(obj.data),
+                    obj.legacy_digest if obj.legacy_digest not in (None, obj.digest) else None,
+                    text,
+                ),
+            )
         )
-        value = _load(obj)
-        if value is None:
+        if pure is not None:
+            out.tuples.append(pure)
             return out
         handler = _HANDLERS.get(obj.kind)
         if handler is not None:
+            value = _load(obj)
+            if value is None:
+                return out
             self._appended_at = appended_at
             handler(self, obj, value, out)
         return out
@@ -408,67 +420,9 @@ class Projector:
                 },
             )
 
-    def _work_unit(self, obj: StoredObject, value: Mapping[str, object], out: Projection) -> None:
-        out.add(
-            "work_units",
-            {
-                "digest": obj.digest,
-                "seq": obj.seq,
-                "work_unit_id": as_str(value.get("id")),
-                "version": as_int(value.get("version")),
-                "work_kind": as_str(value.get("kind")),
-                "objective": as_str(value.get("objective")),
-            },
-        )
 
-    def _plan(self, obj: StoredObject, value: Mapping[str, object], out: Projection) -> None:
-        out.add(
-            "plans",
-            {
-                "digest": obj.digest,
-                "seq": obj.seq,
-                "plan_id": as_str(value.get("id")),
-                "schema_version": as_str(value.get("schema_version")),
-                "backend": as_str(value.get("backend")),
-                "visibility": as_str(value.get("visibility")),
-                "work_unit_id": as_str(at(value, "binding", "work_unit_id")),
-                "work_unit_digest": as_str(at(value, "binding", "work_unit_digest")),
-            },
-        )
 
-    def _manifest(self, obj: StoredObject, value: Mapping[str, object], out: Projection) -> None:
-        out.add(
-            "manifests",
-            {
-                "digest": obj.digest,
-                "seq": obj.seq,
-                "manifest_id": as_str(value.get("id")),
-                "status": as_str(value.get("status")),
-                "worker_id": as_str(at(value, "worker", "id")),
-                "work_unit_id": as_str(value.get("work_unit_id")),
-            },
-        )
 
-    def _result(self, obj: StoredObject, value: Mapping[str, object], out: Projection) -> None:
-        out.add(
-            "results",
-            {
-                "digest": obj.digest,
-                "seq": obj.seq,
-                "result_id": as_str(value.get("id")),
-                "status": as_str(value.get("status")),
-                "recommendation": as_str(at(value, "decision_support", "recommendation")),
-                "rationale": as_str(at(value, "decision_support", "rationale")),
-                "verifier_id": as_str(at(value, "verifier", "id")),
-                "verifier_adapter": as_str(at(value, "verifier", "adapter")),
-                "verifier_adapter_version": as_str(at(value, "verifier", "adapter_version")),
-                "work_unit_id": as_str(value.get("work_unit_id")),
-                "work_unit_digest": as_str(at(value, "provenance", "work_unit_digest")),
-                "result_manifest_digest": as_str(at(value, "provenance", "result_manifest_digest")),
-                "plan_digest": as_str(at(value, "provenance", "verifier_config_digest")),
-                "finished_at": as_str(value.get("finished_at")),
-            },
-        )
 
     def _identity(self, obj: StoredObject, value: Mapping[str, object], out: Projection) -> None:
         self.remember_identity(obj)
@@ -485,32 +439,7 @@ class Projector:
             },
         )
 
-    def _revocation(self, obj: StoredObject, value: Mapping[str, object], out: Projection) -> None:
-        out.add(
-            "revocations",
-            {
-                "digest": obj.digest,
-                "seq": obj.seq,
-                "key_id": as_str(value.get("key_id")),
-                "reason": as_str(value.get("reason")),
-                "note": as_str(value.get("note")),
-            },
-        )
 
-    def _quarantine(self, obj: StoredObject, value: Mapping[str, object], out: Projection) -> None:
-        problems = [p for p in as_list(value.get("problems")) if isinstance(p, str)]
-        out.add(
-            "quarantined",
-            {
-                "digest": obj.digest,
-                "seq": obj.seq,
-                "path": as_str(value.get("path")),
-                "claimed_kind": as_str(value.get("claimed_kind")),
-                "object_id": as_str(value.get("object_id")),
-                "problems": "\n".join(problems),
-                "blob_digest": as_str(value.get("blob_digest")),
-            },
-        )
 
     def _attestation(self, obj: StoredObject, value: Mapping[str, object], out: Projection) -> None:
         subject_digest = as_str(at(value, "subject", "digest"))
@@ -638,12 +567,138 @@ _HANDLERS = {
     "benchmark-cohort": Projector._cohort,
     "burn-notice": Projector._burn_notice,
     "cohort-binding": Projector._binding,
-    "work-unit": Projector._work_unit,
-    "evaluator-plan": Projector._plan,
-    "result-manifest": Projector._manifest,
-    "verification-result": Projector._result,
     "verifier-identity": Projector._identity,
-    "revocation": Projector._revocation,
     "attestation": Projector._attestation,
-    "quarantine": Projector._quarantine,
 }
+
+
+def _work_unit(obj: StoredObject, value: Mapping[str, object]) -> tuple[str, Row]:
+    return (
+        "work_units",
+        {
+            "digest": obj.digest,
+            "seq": obj.seq,
+            "work_unit_id": as_str(value.get("id")),
+            "version": as_int(value.get("version")),
+            "work_kind": as_str(value.get("kind")),
+            "objective": as_str(value.get("objective")),
+        },
+    )
+
+
+
+def _plan(obj: StoredObject, value: Mapping[str, object]) -> tuple[str, Row]:
+    return (
+        "plans",
+        {
+            "digest": obj.digest,
+            "seq": obj.seq,
+            "plan_id": as_str(value.get("id")),
+            "schema_version": as_str(value.get("schema_version")),
+            "backend": as_str(value.get("backend")),
+            "visibility": as_str(value.get("visibility")),
+            "work_unit_id": as_str(at(value, "binding", "work_unit_id")),
+            "work_unit_digest": as_str(at(value, "binding", "work_unit_digest")),
+        },
+    )
+
+
+
+def _manifest(obj: StoredObject, value: Mapping[str, object]) -> tuple[str, Row]:
+    return (
+        "manifests",
+        {
+            "digest": obj.digest,
+            "seq": obj.seq,
+            "manifest_id": as_str(value.get("id")),
+            "status": as_str(value.get("status")),
+            "worker_id": as_str(at(value, "worker", "id")),
+            "work_unit_id": as_str(value.get("work_unit_id")),
+        },
+    )
+
+
+
+def _result(obj: StoredObject, value: Mapping[str, object]) -> tuple[str, Row]:
+    return (
+        "results",
+        {
+            "digest": obj.digest,
+            "seq": obj.seq,
+            "result_id": as_str(value.get("id")),
+            "status": as_str(value.get("status")),
+            "recommendation": as_str(at(value, "decision_support", "recommendation")),
+            "rationale": as_str(at(value, "decision_support", "rationale")),
+            "verifier_id": as_str(at(value, "verifier", "id")),
+            "verifier_adapter": as_str(at(value, "verifier", "adapter")),
+            "verifier_adapter_version": as_str(at(value, "verifier", "adapter_version")),
+            "work_unit_id": as_str(value.get("work_unit_id")),
+            "work_unit_digest": as_str(at(value, "provenance", "work_unit_digest")),
+            "result_manifest_digest": as_str(at(value, "provenance", "result_manifest_digest")),
+            "plan_digest": as_str(at(value, "provenance", "verifier_config_digest")),
+            "finished_at": as_str(value.get("finished_at")),
+        },
+    )
+
+
+
+def _revocation(obj: StoredObject, value: Mapping[str, object]) -> tuple[str, Row]:
+    return (
+        "revocations",
+        {
+            "digest": obj.digest,
+            "seq": obj.seq,
+            "key_id": as_str(value.get("key_id")),
+            "reason": as_str(value.get("reason")),
+            "note": as_str(value.get("note")),
+        },
+    )
+
+
+
+def _quarantine(obj: StoredObject, value: Mapping[str, object]) -> tuple[str, Row]:
+    problems = [p for p in as_list(value.get("problems")) if isinstance(p, str)]
+    return (
+        "quarantined",
+        {
+            "digest": obj.digest,
+            "seq": obj.seq,
+            "path": as_str(value.get("path")),
+            "claimed_kind": as_str(value.get("claimed_kind")),
+            "object_id": as_str(value.get("object_id")),
+            "problems": "\n".join(problems),
+            "blob_digest": as_str(value.get("blob_digest")),
+        },
+    )
+
+
+#: Kinds whose rows depend on the object alone: built where the object is checked.
+_PURE: dict[str, Callable[[StoredObject, Mapping[str, object]], tuple[str, Row]]] = {
+    "work-unit": _work_unit,
+    "evaluator-plan": _plan,
+    "result-manifest": _manifest,
+    "verification-result": _result,
+    "revocation": _revocation,
+    "quarantine": _quarantine,
+}
+
+#: Each table's columns in order: the order of ``Projection.tuples`` rows.
+COLUMNS = {t.name: tuple(c.name for c in t.columns) for t in TABLES}
+#: What ``prebuild`` makes of one object: its ``objects.text``, and its row of a kind
+#: projected from the object alone (``_PURE``) as ``(table, values in column order)``.
+Prebuilt = tuple[str | None, tuple[str, tuple[object, ...]] | None]
+
+
+def prebuild(obj: StoredObject, value: JSONObject | None) -> Prebuilt:
+    """The part of ``obj``'s rows that depends on its bytes alone (no other object, no
+    log position): built where the object is checked (``ledger.audit.parallel.Derive``,
+    in the checking workers), from the document the check parsed (``value``; None: parse
+    it here), so the projecting process only adds what needs the log before it."""
+    pure = _PURE.get(obj.kind)
+    if pure is None:
+        return pretty_text(obj), None
+    loaded = value if value is not None else _load(obj)
+    if loaded is None:
+        return pretty_text(obj), None
+    table, row = pure(obj, loaded)
+    return pretty_text(obj), (table, tuple(map(row.get, COLUMNS[table])))

@@ -37,22 +37,32 @@ CheckResult = tuple[list[LedgerFinding], list[tuple[str, str]]]
 
 def check_object(obj: StoredObject) -> CheckResult:
     """Findings for one object, and the references its bytes imply."""
+    return check_parsed(obj)[0]
+
+
+def check_parsed(obj: StoredObject) -> tuple[CheckResult, JSONObject | None]:
+    """``check_object(obj)``, and the document its bytes parse to when it found nothing
+    (None for a blob, or when the reference check ran): a reader of the object's
+    contents need not parse the bytes a second time."""
     try:
         clean = _clean_refs(obj)
     except Exception:  # any surprise: the reference decides (and reports)
         clean = None
-    return _reference_check(obj) if clean is None else ([], clean)
+    if clean is None:
+        return _reference_check(obj), None
+    return ([], clean[0]), clean[1]
 
 
-def _clean_refs(obj: StoredObject) -> list[tuple[str, str]] | None:
-    """The object's references if every audit check passes, else None."""
+def _clean_refs(obj: StoredObject) -> tuple[list[tuple[str, str]], JSONObject | None] | None:
+    """The object's references and its parsed document if every audit check passes,
+    else None."""
     data = obj.data
     if "sha256:" + hashlib.sha256(data).hexdigest() != obj.digest:
         return None
     if obj.kind == BLOB:
         side = (obj.schema_version, obj.object_id, obj.object_version, obj.legacy_digest)
         clean_blob = side == (None, None, None, None) and obj.legacy_hints is None
-        return [] if clean_blob else None
+        return ([], None) if clean_blob else None
     shown, value = canonical_value(data)
     if shown:
         # ``json`` writes the value back as exactly these bytes, and that is also the
@@ -87,7 +97,7 @@ def _clean_refs(obj: StoredObject) -> list[tuple[str, str]] | None:
             legacy = sha256_digest(legacy_form)
     expected = (version, spec.object_id(doc), spec.object_version(doc), legacy)
     stored = (obj.schema_version, obj.object_id, obj.object_version, obj.legacy_digest)
-    return refs if expected == stored else None
+    return (refs, doc) if expected == stored else None
 
 
 def hinted_legacy_digest(data: bytes, value: JSONObject, shown: bool, hints_text: str) -> str:

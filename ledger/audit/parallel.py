@@ -18,21 +18,27 @@ anything not computed ahead (or computed for other bytes) it verifies itself.
 
 from __future__ import annotations
 
+import functools
 import multiprocessing
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from ledger.audit.entry_check import ChunkCheck, EntryRow, check_chunk
-from ledger.audit.object_check import CheckResult, check_object
+from ledger.audit.object_check import CheckResult, check_object, check_parsed
 from ledger.store.base import RawLogRow, RawObjectRow, StoredObject
 from ledger.trust.presign import Presign, RecentSubjects, Verdict, presign_verdicts
 from ledger.workers import Pool, usable_cpus
 
+if TYPE_CHECKING:
+    from ledger.encoding.values import JSONObject
+
 __all__ = [
     "POOL_THRESHOLD",
+    "Derive",
     "Presign",
     "default_workers",
+    "with_derived_checks",
     "with_entry_checks",
     "with_object_checks",
 ]
@@ -124,6 +130,34 @@ def _check_rows(
     return out, presign_verdicts(signs or [], _KEYS if keys is None else keys)
 
 
+#: What a caller derives from an object that passed every check, and its parsed
+#: document (None for a blob), where the check ran: a module-level function (a worker
+#: receives it by name) whose result pickles.
+Derive = Callable[[StoredObject, "JSONObject | None"], object]
+#: A row's check and what ``Derive`` made of it (None: not derived).
+Checked = tuple[CheckResult, object]
+
+
+def _derive_rows(
+    rows: list[Wire],
+    signs: list[tuple[bytes, bytes]] | None = None,
+    keys: dict[str, bytes] | None = None,
+    *,
+    derive: Derive,
+) -> tuple[list[Checked | None], list[Verdict]]:
+    """``_check_rows`` with ``derive``'s result on each clean row, from the document
+    the check parsed (``check_parsed``)."""
+    out: list[Checked | None] = []
+    for row in rows:
+        try:
+            obj = _unwire(row)
+            result, doc = check_parsed(obj)
+            out.append((result, None if result[0] else derive(obj, doc)))
+        except Exception:
+            out.append(None)  # the caller recomputes (and reports) this row itself
+    return out, presign_verdicts(signs or [], _KEYS if keys is None else keys)
+
+
 # An entry row as sent to a worker: seq, digest, kind, appended_at, and its object row
 # as ``_wire`` sends it (None: the entry has no object row).
 EntryWire = tuple[object, object, object, object, Wire | None]
@@ -169,6 +203,24 @@ def with_object_checks(
         return [_wire(row.object) for row in batch if row.object is not None]
 
     for batch, results in _chunked(rows, workers, presign, pick, _check_rows):
+        it = iter(results)
+        for row in batch:
+            yield row, (next(it) if row.object is not None else None)
+
+
+def with_derived_checks(
+    rows: Iterable[RawLogRow], workers: int, presign: Presign | None, derive: Derive
+) -> Iterator[tuple[RawLogRow, Checked | None]]:
+    """``with_object_checks``, and ``derive`` run where each object was checked, on each
+    one the check found clean, with the document the check parsed (a caller reading
+    the contents parses nothing again): ``(row, (check, derived))``, ``derived`` None
+    for an object with findings; None for a row without an object or not computed."""
+
+    def pick(batch: list[RawLogRow]) -> list[Wire]:
+        return [_wire(row.object) for row in batch if row.object is not None]
+
+    check = functools.partial(_derive_rows, derive=derive)
+    for batch, results in _chunked(rows, workers, presign, pick, check):
         it = iter(results)
         for row in batch:
             yield row, (next(it) if row.object is not None else None)
