@@ -198,11 +198,24 @@ def with_object_checks(
     None may also mean "not computed here": the caller then runs ``check_object`` itself.
     Signature verdicts (``presign``, with workers) reach the memo before their row.
     """
+    yield from _per_object(rows, workers, presign, _check_rows)
+
+
+def _per_object(
+    rows: Iterable[RawLogRow],
+    workers: int,
+    presign: Presign | None,
+    check: Callable[
+        [list[Wire], list[tuple[bytes, bytes]] | None, dict[str, bytes] | None],
+        tuple[list[R], list[Verdict]],
+    ],
+) -> Iterator[tuple[RawLogRow, R | None]]:
+    """Each row with ``check``'s result on its object (None: the row has none)."""
 
     def pick(batch: list[RawLogRow]) -> list[Wire]:
         return [_wire(row.object) for row in batch if row.object is not None]
 
-    for batch, results in _chunked(rows, workers, presign, pick, _check_rows):
+    for batch, results in _chunked(rows, workers, presign, pick, check):
         it = iter(results)
         for row in batch:
             yield row, (next(it) if row.object is not None else None)
@@ -215,15 +228,7 @@ def with_derived_checks(
     one the check found clean, with the document the check parsed (a caller reading
     the contents parses nothing again): ``(row, (check, derived))``, ``derived`` None
     for an object with findings; None for a row without an object or not computed."""
-
-    def pick(batch: list[RawLogRow]) -> list[Wire]:
-        return [_wire(row.object) for row in batch if row.object is not None]
-
-    check = functools.partial(_derive_rows, derive=derive)
-    for batch, results in _chunked(rows, workers, presign, pick, check):
-        it = iter(results)
-        for row in batch:
-            yield row, (next(it) if row.object is not None else None)
+    yield from _per_object(rows, workers, presign, functools.partial(_derive_rows, derive=derive))
 
 
 def with_entry_checks(
