@@ -39,7 +39,7 @@ import sqlite_utils
 import sqlite_utils.db
 
 from cohorts.browse.judged import JUDGED_TABLES, judge
-from cohorts.browse.project import Prebuilt, Projection, Projector, Row, Update, prebuild
+from cohorts.browse.project import Prebuilt, Projection, Projector, Update, prebuild
 from cohorts.browse.tables import TABLES, VIEWS, Table
 from ledger.audit.object_check import check_object
 from ledger.audit.parallel import Presign, default_workers, with_derived_checks
@@ -252,8 +252,9 @@ class _Writer:
         self.count = 0
 
 
-def tree_node_rows(nodes: NodeScan, seq: int) -> list[Row]:
-    """Every complete-subtree hash that leaf ``seq`` closes (as ``append`` wrote them)."""
+def tree_node_rows(nodes: NodeScan, seq: int) -> list[tuple[int, int, str]]:
+    """Every complete-subtree hash that leaf ``seq`` closes (as ``append`` wrote them),
+    as ``tree_nodes`` rows in column order (level, idx, hash)."""
     level, idx = 0, seq
     rows = [_node(nodes, 0, idx)]
     while idx & 1:
@@ -276,14 +277,14 @@ def _judge(db: sqlite_utils.Database, store: AuditSource, previous: int, size: i
             _t(db, name).insert_all(rows[name], batch_size=500)
 
 
-def _node(nodes: NodeScan, level: int, idx: int) -> Row:
+def _node(nodes: NodeScan, level: int, idx: int) -> tuple[int, int, str]:
     found = nodes.get(level, idx)
     if found is None or not isinstance(found[0], bytes | bytearray | memoryview):
         raise InputError(
             f"ledger tree node level {level} index {idx}, got {found!r}, expected its hash"
             " (run verify)"
         )
-    return {"level": level, "idx": idx, "hash": bytes(found[0]).hex()}
+    return (level, idx, bytes(found[0]).hex())
 
 
 def _write(db: sqlite_utils.Database, store: AuditSource, out: Path, bulk: bool) -> IndexReport:
@@ -306,8 +307,7 @@ def _write(db: sqlite_utils.Database, store: AuditSource, out: Path, bulk: bool)
     last_digest = info.get("last_digest")
     for stored, appended_at, built in checked_objects(store, previous, size, workers, presign):
         projection = projector.rows(stored, appended_at, built)
-        for node in tree_node_rows(nodes, stored.seq):
-            projection.add("tree_nodes", node)
+        projection.tuples += [("tree_nodes", node) for node in tree_node_rows(nodes, stored.seq)]
         writer.add(projection)
         last_digest = stored.digest
     writer.flush()
