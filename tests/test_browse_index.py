@@ -120,6 +120,46 @@ def test_every_burn_and_exclusion(built: BuiltLedger, conn: sqlite3.Connection) 
     assert first_five == 5
 
 
+def test_rows_built_where_objects_are_checked(built: BuiltLedger, conn: sqlite3.Connection) -> None:
+    """The rows the checking workers build (``prebuild``: each column read from the
+    document the check parsed) are the documents' members, column by column."""
+
+    def member(value: Any, *path: str) -> Any:
+        """The member at ``path`` when it is text or an integer (a column's type), else None."""
+        for key in path:
+            value = value.get(key) if isinstance(value, dict) else None
+        return value if isinstance(value, str | int) and not isinstance(value, bool) else None
+
+    expected = {
+        "work-unit": ("work_units", {"work_unit_id": ("id",), "version": ("version",),
+                      "work_kind": ("kind",), "objective": ("objective",)}),
+        "evaluator-plan": ("plans", {"plan_id": ("id",), "backend": ("backend",),
+                           "schema_version": ("schema_version",),
+                           "visibility": ("visibility",),
+                           "work_unit_id": ("binding", "work_unit_id"),
+                           "work_unit_digest": ("binding", "work_unit_digest")}),
+        "result-manifest": ("manifests", {"manifest_id": ("id",), "status": ("status",),
+                            "worker_id": ("worker", "id"),
+                            "work_unit_id": ("work_unit_id",)}),
+        "verification-result": ("results", {"result_id": ("id",), "status": ("status",),
+                                "rationale": ("decision_support", "rationale"),
+                                "verifier_adapter": ("verifier", "adapter"),
+                                "work_unit_id": ("work_unit_id",),
+                                "work_unit_digest": ("provenance", "work_unit_digest"),
+                                "result_manifest_digest": ("provenance",
+                                                           "result_manifest_digest"),
+                                "plan_digest": ("provenance", "verifier_config_digest"),
+                                "finished_at": ("finished_at",)}),
+    }  # fmt: skip
+    for kind, (table, columns) in expected.items():
+        values = _values(built.db, kind)
+        rows = {r["digest"]: r for r in conn.execute(f"SELECT * FROM {table}")}
+        assert values and set(rows) == {d for d, _, _ in values}, kind
+        for digest, seq, value in values:
+            got = {name: rows[digest][name] for name in ("seq", *columns)}
+            assert got == {"seq": seq, **{n: member(value, *p) for n, p in columns.items()}}
+
+
 def test_every_result_signer_and_revocation(built: BuiltLedger, conn: sqlite3.Connection) -> None:
     results = _values(built.db, "verification-result")
     rows = {r["digest"]: r for r in conn.execute("SELECT * FROM results")}

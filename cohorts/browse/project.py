@@ -572,115 +572,80 @@ _HANDLERS = {
 }
 
 
-def _work_unit(obj: StoredObject, value: Mapping[str, object]) -> tuple[str, Row]:
-    return (
+def _problems(value: object) -> str:
+    return "\n".join(p for p in as_list(value) if isinstance(p, str))
+
+
+def _str(*path: str) -> tuple[tuple[str, ...], Callable[[object], object]]:
+    return path, as_str
+
+
+#: Kinds whose rows depend on the object alone (built where the object is checked):
+#: kind -> (table, {column: (member path, reader)}); ``digest`` and ``seq`` are the
+#: object's own, any other column read from the document with its total reader.
+_PURE: dict[str, tuple[str, dict[str, tuple[tuple[str, ...], Callable[[object], object]]]]] = {
+    "work-unit": (
         "work_units",
         {
-            "digest": obj.digest,
-            "seq": obj.seq,
-            "work_unit_id": as_str(value.get("id")),
-            "version": as_int(value.get("version")),
-            "work_kind": as_str(value.get("kind")),
-            "objective": as_str(value.get("objective")),
+            "work_unit_id": _str("id"),
+            "version": (("version",), as_int),
+            "work_kind": _str("kind"),
+            "objective": _str("objective"),
         },
-    )
-
-
-
-def _plan(obj: StoredObject, value: Mapping[str, object]) -> tuple[str, Row]:
-    return (
+    ),
+    "evaluator-plan": (
         "plans",
         {
-            "digest": obj.digest,
-            "seq": obj.seq,
-            "plan_id": as_str(value.get("id")),
-            "schema_version": as_str(value.get("schema_version")),
-            "backend": as_str(value.get("backend")),
-            "visibility": as_str(value.get("visibility")),
-            "work_unit_id": as_str(at(value, "binding", "work_unit_id")),
-            "work_unit_digest": as_str(at(value, "binding", "work_unit_digest")),
+            "plan_id": _str("id"),
+            "schema_version": _str("schema_version"),
+            "backend": _str("backend"),
+            "visibility": _str("visibility"),
+            "work_unit_id": _str("binding", "work_unit_id"),
+            "work_unit_digest": _str("binding", "work_unit_digest"),
         },
-    )
-
-
-
-def _manifest(obj: StoredObject, value: Mapping[str, object]) -> tuple[str, Row]:
-    return (
+    ),
+    "result-manifest": (
         "manifests",
         {
-            "digest": obj.digest,
-            "seq": obj.seq,
-            "manifest_id": as_str(value.get("id")),
-            "status": as_str(value.get("status")),
-            "worker_id": as_str(at(value, "worker", "id")),
-            "work_unit_id": as_str(value.get("work_unit_id")),
+            "manifest_id": _str("id"),
+            "status": _str("status"),
+            "worker_id": _str("worker", "id"),
+            "work_unit_id": _str("work_unit_id"),
         },
-    )
-
-
-
-def _result(obj: StoredObject, value: Mapping[str, object]) -> tuple[str, Row]:
-    return (
+    ),
+    "verification-result": (
         "results",
         {
-            "digest": obj.digest,
-            "seq": obj.seq,
-            "result_id": as_str(value.get("id")),
-            "status": as_str(value.get("status")),
-            "recommendation": as_str(at(value, "decision_support", "recommendation")),
-            "rationale": as_str(at(value, "decision_support", "rationale")),
-            "verifier_id": as_str(at(value, "verifier", "id")),
-            "verifier_adapter": as_str(at(value, "verifier", "adapter")),
-            "verifier_adapter_version": as_str(at(value, "verifier", "adapter_version")),
-            "work_unit_id": as_str(value.get("work_unit_id")),
-            "work_unit_digest": as_str(at(value, "provenance", "work_unit_digest")),
-            "result_manifest_digest": as_str(at(value, "provenance", "result_manifest_digest")),
-            "plan_digest": as_str(at(value, "provenance", "verifier_config_digest")),
-            "finished_at": as_str(value.get("finished_at")),
+            "result_id": _str("id"),
+            "status": _str("status"),
+            "recommendation": _str("decision_support", "recommendation"),
+            "rationale": _str("decision_support", "rationale"),
+            "verifier_id": _str("verifier", "id"),
+            "verifier_adapter": _str("verifier", "adapter"),
+            "verifier_adapter_version": _str("verifier", "adapter_version"),
+            "work_unit_id": _str("work_unit_id"),
+            "work_unit_digest": _str("provenance", "work_unit_digest"),
+            "result_manifest_digest": _str("provenance", "result_manifest_digest"),
+            "plan_digest": _str("provenance", "verifier_config_digest"),
+            "finished_at": _str("finished_at"),
         },
-    )
-
-
-
-def _revocation(obj: StoredObject, value: Mapping[str, object]) -> tuple[str, Row]:
-    return (
+    ),
+    "revocation": (
         "revocations",
-        {
-            "digest": obj.digest,
-            "seq": obj.seq,
-            "key_id": as_str(value.get("key_id")),
-            "reason": as_str(value.get("reason")),
-            "note": as_str(value.get("note")),
-        },
-    )
-
-
-
-def _quarantine(obj: StoredObject, value: Mapping[str, object]) -> tuple[str, Row]:
-    problems = [p for p in as_list(value.get("problems")) if isinstance(p, str)]
-    return (
+        {"key_id": _str("key_id"), "reason": _str("reason"), "note": _str("note")},
+    ),
+    "quarantine": (
         "quarantined",
         {
-            "digest": obj.digest,
-            "seq": obj.seq,
-            "path": as_str(value.get("path")),
-            "claimed_kind": as_str(value.get("claimed_kind")),
-            "object_id": as_str(value.get("object_id")),
-            "problems": "\n".join(problems),
-            "blob_digest": as_str(value.get("blob_digest")),
+            "path": _str("path"),
+            "claimed_kind": _str("claimed_kind"),
+            "object_id": _str("object_id"),
+            "problems": (("problems",), _problems),
+            "blob_digest": _str("blob_digest"),
         },
-    )
-
-
-#: Kinds whose rows depend on the object alone: built where the object is checked.
-_PURE: dict[str, Callable[[StoredObject, Mapping[str, object]], tuple[str, Row]]] = {
-    "work-unit": _work_unit,
-    "evaluator-plan": _plan,
-    "result-manifest": _manifest,
-    "verification-result": _result,
-    "revocation": _revocation,
-    "quarantine": _quarantine,
+    ),
 }
+
 
 #: Each table's columns in order: the order of ``Projection.tuples`` rows.
 COLUMNS = {t.name: tuple(c.name for c in t.columns) for t in TABLES}
@@ -700,5 +665,10 @@ def prebuild(obj: StoredObject, value: JSONObject | None) -> Prebuilt:
     loaded = value if value is not None else _load(obj)
     if loaded is None:
         return pretty_text(obj), None
-    table, row = pure(obj, loaded)
-    return pretty_text(obj), (table, tuple(map(row.get, COLUMNS[table])))
+    table, members = pure
+    own = {"digest": obj.digest, "seq": obj.seq}
+    row = tuple(
+        own[name] if name in own else members[name][1](at(loaded, *members[name][0]))
+        for name in COLUMNS[table]
+    )
+    return pretty_text(obj), (table, row)
