@@ -68,10 +68,8 @@ ALLOWED: dict[tuple[str, str], str] = {
 #: Places not yet on the model; unlike ``ALLOWED`` an entry may vanish with its code.
 PENDING: dict[tuple[str, str], str] = {
     # The index's per-object row builders (one row per plan, manifest and result, built
-    # where the object is checked), being reworked for the index's speed.
-    ("cohorts/browse/project.py", "_plan"): "the plans row of an EvaluatorPlan",
-    ("cohorts/browse/project.py", "_manifest"): "the manifests row of a ResultManifest",
-    ("cohorts/browse/project.py", "_result"): "the results row of a VerificationResult",
+    # where the object is checked, from the document the check parsed).
+    ("cohorts/browse/project.py", "_document_rows"): "the plans, manifests and results rows",
 }
 
 

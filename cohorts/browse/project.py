@@ -572,79 +572,87 @@ _HANDLERS = {
 }
 
 
-def _problems(value: object) -> str:
-    return "\n".join(p for p in as_list(value) if isinstance(p, str))
+#: A column of a row built from the document alone: its reader of the parsed document.
+Member = Callable[[Mapping[str, object]], object]
 
 
-def _str(*path: str) -> tuple[tuple[str, ...], Callable[[object], object]]:
-    return path, as_str
+def _document_rows() -> dict[str, tuple[str, dict[str, Member]]]:
+    """Kinds whose rows depend on the object alone (built where the object is checked):
+    kind -> (table, {column: reader}); ``digest`` and ``seq`` are the object's own, every
+    other column is read from the document by a total reader (None when malformed)."""
+
+    def text(*path: str) -> Member:
+        return lambda value: as_str(at(value, *path))
+
+    return {
+        "work-unit": (
+            "work_units",
+            {
+                "work_unit_id": text("id"),
+                "version": lambda value: as_int(at(value, "version")),
+                "work_kind": text("kind"),
+                "objective": text("objective"),
+            },
+        ),
+        "evaluator-plan": (
+            "plans",
+            {
+                "plan_id": text("id"),
+                "schema_version": text("schema_version"),
+                "backend": text("backend"),
+                "visibility": text("visibility"),
+                "work_unit_id": lambda value: as_str(at(value, "binding", "work_unit_id")),
+                "work_unit_digest": text("binding", "work_unit_digest"),
+            },
+        ),
+        "result-manifest": (
+            "manifests",
+            {
+                "manifest_id": text("id"),
+                "status": text("status"),
+                "worker_id": text("worker", "id"),
+                "work_unit_id": lambda value: as_str(at(value, "work_unit_id")),
+            },
+        ),
+        "verification-result": (
+            "results",
+            {
+                "result_id": text("id"),
+                "status": text("status"),
+                "recommendation": lambda value: as_str(
+                    at(value, "decision_support", "recommendation")
+                ),
+                "rationale": lambda value: as_str(at(value, "decision_support", "rationale")),
+                "verifier_id": text("verifier", "id"),
+                "verifier_adapter": text("verifier", "adapter"),
+                "verifier_adapter_version": text("verifier", "adapter_version"),
+                "work_unit_id": lambda value: as_str(at(value, "work_unit_id")),
+                "work_unit_digest": text("provenance", "work_unit_digest"),
+                "result_manifest_digest": text("provenance", "result_manifest_digest"),
+                "plan_digest": text("provenance", "verifier_config_digest"),
+                "finished_at": text("finished_at"),
+            },
+        ),
+        "revocation": (
+            "revocations",
+            {"key_id": text("key_id"), "reason": text("reason"), "note": text("note")},
+        ),
+        "quarantine": (
+            "quarantined",
+            {
+                "path": text("path"),
+                "claimed_kind": text("claimed_kind"),
+                "object_id": text("object_id"),
+                "problems": lambda value: "\n".join(
+                    p for p in as_list(at(value, "problems")) if isinstance(p, str)
+                ),
+                "blob_digest": text("blob_digest"),
+            },
+        ),
+    }
 
 
-#: Kinds whose rows depend on the object alone (built where the object is checked):
-#: kind -> (table, {column: (member path, reader)}); ``digest`` and ``seq`` are the
-#: object's own, any other column read from the document with its total reader.
-_PURE: dict[str, tuple[str, dict[str, tuple[tuple[str, ...], Callable[[object], object]]]]] = {
-    "work-unit": (
-        "work_units",
-        {
-            "work_unit_id": _str("id"),
-            "version": (("version",), as_int),
-            "work_kind": _str("kind"),
-            "objective": _str("objective"),
-        },
-    ),
-    "evaluator-plan": (
-        "plans",
-        {
-            "plan_id": _str("id"),
-            "schema_version": _str("schema_version"),
-            "backend": _str("backend"),
-            "visibility": _str("visibility"),
-            "work_unit_id": _str("binding", "work_unit_id"),
-            "work_unit_digest": _str("binding", "work_unit_digest"),
-        },
-    ),
-    "result-manifest": (
-        "manifests",
-        {
-            "manifest_id": _str("id"),
-            "status": _str("status"),
-            "worker_id": _str("worker", "id"),
-            "work_unit_id": _str("work_unit_id"),
-        },
-    ),
-    "verification-result": (
-        "results",
-        {
-            "result_id": _str("id"),
-            "status": _str("status"),
-            "recommendation": _str("decision_support", "recommendation"),
-            "rationale": _str("decision_support", "rationale"),
-            "verifier_id": _str("verifier", "id"),
-            "verifier_adapter": _str("verifier", "adapter"),
-            "verifier_adapter_version": _str("verifier", "adapter_version"),
-            "work_unit_id": _str("work_unit_id"),
-            "work_unit_digest": _str("provenance", "work_unit_digest"),
-            "result_manifest_digest": _str("provenance", "result_manifest_digest"),
-            "plan_digest": _str("provenance", "verifier_config_digest"),
-            "finished_at": _str("finished_at"),
-        },
-    ),
-    "revocation": (
-        "revocations",
-        {"key_id": _str("key_id"), "reason": _str("reason"), "note": _str("note")},
-    ),
-    "quarantine": (
-        "quarantined",
-        {
-            "path": _str("path"),
-            "claimed_kind": _str("claimed_kind"),
-            "object_id": _str("object_id"),
-            "problems": (("problems",), _problems),
-            "blob_digest": _str("blob_digest"),
-        },
-    ),
-}
+_PURE = _document_rows()
 
 
 #: Each table's columns in order: the order of ``Projection.tuples`` rows.
@@ -668,7 +676,6 @@ def prebuild(obj: StoredObject, value: JSONObject | None) -> Prebuilt:
     table, members = pure
     own = {"digest": obj.digest, "seq": obj.seq}
     row = tuple(
-        own[name] if name in own else members[name][1](at(loaded, *members[name][0]))
-        for name in COLUMNS[table]
+        own[name] if name in own else members[name](loaded) for name in COLUMNS[table]
     )
     return pretty_text(obj), (table, row)
