@@ -9,10 +9,13 @@ in the audit's workers), and gives exactly the one-process report.
   check the rows the auditing process read, from its snapshot, so the report is the one
   of the ledger as it was when the audit started; the next audit finds the rewrite.
 - Totals re-derived per chunk and merged equal those of one pass over the rows.
+- Rows reach the workers as read (the usual row without the seq, digest and kind it
+  repeats from its entry), and each entry's checks come back as computed.
 """
 
 from __future__ import annotations
 
+import pickle
 import sqlite3
 from pathlib import Path
 from typing import Any
@@ -23,10 +26,17 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ledger.audit import full, parallel
-from ledger.audit.entry_check import run_totals
+from ledger.audit.entry_check import pack, run_totals, unpack
+from ledger.audit.findings import LedgerFinding
 from ledger.audit.full import LedgerAuditReport, audit
 from ledger.store import sqlite_scan
-from ledger.store.base import StoredObject
+from ledger.store.base import (
+    OBJECT_COLUMNS,
+    RawLogRow,
+    RawObjectRow,
+    StoredObject,
+    unchecked_object,
+)
 from ledger.store.sqlite import open_store
 
 _TRIGGERS = ("objects_no_update", "entries_no_update", "objects_no_delete", "entries_no_delete")
@@ -189,3 +199,82 @@ def test_totals_per_chunk_merged_equal_one_pass(rows: list[tuple[Any, Any]], cut
     # One pass counts each entry by its kind and each object row by its own.
     assert sum(f[0] for f in whole.values()) == len(rows)
     assert sum(f[1] for f in whole.values()) == sum(obj is not None for _k, obj in rows)
+
+
+# -- what crosses to the workers and back ------------------------------------------------
+
+_ODD = st.one_of(st.none(), st.booleans(), st.integers(-2, 2), st.just(1.0), st.binary(max_size=2))
+# Values an entry and its object row may share, and equal values of other types.
+_SEQ = st.sampled_from([1, True, 1.0, 0, False, "1"])
+_TEXT = st.sampled_from(["d", "k", b"d", 1])
+
+
+@st.composite
+def _log_rows(draw: st.DrawFn) -> RawLogRow:
+    """Entry rows whose object row mostly repeats the entry's seq, digest and kind, some
+    with equal values of other types (1 and True and 1.0), odd columns, or no object."""
+    seq, digest, kind = draw(_SEQ), draw(_TEXT), draw(_TEXT)
+    columns = {
+        "digest": draw(st.one_of(st.just(digest), _TEXT)),
+        "seq": draw(st.one_of(st.just(seq), _SEQ)),
+        "kind": draw(st.one_of(st.just(kind), _TEXT)),
+        **{
+            name: draw(st.one_of(st.none(), st.text(max_size=2), _ODD))
+            for name in ("schema_version", "object_id", "object_version")
+        },
+        **{name: draw(st.one_of(st.none(), _ODD)) for name in ("legacy_digest", "legacy_hints")},
+        "data": draw(st.one_of(st.binary(max_size=3), _ODD)),
+    }
+    obj = draw(st.one_of(st.none(), st.just(RawObjectRow(**columns))))
+    return RawLogRow(seq, digest, kind, draw(st.one_of(st.text(max_size=2), _ODD)), obj)
+
+
+def _typed(value: Any) -> Any:
+    """A value with its type, so that 1 == True == 1.0 are told apart."""
+    if isinstance(value, StoredObject):
+        return tuple(_typed(getattr(value, name)) for name in OBJECT_COLUMNS)
+    if isinstance(value, tuple):
+        return tuple(_typed(v) for v in value)
+    return (type(value), value)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_log_rows(), max_size=6))
+def test_entry_rows_cross_to_the_workers_as_read(rows: list[RawLogRow]) -> None:
+    sent = pickle.loads(pickle.dumps(parallel._entry_wires(rows)))
+    got = parallel._entry_rows(sent)
+    expected = [
+        (
+            r.seq,
+            r.digest,
+            r.kind,
+            r.appended_at,
+            None if r.object is None else unchecked_object(r.object),
+        )
+        for r in rows
+    ]
+    assert _typed(tuple(got)) == _typed(tuple(expected))
+
+
+def test_the_usual_row_crosses_without_its_repeated_columns() -> None:
+    raw = RawObjectRow("d", 3, "k", "1", None, None, None, None, b"x")
+    (short,) = parallel._entry_wires([RawLogRow(3, "d", "k", "t", raw)])
+    assert short[4] == ("1", None, None, None, None, b"x")
+    for entry in (RawLogRow(3, "e", "k", "t", raw), RawLogRow(True, "d", "k", "t", raw)):
+        (full_row,) = parallel._entry_wires([entry])
+        assert full_row[4] == parallel._wire(raw)  # not the entry's: sent whole
+
+
+_FINDING = st.builds(LedgerFinding, st.sampled_from(["a", "b"]), st.text(max_size=3))
+_REFS = st.lists(st.tuples(st.text(max_size=3), st.text(max_size=3)), max_size=3)
+
+
+@settings(max_examples=200, deadline=None)
+@given(found=st.lists(_FINDING, max_size=2), refs=st.one_of(st.none(), _REFS), sound=st.booleans())
+def test_entry_checks_come_back_as_computed(
+    found: list[LedgerFinding], refs: list[tuple[str, str]] | None, sound: bool
+) -> None:
+    check = (found, refs, sound)
+    packed = pack(check)
+    assert unpack(pickle.loads(pickle.dumps(packed))) == check
+    assert isinstance(packed, list) == (not found and sound and refs is not None)

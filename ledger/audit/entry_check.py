@@ -28,12 +28,15 @@ __all__ = [
     "ChunkCheck",
     "EntryCheck",
     "EntryRow",
+    "Packed",
     "check_chunk",
     "check_entry",
     "leaf_hash_of",
     "object_row_problem",
     "object_row_problem_by_name",
+    "pack",
     "run_totals",
+    "unpack",
 ]
 
 #: A column of a log or object row as stored: a tampered file may hold any SQL type there,
@@ -147,23 +150,47 @@ def check_entry(
 #: object row as read (``unchecked_object``) or None.
 EntryRow = tuple[Column, Column, Column, Column, StoredObject | None]
 
+#: One entry's ``check_entry`` as a chunk carries it: for the usual entry (no finding,
+#: ``check_object`` found nothing) only its references, flattened (rel, target, rel,
+#: target...): a flat list of strings crosses a process boundary at a fraction of the
+#: cost of the nested tuple (``unpack``); else the ``EntryCheck``; None when the check
+#: raised (the auditing process then runs it again, and so raises, itself).
+Packed = list[str] | EntryCheck | None
+
 #: A run of entries checked: their leaf hashes (32 bytes each, in order), each entry's
-#: ``EntryCheck`` (None: the check raised, the auditing process runs it again itself),
-#: and the per-kind totals of the run (``run_totals``).
-ChunkCheck = tuple[bytes, list[EntryCheck | None], dict[object, list[int]]]
+#: ``Packed`` check, and the per-kind totals of the run (``run_totals``).
+ChunkCheck = tuple[bytes, list[Packed], dict[object, list[int]]]
 
 
 def check_chunk(rows: list[EntryRow]) -> ChunkCheck:
     """``leaf_hash_of``, ``check_entry`` and ``run_totals`` of consecutive entries."""
     leaves = bytearray()
-    checks: list[EntryCheck | None] = []
+    checks: list[Packed] = []
     for seq, digest, kind, appended_at, obj in rows:
         leaves += leaf_hash_of(seq, kind, digest, appended_at)
         try:
-            checks.append(check_entry(seq, digest, kind, appended_at, obj))
+            checks.append(pack(check_entry(seq, digest, kind, appended_at, obj)))
         except Exception:
             checks.append(None)  # the audit runs it again (and so raises) itself
     return bytes(leaves), checks, run_totals(rows)
+
+
+def pack(check: EntryCheck) -> Packed:
+    """``check`` as a chunk carries it (``unpack(pack(c)) == c``)."""
+    found, refs, sound = check
+    if found or not sound or refs is None:
+        return check
+    return [part for ref in refs for part in ref]
+
+
+_NOTHING: list[LedgerFinding] = []  # shared: never extended (``unpack``'s callers read it)
+
+
+def unpack(packed: list[str] | EntryCheck) -> EntryCheck:
+    """The ``EntryCheck`` that ``pack`` gave ``packed`` for."""
+    if type(packed) is not list:
+        return packed  # type: ignore[return-value]  # an EntryCheck (a tuple)
+    return _NOTHING, list(zip(packed[::2], packed[1::2], strict=True)), True
 
 
 def run_totals(rows: list[EntryRow]) -> dict[object, list[int]]:

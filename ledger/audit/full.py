@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ledger.audit.aside import Aside
-from ledger.audit.entry_check import ChunkCheck, EntryCheck, check_entry
+from ledger.audit.entry_check import ChunkCheck, EntryCheck, check_entry, unpack
 from ledger.audit.findings import LedgerFinding
 from ledger.audit.parallel import Presign, default_workers, with_entry_checks
 from ledger.audit.replay import AdmissionReplay
@@ -466,11 +466,13 @@ class _AuditRun:
         leaves, checks, totals = checked
         self.totals.merge(totals)
         for at, row in enumerate(rows):
-            check = checks[at]
-            if check is None:  # not computed where the chunk was checked: here, then
+            packed = checks[at]
+            if packed is None:  # not computed where the chunk was checked: here, then
                 raw = row.object
                 obj = None if raw is None else unchecked_object(raw)
                 check = check_entry(row.seq, row.digest, row.kind, row.appended_at, obj)
+            else:
+                check = unpack(packed)
             self.entry(row, check, leaves[32 * at : 32 * at + 32])
 
     def entry(self, row: RawLogRow, checked: EntryCheck, leaf: bytes) -> None:

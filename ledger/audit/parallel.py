@@ -158,9 +158,59 @@ def _derive_rows(
     return out, presign_verdicts(signs or [], _KEYS if keys is None else keys)
 
 
-# An entry row as sent to a worker: seq, digest, kind, appended_at, and its object row
-# as ``_wire`` sends it (None: the entry has no object row).
-EntryWire = tuple[object, object, object, object, Wire | None]
+# An entry row as sent to a worker: seq, digest, kind, appended_at, and its object row:
+# None (no object row), ``Short`` (its seq, digest and kind are the entry's: the usual
+# row, sent without them) or all of it as ``_wire`` sends it.
+Short = tuple[object, object, object, object, object, object]
+EntryWire = tuple[object, object, object, object, Short | Wire | None]
+
+
+def _entry_wires(batch: list[RawLogRow]) -> list[EntryWire]:
+    """The rows as sent to a worker (``_entry_rows`` rebuilds them)."""
+    out: list[EntryWire] = []
+    for row in batch:
+        seq, digest, kind, obj = row.seq, row.digest, row.kind, row.object
+        wire: Short | Wire | None
+        if obj is None:
+            wire = None
+        elif (
+            type(seq) is int
+            and type(obj.seq) is int
+            and type(digest) is str
+            and type(obj.digest) is str
+            and type(kind) is str
+            and type(obj.kind) is str
+            and obj.seq == seq
+            and obj.digest == digest
+            and obj.kind == kind
+        ):
+            wire = (
+                obj.schema_version,
+                obj.object_id,
+                obj.object_version,
+                obj.legacy_digest,
+                obj.legacy_hints,
+                obj.data,
+            )
+        else:
+            wire = _wire(obj)
+        out.append((seq, digest, kind, row.appended_at, wire))
+    return out
+
+
+def _entry_rows(rows: list[EntryWire]) -> list[EntryRow]:
+    """``_entry_wires``'s rows back, each object as ``unchecked_object`` gives it."""
+    out: list[EntryRow] = []
+    for seq, digest, kind, appended_at, wire in rows:
+        obj: StoredObject | None
+        if wire is None:
+            obj = None
+        elif len(wire) == 6:  # ``Short``: the entry's seq, digest and kind are the row's
+            obj = _unwire((digest, seq, kind, *wire))
+        else:
+            obj = _unwire(wire)  # the 9 columns of ``Wire``
+        out.append((seq, digest, kind, appended_at, obj))
+    return out
 
 
 def _check_entries(
@@ -169,11 +219,8 @@ def _check_entries(
     keys: dict[str, bytes] | None = None,
 ) -> tuple[ChunkCheck, list[Verdict]]:
     """``check_chunk`` of the rows, and the verdicts on ``signs`` (as ``_check_rows``)."""
-    entries: list[EntryRow] = [
-        (seq, digest, kind, appended_at, None if wire is None else _unwire(wire))
-        for seq, digest, kind, appended_at, wire in rows
-    ]
-    return check_chunk(entries), presign_verdicts(signs or [], _KEYS if keys is None else keys)
+    verdicts = presign_verdicts(signs or [], _KEYS if keys is None else keys)
+    return check_chunk(_entry_rows(rows)), verdicts
 
 
 def default_workers(entries: int) -> int:
@@ -242,19 +289,7 @@ def with_entry_checks(
     worker), so what the caller goes on to judge is what was checked.
     """
 
-    def pick(batch: list[RawLogRow]) -> list[EntryWire]:
-        return [
-            (
-                row.seq,
-                row.digest,
-                row.kind,
-                row.appended_at,
-                None if row.object is None else _wire(row.object),
-            )
-            for row in batch
-        ]
-
-    yield from _chunked(rows, workers, presign, pick, _check_entries)
+    yield from _chunked(rows, workers, presign, _entry_wires, _check_entries)
 
 
 def _chunked(
