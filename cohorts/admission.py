@@ -11,9 +11,13 @@ the same transaction, except in history imports, which are recorded without stan
 Lifecycle, for every new ``benchmark-cohort`` whose id is already stored, whatever the
 command: the new document must be a legal successor (same stage or one step forward; a
 frozen or burned definition never changes; ``cohorts.lifecycle.check_update``) of the
-newest earlier document of its id that has standing then (``ledger.trust.standing``);
+newest earlier document of its id that has standing then (``ledger.trust.standing``;
+newest in the order they gained standing, not the order they were stored);
 for a frozen or burned document (the authority's), of the newest such document the
-authority signed. Documents without standing (unattested history, rows written past
+authority signed. A frozen or burned document is judged again where the authority's
+attestation establishes it (``cohort freeze`` of bytes already stored as history
+appends only that attestation), so it counts only as a legal successor of what counted
+before there. Documents without standing (unattested history, rows written past
 admission) and documents anyone may write (scaffold, collecting) therefore never block
 the authority, and the documents of each id that count always form a legal path.
 """
@@ -83,17 +87,22 @@ class CohortLifecycle:
             return None
         after = obj.json()
         signed_only = governed_what(obj.kind, after) is not None
+        # The position judged: obj's own, or the attestation establishing it.
+        position = reader.size()
         # Oldest first: each earlier document's own judgement then finds the documents
         # before it already judged (the recursion stays shallow).
         counted = [
             o
             for o in reader.by_id(obj.object_id, kind=BENCHMARK_COHORT)
-            if standing.has_standing(o, obj.seq)
+            if o.digest != obj.digest
+            and standing.has_standing(o, position)
             and (not signed_only or governed_what(o.kind, o.json()) is not None)
         ]
         if not counted:
             return None
-        before = counted[-1]
+        # The newest is the one established last: a document counts from where it is
+        # established (an attestation appended later never moves it back in time).
+        before = max(counted, key=lambda o: standing.since(o) or o.seq)
         try:
             check_update(before.json(), after)
         except CohortError as exc:

@@ -1017,8 +1017,10 @@ def cohort_rows(reader: LedgerReader) -> list[CohortRow]:
         cid = as_str(doc.model(Cohort).id)
         if cid is not None:
             latest[cid] = doc
-            if view.standing(doc):
-                counted[cid] = doc
+    for doc in view.of_kind(BENCHMARK_COHORT):  # in the order they gained standing
+        cid = as_str(doc.model(Cohort).id)
+        if cid is not None:
+            counted[cid] = doc
     rows: list[CohortRow] = []
     for cid, doc in sorted({**latest, **counted}.items()):
         state = attestation_state(reader, doc.jcs_digest)

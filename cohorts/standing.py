@@ -12,7 +12,7 @@ unattested history (``import --unsigned``) never counts, before anyone runs ``ve
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 from cohorts.lookup import BENCHMARK_COHORT, StoredDoc
 from cohorts.store_lookup import StoreLookup
@@ -53,18 +53,25 @@ class StandingLookup:
         return doc if doc is not None and self.standing(doc) else None
 
     def find(self, kind: str, object_id: str, version: int | None = None) -> StoredDoc | None:
-        for obj in reversed(self.reader.by_id(object_id, version, kind)):
-            doc = self.raw.doc(obj)
-            if doc is not None and self.counts.has_standing(obj):
-                return doc
-        return None
+        """The record of ``object_id`` established last (the newest that counts)."""
+        found = self._established(self.reader.by_id(object_id, version, kind))
+        return found[-1] if found else None
 
     def of_kind(self, kind: str) -> Sequence[StoredDoc]:
-        return tuple(
-            doc
-            for obj in self.reader.by_kind(kind)
-            if self.counts.has_standing(obj) and (doc := self.raw.doc(obj)) is not None
-        )
+        """The records of ``kind`` with standing, in the order they were established."""
+        return tuple(self._established(self.reader.by_kind(kind)))
+
+    def _established(self, objects: Iterable[StoredObject]) -> list[StoredDoc]:
+        """``objects`` with standing, ordered by where each was established
+        (``Standing.since``): an attestation appended later gives a record standing
+        from there on, never back at its own seq."""
+        counted = []
+        for obj in objects:
+            since = self.counts.since(obj)
+            if since is not None and (doc := self.raw.doc(obj)) is not None:
+                counted.append((since, doc))
+        counted.sort(key=lambda pair: pair[0])
+        return [doc for _, doc in counted]
 
     def unattested(self, kind: str) -> Sequence[StoredDoc]:
         """Stored records of ``kind`` without standing that admission accepts: governed

@@ -50,7 +50,7 @@ from ledger.trust.identity import trust_index
 from ledger.trust.judgement import SignatureMemo
 from ledger.trust.presign import signing_keys
 
-FORMAT = "provledger-browse/2"  # 2: standing columns
+FORMAT = "provledger-browse/3"  # 2: standing columns; 3: cohorts.counts_from
 BATCH = 5000
 
 

@@ -193,7 +193,9 @@ class Projector:
     def standing_text(self, obj: StoredObject) -> str:
         """A governed record's standing before its authority attestation is projected
         (that attestation's row updates it to "counts"); any other record's standing."""
-        refusal = self._standing.refusal(obj)
+        # Judged at its own position only: the attestation that may establish it later
+        # is judged when that attestation's row is projected (``_counted``).
+        refusal = self._standing.refusal(obj, obj.seq + 1)
         if refusal is not None:
             return f"refused by admission: {refusal.rule}"
         if self._standing.policy.governed(obj, self.reader) is not None:
@@ -217,7 +219,8 @@ class Projector:
             {
                 "digest": obj.digest,
                 "seq": obj.seq,
-                "standing": self.standing_text(obj),
+                "standing": (standing := self.standing_text(obj)),
+                "counts_from": obj.seq if standing == COUNTS else None,
                 "cohort_id": cohort_id,
                 "title": cohort.title,
                 "description": cohort.description,
@@ -470,8 +473,20 @@ class Projector:
         if subject is None or table is None:
             return
         if not self._standing.has_standing(subject, att.seq + 1):
+            if self._standing.established(subject) == att.seq:
+                # Refused where this attestation would establish it (a state rule).
+                refusal = self._standing.refusal(subject, att.seq + 1)
+                if refusal is not None:
+                    text = f"refused by admission: {refusal.rule}"
+                    out.updates.append(
+                        Update(table, "digest", subject.digest, att.seq, {"standing": text})
+                    )
             return
-        out.updates.append(Update(table, "digest", subject.digest, att.seq, {"standing": COUNTS}))
+        # It counts from this attestation on, not from its own seq.
+        values: Row = {"standing": COUNTS}
+        if table == "cohorts":
+            values["counts_from"] = att.seq
+        out.updates.append(Update(table, "digest", subject.digest, att.seq, values))
         notice = _load(subject) if subject.kind == "burn-notice" else None
         if notice is None:
             return

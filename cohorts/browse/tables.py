@@ -90,6 +90,12 @@ TABLES: tuple[Table, ...] = (
             DIGEST,
             SEQ,
             STANDING,
+            _c(
+                "counts_from",
+                int,
+                "Log position from which this object counts: its own seq, or for a frozen or"
+                " burned one the authority's attestation of it (empty while it does not count).",
+            ),
             _c("cohort_id", str, "Cohort id."),
             _c("title", str, "Cohort title."),
             _c("stage", str, "Stage of this object: scaffold, collecting, frozen or burned."),
@@ -554,8 +560,8 @@ VIEWS: tuple[View, ...] = (
     View(
         "latest_cohorts",
         "Cohorts, newest object per id that counts",
-        "The current state of each cohort: its newest stored object with standing.",
-        "SELECT c.* FROM cohorts c WHERE c.seq = (SELECT max(seq) FROM cohorts c2"
+        "The current state of each cohort: its object that gained standing last.",
+        "SELECT c.* FROM cohorts c WHERE c.counts_from = (SELECT max(counts_from) FROM cohorts c2"
         " WHERE c2.cohort_id = c.cohort_id AND c2.standing = 'counts')",
     ),
     View(

@@ -9,7 +9,9 @@ ledger) is a finding that names the entry, the rule and the remedy:
 
 1. an attestation's verdict (``check_attestation``): one finding per failure code;
 2. each state rule of the policy (e.g. ``cohort-lifecycle``), against the records
-   with standing before the entry (``ledger.trust.standing.Standing``);
+   with standing before the entry (``ledger.trust.standing.Standing``); and for the
+   authority's first valid attestation of a governed record, the rules on that record
+   against the records with standing before the attestation, where it starts to count;
 3. an authority-governed record needs the authority's valid attestation in its own
    batch, unless the batch was upstream history and the record may be history. The
    batch is the one a ``batch`` record closes (``ledger.log.batch_record``: the store
@@ -144,12 +146,45 @@ class AdmissionReplay:
                 pending = self._pending.get(verdict.subject_digest)
                 if pending is not None and pending.attested_at is None:
                     pending.attested_at = obj.seq
+                return self._established(obj, verdict.subject_digest, reader)
             return []
         remedy = attestation_refusal(obj, verdict).remedy
         return [
             LedgerFinding(f.code, f.message, obj.seq, obj.digest, remedy=remedy)
             for f in verdict.failures
         ]
+
+    def _established(
+        self, att: StoredObject, subject_digest: str, reader: LedgerReader
+    ) -> list[LedgerFinding]:
+        """The state rules on the governed record ``att`` establishes (the authority's
+        first attestation of it), judged before ``att``: where it starts to count."""
+        subject = reader.get(subject_digest)
+        if (
+            not self.policy.state_rules
+            or subject is None
+            or self.policy.governed(subject, reader) is None
+        ):
+            return []
+        standing = self._standing_of(reader)
+        if standing.attested_at(subject) != att.seq:
+            return []
+        before = Prefix(reader, att.seq)
+        found = []
+        for rule in self.policy.state_rules:
+            refusal = rule.check(subject, before, standing)
+            if refusal is not None:
+                found.append(
+                    LedgerFinding(
+                        refusal.rule,
+                        f"attestation gives {subject.kind} {subject.digest} standing here:"
+                        f" {refusal.missing}",
+                        att.seq,
+                        att.digest,
+                        remedy=refusal.remedy,
+                    )
+                )
+        return found
 
     def _identity_key(self, obj: StoredObject, reader: LedgerReader) -> list[LedgerFinding]:
         record = next((r for r in self._trust(reader).identities if r.digest == obj.digest), None)

@@ -20,7 +20,10 @@ Rules, in order; every refusal of a batch is collected before raising:
    ``history`` (upstream records imported without signing) is exempt: those objects
    are kept, but carry no standing; whoever reads them must check for the attestation.
 3. **Legal successors.** Every ``StateRule`` checks each new object against the stored
-   state before it (e.g. a lifecycle that only moves forward).
+   state before it (e.g. a lifecycle that only moves forward), and each governed record
+   that a new authority attestation gives standing (its first) against the state before
+   that attestation: a record counts from where it is established, so that is where it
+   must be legal (``ledger.trust.standing``).
 
 The policy is one immutable value (``AdmissionPolicy``: governance, state rules and the
 attestation policy), passed to whatever judges: a store is opened with it
@@ -67,13 +70,21 @@ class StandingView(Protocol):
 
     def has_standing(self, obj: StoredObject, as_of: int | None = None) -> bool: ...
 
+    def since(self, obj: StoredObject) -> int | None:
+        """The position where ``obj`` was established (None: it never counts): records
+        of one kind and id take effect in this order, not in their seq order."""
+        ...
+
 
 class StateRule(Protocol):
     """Checks a new object against the state before it (None: admissible).
 
-    ``reader`` holds only the entries before ``obj`` (``ledger.store.prefix.Prefix``);
-    ``standing`` says which of them count, as of any position. A rule judges the same
-    way at write time, when ``verify`` replays it and when a read computes standing."""
+    ``reader`` holds only the entries before the position judged
+    (``ledger.store.prefix.Prefix``; ``reader.size()`` is that position): ``obj``'s own,
+    and for a governed record also that of the authority attestation that establishes
+    it, which may come much later (``ledger.trust.standing``). ``standing`` says which
+    entries count, as of any position. A rule judges the same way at write time, when
+    ``verify`` replays it and when a read computes standing."""
 
     def check(
         self, obj: StoredObject, reader: LedgerReader, standing: StandingView
@@ -203,7 +214,6 @@ class AdmissionPolicy:
         position: it reads only the entries before it (``ledger.store.prefix.Prefix``),
         except that a governed object looks for the authority's attestation among the
         batch's own attestations. Listed in log order."""
-        from ledger.store.prefix import Prefix
         from ledger.trust.attestation import ATTESTATION_KIND
         from ledger.trust.identity import authority_key, trust_index
         from ledger.trust.judgement import check_attestation
@@ -213,7 +223,7 @@ class AdmissionPolicy:
         # Attestations first: whether a governed object is signed by the authority in
         # this batch is their verdict.
         refused: dict[str, Refusal] = {}
-        authority_signed: set[str] = set()
+        authority_signed: dict[str, int] = {}  # subject -> seq of its first such attestation
         signers: dict[str, list[str]] = {}  # subject -> key ids that attest it in the batch
         attestations = [o for o in new if o.kind == ATTESTATION_KIND]
         if attestations:
@@ -225,7 +235,7 @@ class AdmissionPolicy:
                     refused[att.digest] = attestation_refusal(att, verdict)
                 elif verdict.signer == "authority":
                     # The subject the judgement read from the attestation's bytes.
-                    authority_signed.add(verdict.subject_digest)
+                    authority_signed.setdefault(verdict.subject_digest, att.seq)
         authority = authority_key(reader)
         authority_id = None if authority is None else key_id(authority)
         standing: Standing | None = None
@@ -244,12 +254,44 @@ class AdmissionPolicy:
                 )
             if self.state_rules:
                 standing = standing or Standing(reader, self)
-                before = Prefix(reader, obj.seq)
-                for rule in self.state_rules:
-                    refusal = rule.check(obj, before, standing)
-                    if refusal is not None:
-                        refusals.append(refusal)
+                positions = [obj.seq]
+                if obj.digest in authority_signed and self.governed(obj, reader) is not None:
+                    positions.append(authority_signed[obj.digest])
+                refusals += _rule_refusals(self.state_rules, obj, reader, positions, standing)
+        if self.state_rules and authority_signed:
+            # Records stored before this batch that an attestation here establishes.
+            standing = standing or Standing(reader, self)
+            batch = {o.digest for o in new}
+            for subject_digest, seq in authority_signed.items():
+                subject = reader.get(subject_digest)
+                if (
+                    subject is None
+                    or subject_digest in batch
+                    or self.governed(subject, reader) is None
+                    or standing.attested_at(subject) != seq
+                ):
+                    continue
+                refusals += _rule_refusals(self.state_rules, subject, reader, [seq], standing)
         return refusals
+
+
+def _rule_refusals(
+    rules: Sequence[StateRule],
+    obj: StoredObject,
+    reader: LedgerReader,
+    positions: Sequence[int],
+    standing: StandingView,
+) -> list[Refusal]:
+    """The state rules' refusals of ``obj`` judged before the first of ``positions``
+    where any refuses (empty: admissible at all of them)."""
+    from ledger.store.prefix import Prefix
+
+    for end in positions:
+        before = Prefix(reader, end)
+        found = [r for rule in rules if (r := rule.check(obj, before, standing)) is not None]
+        if found:
+            return found
+    return []
 
 
 # --- the policy values ----------------------------------------------------------------

@@ -6,7 +6,8 @@ A stored record has standing as of log position P (by default: the whole ledger)
    verdict is valid (``ledger.trust.judgement.check_attestation``); for any record, no
    state rule of the policy refuses it, judged against the entries before it and the
    standing they had then (e.g. a cohort document must be a legal successor of the
-   documents of its id that counted); and
+   documents of its id that counted), and for a governed record also against those
+   before the attestation that establishes it (below); and
 2. if the policy governs it (``AdmissionPolicy.governed``), a valid attestation of
    exactly its bytes by the ledger's authority key, appended after it and before P.
 
@@ -20,8 +21,19 @@ has signed is one the authority vouches for, whichever batch brought it. Hence u
 history, or anything written past admission, can never block the authority: state
 rules judge a record against records with standing only.
 
-Every judgement reads only what precedes the record judged (``ledger.store.prefix``);
-``as_of`` bounds what may have made a governed record count. Results are kept per
+A record takes effect where it is established, never earlier: an ungoverned record at
+its own seq, a governed one at the authority's first valid attestation of it (``since``).
+So the state rules judge a governed record twice: at its own position (as the append
+that stored it did) and at its attestation's (as the append that gave it standing did,
+``AdmissionPolicy.refusals``), against what counted before there; and "the newest
+record of an id that counts" is the one established last, not the one stored last. An
+attestation appended later therefore never gives a record standing back in time (a
+frozen document imported as history and signed after a scaffold counts after the
+scaffold, and must be its legal successor).
+
+Every judgement reads only what precedes the position judged (``ledger.store.prefix``);
+``as_of`` bounds what may have made a record count. A judgement at position P asks only
+about records established before P, so the recursion always descends. Results are kept per
 ``Standing`` object (one per reader: one snapshot of the ledger).
 """
 
@@ -49,19 +61,30 @@ class Standing:
     def __init__(self, reader: LedgerReader, policy: AdmissionPolicy | None = None) -> None:
         self.reader = reader
         self.policy = reader.policy if policy is None else policy
-        self._refusal: dict[str, Refusal | None] = {}
+        self._refusal: dict[str, Refusal | None] = {}  # judged at the record's own seq
+        self._established_refusal: dict[str, Refusal | None] = {}  # ... at its attestation
         self._attested: dict[str, int | None] = {}
         self._authority: Ed25519PublicKey | None = None
         self._authority_read = False
         self._index: TrustIndex | None = None
 
     # -- the two conditions ----------------------------------------------------------
-    def refusal(self, obj: StoredObject) -> Refusal | None:
-        """Why replaying admission refuses ``obj`` at its position (None: it accepts);
-        the same-batch rule aside (see the module docstring)."""
+    def refusal(self, obj: StoredObject, as_of: int | None = None) -> Refusal | None:
+        """Why replaying admission refuses ``obj`` (None: it accepts), judged at its own
+        position and, for a governed record, at the attestation establishing it if that
+        lies before ``as_of`` (default: anywhere); the same-batch rule aside (see the
+        module docstring)."""
         if obj.digest not in self._refusal:
-            self._refusal[obj.digest] = self._judge(obj)
-        return self._refusal[obj.digest]
+            self._refusal[obj.digest] = self._judge(obj, obj.seq)
+        own = self._refusal[obj.digest]
+        if own is not None or obj.kind == self._attestation_kind():
+            return own
+        at = self.established(obj) if self.policy.state_rules else None
+        if at is None or at == obj.seq or (as_of is not None and at >= as_of):
+            return None
+        if obj.digest not in self._established_refusal:
+            self._established_refusal[obj.digest] = self._judge(obj, at)
+        return self._established_refusal[obj.digest]
 
     def admitted(self, obj: StoredObject) -> bool:
         return self.refusal(obj) is None
@@ -76,26 +99,31 @@ class Standing:
             self._attested[obj.digest] = first if first is not None and first > obj.seq else None
         return self._attested[obj.digest]
 
+    def established(self, obj: StoredObject) -> int | None:
+        """Where ``obj`` would take effect if admission accepts it: its own seq when
+        nobody governs it, else the authority's first valid attestation of it (None:
+        never attested)."""
+        if self.policy.governed(obj, self.reader) is None:
+            return obj.seq
+        return self.attested_at(obj)
+
     def has_standing(self, obj: StoredObject, as_of: int | None = None) -> bool:
         """True when ``obj`` counts as of log position ``as_of`` (default: now)."""
         end = self.reader.size() if as_of is None else as_of
-        if obj.seq >= end or not self.admitted(obj):
+        if obj.seq >= end:
             return False
-        if self.policy.governed(obj, self.reader) is None:
-            return True
-        signed = self.attested_at(obj)
-        return signed is not None and signed < end
+        # Position first: a judgement at P only ever asks about records established
+        # before P, so judging them cannot come back to the record being judged.
+        at = self.established(obj)
+        return at is not None and at < end and self.admitted(obj)
 
     def since(self, obj: StoredObject) -> int | None:
         """The log position from which ``obj`` counts: a judgement of entry N may count
         it iff this is below N (``has_standing(obj, N)``). Its own seq for a record
         nobody governs, the authority's first valid attestation of it for a governed
         one; None when it never counts."""
-        if not self.admitted(obj):
-            return None
-        if self.policy.governed(obj, self.reader) is None:
-            return obj.seq
-        return self.attested_at(obj)
+        at = self.established(obj)
+        return at if at is not None and self.admitted(obj) else None
 
     def why_not(self, obj: StoredObject, as_of: int | None = None) -> str | None:
         """None when ``obj`` has standing, else one phrase saying why not."""
@@ -116,12 +144,18 @@ class Standing:
             self._authority, self._authority_read = authority_key(self.reader), True
         return self._authority
 
-    def _judge(self, obj: StoredObject) -> Refusal | None:
+    @staticmethod
+    def _attestation_kind() -> str:
         from ledger.trust.attestation import ATTESTATION_KIND
 
-        if obj.kind == ATTESTATION_KIND:
+        return ATTESTATION_KIND
+
+    def _judge(self, obj: StoredObject, end: int) -> Refusal | None:
+        """Admission's verdict on ``obj`` judged before position ``end``: its own seq,
+        or the authority attestation that establishes it."""
+        if obj.kind == self._attestation_kind():
             return self._attestation_refusal(obj)
-        before = Prefix(self.reader, obj.seq)
+        before = Prefix(self.reader, end)
         for rule in self.policy.state_rules:
             refusal = rule.check(obj, before, self)
             if refusal is not None:
