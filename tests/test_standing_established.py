@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -67,6 +69,25 @@ def _history_then_scaffold(
     _run(runner, db, "append", str(scaffold))
 
 
+def _authority(db: Path) -> Ed25519Signer:
+    return Ed25519Signer.from_file(db.with_name(db.name + ".authority.key"))
+
+
+def _history_then_another_freeze(
+    runner: CliRunner, db: Path, tmp_path: Path
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """History A (frozen, unattested), a scaffold, then the authority freezes definition
+    B: (A, B)."""
+    history = _v1("frozen")
+    _history_then_scaffold(runner, db, tmp_path, history)
+    other = _v1("frozen", title="another definition")
+    other["definition_digest"] = definition_digests(other).legacy
+    path_b = tmp_path / "b.json"
+    path_b.write_text(json.dumps(other))
+    _run(runner, db, "cohort", "freeze", str(path_b))
+    return history, other
+
+
 def _positions(db: Path) -> list[tuple[str, int, int | None]]:
     """(stage, seq, since) of every stored document of the cohort, in seq order."""
     with open_store(db) as store:
@@ -101,6 +122,20 @@ def test_freeze_of_history_bytes_counts_from_the_attestation(
         assert standing.has_standing(history, since_h + 1)
     [row] = _json(runner, ledger_path, "cohort", "list")
     assert (row["stage"], row["standing"]) == ("frozen", "counts")
+    installed = subprocess.run(
+        [
+            str(Path(sys.executable).parent / "provledger"),
+            "cohort",
+            "list",
+            "--json",
+            "--db",
+            str(ledger_path),
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert [r["stage"] for r in json.loads(installed.stdout)] == ["frozen"]
     audit = _json(runner, ledger_path, "cohort", "audit", V1)
     assert (audit["stage"], audit["standing"]) == ("frozen", "counts")
     report = _json(runner, ledger_path, "verify")
@@ -126,18 +161,12 @@ def test_freeze_of_history_bytes_after_another_definition_is_refused(
 ) -> None:
     """History A frozen; the authority freezes definition B; freezing A's bytes now would
     establish A after B (a frozen definition changing): refused, nothing written."""
-    history = _v1("frozen")
-    _history_then_scaffold(runner, ledger_path, tmp_path, history)
-    other = _v1("frozen", title="another definition")
-    other["definition_digest"] = definition_digests(other).legacy
-    path_b = tmp_path / "b.json"
-    path_b.write_text(json.dumps(other))
-    _run(runner, ledger_path, "cohort", "freeze", str(path_b))
+    history, other = _history_then_another_freeze(runner, ledger_path, tmp_path)
     path_a = tmp_path / "a.json"
     path_a.write_text(json.dumps(history))
     _run(runner, ledger_path, "cohort", "freeze", str(path_a), code=4)
     # Any write path: the attestation alone (the bytes are stored) is judged the same.
-    authority = Ed25519Signer.from_file(ledger_path.with_name(ledger_path.name + ".authority.key"))
+    authority = _authority(ledger_path)
     signed = [prepare_value(history), attest_prepared(prepare_value(history), authority)]
     with open_store(ledger_path) as store:
         size = store.size()
@@ -155,14 +184,8 @@ def test_hostile_attestation_establishing_an_illegal_successor_has_no_standing(
     """The same attestation written past admission (raw SQL; the authority's signature
     obtained elsewhere): the history copy never counts, the cohort stays at B, and
     ``verify`` names the attestation and the rule."""
-    history = _v1("frozen")
-    _history_then_scaffold(runner, ledger_path, tmp_path, history)
-    other = _v1("frozen", title="another definition")
-    other["definition_digest"] = definition_digests(other).legacy
-    path_b = tmp_path / "b.json"
-    path_b.write_text(json.dumps(other))
-    _run(runner, ledger_path, "cohort", "freeze", str(path_b))
-    authority = Ed25519Signer.from_file(ledger_path.with_name(ledger_path.name + ".authority.key"))
+    history, other = _history_then_another_freeze(runner, ledger_path, tmp_path)
+    authority = _authority(ledger_path)
     attestation = attest_prepared(prepare_value(history), authority)
     (seq,) = sqlite_insert(ledger_path, [attestation])
     [row] = _json(runner, ledger_path, "cohort", "list")
