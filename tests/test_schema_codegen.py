@@ -223,7 +223,15 @@ def test_every_kind_draws_valid_documents(kind: str, version: str) -> None:
         documents(load_schema(kind, version)),
         valid,
         # Generation only: shrinking the valid document found is slow and not needed.
-        settings=settings(max_examples=2000, deadline=None, database=None, phases=[Phase.generate]),
+        settings=settings(
+            max_examples=2000,
+            deadline=None,
+            database=None,
+            phases=[Phase.generate],
+            # A fixed seed: the search is a fact about the strategy, not a lottery (at
+            # random, 2,000 draws once missed a valid behavioral-evidence document).
+            derandomize=True,
+        ),
     )
     assert fastschema.fast_check(kind, version, found)
 
