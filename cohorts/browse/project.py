@@ -16,7 +16,7 @@ import binascii
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import msgspec
 
@@ -32,8 +32,15 @@ from ledger.trust.identity import authority_key
 from ledger.trust.judgement import SignatureMemo
 from ledger.trust.keys import key_id, public_key_from_raw, verify
 from ledger.trust.standing import Standing
-from verifiers.model import CohortView
-from verifiers.model.json import as_int, as_list, as_str, at, maps
+from verifiers.model import (
+    CohortView,
+    Document,
+    EvaluatorPlan,
+    ResultManifest,
+    VerificationResult,
+    WorkUnit,
+)
+from verifiers.model.json import JsonObject, as_int, as_list, as_str, at, maps
 
 if TYPE_CHECKING:
     from cohorts.timeline import Timeline
@@ -43,6 +50,7 @@ Row = dict[str, Any]  # a sqlite3 row by column name: the driver's values, untyp
 
 AUTHORITY = "authority"
 RECENT = 4096  # objects the projector keeps to pair attestations with their subjects
+D = TypeVar("D", bound=Document)
 
 
 @dataclass(frozen=True)
@@ -321,7 +329,8 @@ class Projector:
             found = legacy[0][0] if legacy else None
         if found is None or found.seq >= before or found.kind != "work-unit":
             return None
-        return as_str(at(_load(found), "objective"))
+        value = _load(found)
+        return None if value is None else _model(WorkUnit, found, value).objective
 
     def _burn_notice(self, obj: StoredObject, value: Mapping[str, object], out: Projection) -> None:
         cohort_id = as_str(value.get("cohort_id")) or ""
@@ -587,87 +596,100 @@ _HANDLERS = {
 }
 
 
-#: A column of a row built from the document alone: its reader of the parsed document.
-Member = Callable[[Mapping[str, object]], object]
+#: The columns of a row built from the object alone, read from the document the check
+#: parsed (``digest`` and ``seq`` are the object's own): column -> value.
+Columns = Callable[[StoredObject, JsonObject], Mapping[str, object]]
 
 
-def _document_rows() -> dict[str, tuple[str, dict[str, Member]]]:
-    """Kinds whose rows depend on the object alone (built where the object is checked):
-    kind -> (table, {column: reader}); ``digest`` and ``seq`` are the object's own, every
-    other column is read from the document by a total reader (None when malformed)."""
+def _model(cls: type[D], obj: StoredObject, value: JsonObject) -> D:
+    """``obj`` as the protocol model's ``cls``, from the value its check parsed. The plain
+    constructor (no second parse): the check verified these bytes against the digest."""
+    return cls(value, obj.data, obj.digest, obj.legacy_digest or obj.digest)
 
-    def text(*path: str) -> Member:
-        return lambda value: as_str(at(value, *path))
 
+def _work_unit(obj: StoredObject, value: JsonObject) -> Mapping[str, object]:
+    unit = _model(WorkUnit, obj, value)
     return {
-        "work-unit": (
-            "work_units",
-            {
-                "work_unit_id": text("id"),
-                "version": lambda value: as_int(at(value, "version")),
-                "work_kind": text("kind"),
-                "objective": text("objective"),
-            },
-        ),
-        "evaluator-plan": (
-            "plans",
-            {
-                "plan_id": text("id"),
-                "schema_version": text("schema_version"),
-                "backend": text("backend"),
-                "visibility": text("visibility"),
-                "work_unit_id": lambda value: as_str(at(value, "binding", "work_unit_id")),
-                "work_unit_digest": text("binding", "work_unit_digest"),
-            },
-        ),
-        "result-manifest": (
-            "manifests",
-            {
-                "manifest_id": text("id"),
-                "status": text("status"),
-                "worker_id": text("worker", "id"),
-                "work_unit_id": lambda value: as_str(at(value, "work_unit_id")),
-            },
-        ),
-        "verification-result": (
-            "results",
-            {
-                "result_id": text("id"),
-                "status": text("status"),
-                "recommendation": lambda value: as_str(
-                    at(value, "decision_support", "recommendation")
-                ),
-                "rationale": lambda value: as_str(at(value, "decision_support", "rationale")),
-                "verifier_id": text("verifier", "id"),
-                "verifier_adapter": text("verifier", "adapter"),
-                "verifier_adapter_version": text("verifier", "adapter_version"),
-                "work_unit_id": lambda value: as_str(at(value, "work_unit_id")),
-                "work_unit_digest": text("provenance", "work_unit_digest"),
-                "result_manifest_digest": text("provenance", "result_manifest_digest"),
-                "plan_digest": text("provenance", "verifier_config_digest"),
-                "finished_at": text("finished_at"),
-            },
-        ),
-        "revocation": (
-            "revocations",
-            {"key_id": text("key_id"), "reason": text("reason"), "note": text("note")},
-        ),
-        "quarantine": (
-            "quarantined",
-            {
-                "path": text("path"),
-                "claimed_kind": text("claimed_kind"),
-                "object_id": text("object_id"),
-                "problems": lambda value: "\n".join(
-                    p for p in as_list(at(value, "problems")) if isinstance(p, str)
-                ),
-                "blob_digest": text("blob_digest"),
-            },
-        ),
+        "work_unit_id": as_str(unit.id),
+        "version": as_int(unit.version),
+        "work_kind": unit.work_kind,
+        "objective": unit.objective,
     }
 
 
-_PURE = _document_rows()
+def _plan(obj: StoredObject, value: JsonObject) -> Mapping[str, object]:
+    plan = _model(EvaluatorPlan, obj, value)
+    bound = plan.bound_work_unit
+    return {
+        "plan_id": as_str(plan.id),
+        "schema_version": plan.schema_version,
+        "backend": as_str(plan.backend),
+        "visibility": plan.visibility,
+        "work_unit_id": as_str(bound.id),
+        "work_unit_digest": as_str(bound.digest),
+    }
+
+
+def _manifest(obj: StoredObject, value: JsonObject) -> Mapping[str, object]:
+    manifest = _model(ResultManifest, obj, value)
+    return {
+        "manifest_id": as_str(manifest.id),
+        "status": manifest.status,
+        "worker_id": manifest.worker_id,
+        "work_unit_id": as_str(manifest.work_unit_id),
+    }
+
+
+def _result(obj: StoredObject, value: JsonObject) -> Mapping[str, object]:
+    result = _model(VerificationResult, obj, value)
+    verifier_id, adapter, adapter_version = result.verifier
+    return {
+        "result_id": as_str(result.id),
+        "status": result.status,
+        "recommendation": as_str(result.recommendation),
+        "rationale": result.rationale,
+        "verifier_id": as_str(verifier_id),
+        "verifier_adapter": as_str(adapter),
+        "verifier_adapter_version": as_str(adapter_version),
+        "work_unit_id": as_str(result.work_unit_id),
+        "work_unit_digest": as_str(result.work_unit_digest),
+        "result_manifest_digest": as_str(result.result_manifest_digest),
+        "plan_digest": as_str(result.verifier_config_digest),
+        "finished_at": result.finished_at,
+    }
+
+
+def _revocation(obj: StoredObject, value: JsonObject) -> Mapping[str, object]:
+    """A provledger record, not a protocol object: read by path."""
+    return {
+        "key_id": as_str(value.get("key_id")),
+        "reason": as_str(value.get("reason")),
+        "note": as_str(value.get("note")),
+    }
+
+
+def _quarantine(obj: StoredObject, value: JsonObject) -> Mapping[str, object]:
+    """A provledger record, not a protocol object: read by path."""
+    return {
+        "path": as_str(value.get("path")),
+        "claimed_kind": as_str(value.get("claimed_kind")),
+        "object_id": as_str(value.get("object_id")),
+        "problems": "\n".join(p for p in as_list(value.get("problems")) if isinstance(p, str)),
+        "blob_digest": as_str(value.get("blob_digest")),
+    }
+
+
+#: Kinds whose rows depend on the object alone (built where the object is checked):
+#: kind -> (table, its columns). The four protocol kinds are read through the typed
+#: model (``verifiers.model``), so a malformed member reads as the model reads it (None).
+_PURE: dict[str, tuple[str, Columns]] = {
+    WorkUnit.kind: ("work_units", _work_unit),
+    EvaluatorPlan.kind: ("plans", _plan),
+    ResultManifest.kind: ("manifests", _manifest),
+    VerificationResult.kind: ("results", _result),
+    "revocation": ("revocations", _revocation),
+    "quarantine": ("quarantined", _quarantine),
+}
 
 
 #: Each table's columns in order: the order of ``Projection.tuples`` rows.
@@ -688,9 +710,8 @@ def prebuild(obj: StoredObject, value: JSONObject | None) -> Prebuilt:
     loaded = value if value is not None else _load(obj)
     if loaded is None:
         return pretty_text(obj), None
-    table, members = pure
+    table, columns = pure
+    read = columns(obj, loaded)
     own = {"digest": obj.digest, "seq": obj.seq}
-    row = tuple(
-        own[name] if name in own else members[name](loaded) for name in COLUMNS[table]
-    )
+    row = tuple(own[name] if name in own else read[name] for name in COLUMNS[table])
     return pretty_text(obj), (table, row)

@@ -162,6 +162,10 @@ class _BoundToWorkUnit(Document):
         return self.value.get("attempt")
 
     @property
+    def status(self) -> str | None:
+        return as_str(self.value.get("status"))
+
+    @property
     def work_unit_digest(self) -> object:
         return self.at("provenance", "work_unit_digest")
 
@@ -183,6 +187,15 @@ class WorkUnit(Document):
     @property
     def version(self) -> object:
         return self.value.get("version")
+
+    @property
+    def work_kind(self) -> str | None:
+        """The WorkUnit's own ``kind`` member (``kind`` names the document class)."""
+        return as_str(self.value.get("kind"))
+
+    @property
+    def objective(self) -> str | None:
+        return as_str(self.value.get("objective"))
 
     @property
     def schema_version(self) -> str | None:
@@ -241,8 +254,17 @@ class EvaluatorPlan(Document):
         return self.binding.get("source_revision")
 
     @property
+    def backend(self) -> object:
+        """``backend`` as recorded (an object naming its ``type`` in the schema)."""
+        return self.value.get("backend")
+
+    @property
     def backend_type(self) -> object:
         return self.at("backend", "type")
+
+    @property
+    def visibility(self) -> str | None:
+        return as_str(self.value.get("visibility"))
 
     @property
     def candidate_artifact_id(self) -> object:
@@ -276,6 +298,10 @@ class ResultManifest(_BoundToWorkUnit):
     def expected_validator_ids(self) -> frozenset[str]:
         return str_set(self.at("verification_request", "expected_validator_ids"))
 
+    @property
+    def worker_id(self) -> str | None:
+        return as_str(self.at("worker", "id"))
+
 
 @dataclass(frozen=True)
 class VerificationResult(_BoundToWorkUnit):
@@ -284,13 +310,17 @@ class VerificationResult(_BoundToWorkUnit):
     kind: ClassVar[str] = "verification-result"
 
     @property
-    def status(self) -> str | None:
-        return as_str(self.value.get("status"))
-
-    @property
     def recommendation(self) -> object:
         """``decision_support.recommendation`` as recorded."""
         return self.at("decision_support", "recommendation")
+
+    @property
+    def rationale(self) -> str | None:
+        return as_str(self.at("decision_support", "rationale"))
+
+    @property
+    def finished_at(self) -> str | None:
+        return as_str(self.value.get("finished_at"))
 
     @property
     def result_manifest_id(self) -> object:
