@@ -189,15 +189,6 @@ class WorkUnit(Document):
         return self.value.get("version")
 
     @property
-    def work_kind(self) -> str | None:
-        """The WorkUnit's own ``kind`` member (``kind`` names the document class)."""
-        return as_str(self.value.get("kind"))
-
-    @property
-    def objective(self) -> str | None:
-        return as_str(self.value.get("objective"))
-
-    @property
     def schema_version(self) -> str | None:
         return as_str(self.value.get("schema_version"))
 
@@ -206,8 +197,18 @@ class WorkUnit(Document):
         return self.at("provenance", "source_revision")
 
     @property
+    def work_kind(self) -> str | None:
+        """The WorkUnit's own ``kind`` member (``kind`` names the document class)."""
+        return as_str(self.value.get("kind"))
+
+    @property
     def minimum_independent_verifiers(self) -> int | None:
         return as_int(self.at("verification_policy", "minimum_independent_verifiers"))
+
+    @property
+    def objective(self) -> str | None:
+        """What the worker is asked to do, as text (None when not a string)."""
+        return as_str(self.value.get("objective"))
 
     @property
     def required_evidence_types(self) -> frozenset[str]:
@@ -319,10 +320,6 @@ class VerificationResult(_BoundToWorkUnit):
         return as_str(self.at("decision_support", "rationale"))
 
     @property
-    def finished_at(self) -> str | None:
-        return as_str(self.value.get("finished_at"))
-
-    @property
     def result_manifest_id(self) -> object:
         return self.value.get("result_manifest_id")
 
@@ -355,6 +352,11 @@ class VerificationResult(_BoundToWorkUnit):
     @property
     def finding_categories(self) -> tuple[object, ...]:
         return tuple(f.get("category") for f in maps(self.value.get("findings")))
+
+    @property
+    def finished_at(self) -> str | None:
+        """When the verifier finished, as text (None when not a string)."""
+        return as_str(self.value.get("finished_at"))
 
 
 def _verifier(doc: Document) -> tuple[object, object, object]:
