@@ -25,7 +25,7 @@ never an exception. JSON shape::
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
@@ -45,7 +45,7 @@ from ledger.errors import LedgerError
 from ledger.log.cosignature import WitnessKey
 from ledger.store.base import LedgerReader
 from verifiers.model import Cohort, EvaluatorPlan, ResultManifest, VerificationResult, WorkUnit
-from verifiers.model.json import as_map, as_str, at, shown
+from verifiers.model.json import as_map, as_str, shown
 
 if TYPE_CHECKING:
     from verifiers.replay import Replay
@@ -249,7 +249,7 @@ def _blobs(chain: _Chain, refs: list[tuple[str, object]]) -> Check:
     return _group("artifacts", children)
 
 
-def _attestations(chain: _Chain, digest: str, result: Mapping[str, object]) -> Check:
+def _attestations(chain: _Chain, digest: str, result: VerificationResult) -> Check:
     from ledger.trust.judgement import check_subject_attestations, subject_verdict
 
     try:
@@ -270,7 +270,7 @@ def _attestations(chain: _Chain, digest: str, result: Mapping[str, object]) -> C
     for v in verdicts:
         if v.attestation_digest:
             chain.members.append(v.attestation_digest)
-    verifier = as_str(at(result, "verifier", "id"))
+    verifier = as_str(result.verifier[0])
     by_verifier = [v for v in verdicts if v.ok and v.signer == "verifier"]
     children.append(
         _c(
@@ -572,7 +572,7 @@ def provenance(
     plan, p_check = _plan_link(chain, result, wu)
     checks += [m_check, w_check, p_check]
     checks.append(_blobs(chain, _artifact_refs(result, manifest)))
-    checks.append(_attestations(chain, stored.jcs_digest, stored.value))
+    checks.append(_attestations(chain, stored.jcs_digest, result))
     behavioral = _behavioral(chain, stored.jcs_digest)
     if behavioral is not None:
         checks.append(behavioral)
@@ -700,8 +700,8 @@ def _plan_link(
             ),
             _eq(
                 "verifier",
-                as_map(result.value.get("verifier")),
-                as_map(plan.value.get("verifier")),
+                result.verifier_member,
+                plan.verifier_member,
                 "verifier that ran vs plan",
             ),
             _eq(

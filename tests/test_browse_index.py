@@ -133,7 +133,7 @@ def test_rows_built_where_objects_are_checked(built: BuiltLedger, conn: sqlite3.
     expected = {
         "work-unit": ("work_units", {"work_unit_id": ("id",), "version": ("version",),
                       "work_kind": ("kind",), "objective": ("objective",)}),
-        "evaluator-plan": ("plans", {"plan_id": ("id",), "backend": ("backend",),
+        "evaluator-plan": ("plans", {"plan_id": ("id",), "backend": ("backend", "type"),
                            "schema_version": ("schema_version",),
                            "visibility": ("visibility",),
                            "work_unit_id": ("binding", "work_unit_id"),
@@ -158,6 +158,12 @@ def test_rows_built_where_objects_are_checked(built: BuiltLedger, conn: sqlite3.
         for digest, seq, value in values:
             got = {name: rows[digest][name] for name in ("seq", *columns)}
             assert got == {"seq": seq, **{n: member(value, *p) for n, p in columns.items()}}
+    # A plan's ``backend`` is an object ({"type": "unified_diff", ...}): the column shows
+    # its type, on every plan that has one (v0.1 plans name no backend).
+    backends = dict(conn.execute("SELECT schema_version, backend FROM plans WHERE backend IS NULL"))
+    assert set(backends) <= {"0.1"}, backends
+    filled = conn.execute("SELECT DISTINCT backend FROM plans WHERE backend IS NOT NULL")
+    assert [r[0] for r in filled] == ["unified_diff"]
 
 
 def test_every_result_signer_and_revocation(built: BuiltLedger, conn: sqlite3.Connection) -> None:

@@ -5,10 +5,11 @@ The typed protocol model (``verifiers.model``: ``Cohort``, ``CohortView``, ``Tas
 is the one place that knows where a member of a WorkUnit, plan, manifest, result or
 cohort lives and how a malformed one reads. This test fails when a module of ``cohorts``
 or ``verifiers`` (the model and the shipped fixtures aside) reads such a member by key:
-``cohort.get("stage")``, ``task["evidence"]``, ``at(task, "work_unit", "id")``, or a
-call of a module's own path reader (a function that hands its parameters to ``at``,
-``.get`` or ``[...]``) with such a key: ``text("decision_support", "rationale")``. The keys
-are members only those objects have (``PROTOCOL_MEMBERS``); the provledger records that
+``cohort.get("stage")``, ``task["evidence"]``, ``at(task, "work_unit", "id")``,
+``manifest.at("worker", "id")`` (a typed member belongs in the model), or a call of a
+module's own path reader (a function that hands its parameters to ``at``, ``.get`` or
+``[...]``) with such a key: ``text("decision_support", "rationale")``. The keys are
+members only those objects have (``PROTOCOL_MEMBERS``); the provledger records that
 cohorts also read (burn notices, bindings, calibration and quarantine records) use other
 names. A place that reads one of these keys from something else, or writes a document,
 is listed in ``ALLOWED`` with the reason, and every entry must still be needed (the list
@@ -53,6 +54,13 @@ PROTOCOL_MEMBERS = frozenset(
         "objective",
         "rationale",
         "finished_at",
+        "provenance",
+        "binding",
+        "worker",
+        "verifier",
+        "work_unit_digest",
+        "result_manifest_digest",
+        "verifier_config_digest",
     }
 )
 
@@ -69,6 +77,7 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("cohorts/service.py", "_calibration_plan_problem"): "a calibration record's plan_digest",
     ("cohorts/service.py", "_outcome_plan"): "appends an attempt to a copy of the cohort (a write)",
     ("cohorts/browse/project.py", "_binding"): "a binding record's named plans {task, plan_id}",
+    ("cohorts/browse/project.py", "_preregistration"): "the seq of each step, keyed by its name",
     ("verifiers/sovereignty.py", "*"): "judges raw inputs: one rule is that they are objects",
     ("verifiers/api.py", "_record_calibration"): "a calibration record's plan_digest",
     ("verifiers/cli.py", "_print_run"): "prints run-verifier's --json (its plan_digest)",
@@ -153,6 +162,11 @@ def protocol_reads(source: str) -> list[tuple[int, str, str]]:
             isinstance(node, ast.Call)
             and isinstance(node.func, ast.Name)
             and node.func.id in readers
+        ) or (
+            # a document's own path reader: ``manifest.at("worker", "id")``
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "at"
         ):
             for arg in node.args:
                 if isinstance(arg, ast.Constant) and arg.value in PROTOCOL_MEMBERS:
@@ -214,11 +228,14 @@ def test_the_read_check_catches_the_known_cases() -> None:
         "    d = notice.get('cohort_id')\n"  # a burn notice: not a protocol member
         "    doc['stage'] = 'frozen'\n"  # a write
         "    e = model.stage\n"
+        "    f = manifest.at('worker', 'id')\n"  # a document's path reader, by key
+        "    g = manifest.at('logs')\n"  # not a member only protocol objects have
     )
     assert protocol_reads(source) == [
         (2, "gate", "stage"),
         (3, "gate", "evidence"),
         (4, "gate", "work_unit"),
+        (8, "gate", "worker"),
     ]
 
 

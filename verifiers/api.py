@@ -461,12 +461,8 @@ def _require_identity(ledger: Ledger, table: CalibrationTable, signer: Signer) -
     }
     needed: dict[tuple[str, str], set[str]] = {}
     for outcome in table.outcomes:
-        verifier = as_map(outcome.result.get("verifier"))
-        want = (
-            str(verifier.get("id")),
-            str(verifier.get("adapter")),
-            str(verifier.get("adapter_version")),
-        )
+        verifier_id, adapter, version = outcome.document.verifier
+        want = (str(verifier_id), str(adapter), str(version))
         if want not in held:
             needed.setdefault(want[:2], set()).add(want[2])
     if not needed:
@@ -551,7 +547,7 @@ class BehavioralRun:
         return isinstance(summary, Mapping) and summary.get("all_expectations_met") is True
 
     def to_json(self) -> dict[str, object]:
-        from verifiers.model.json import as_map, maps
+        from verifiers.model.json import maps
 
         evidence = self.evidence
         return {

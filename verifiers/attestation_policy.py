@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Final
 from ledger.encoding.digest import is_digest
 from ledger.store.aliases import by_legacy_digest
 from ledger.trust.policy import SignerClaim
+from verifiers.model.documents import EvaluatorPlan, ResultManifest, VerificationResult
 
 if TYPE_CHECKING:
     from ledger.store.base import LedgerReader, StoredObject
@@ -40,18 +41,18 @@ class IDKMeshAttestationPolicy:
 
     def signer_claim(self, subject: StoredObject) -> SignerClaim:
         value = subject.json()
-        verifier = value.get("verifier") if isinstance(value, dict) else None
-        if not isinstance(verifier, dict):
+        if not isinstance(value, dict):
             return SignerClaim()
-        return SignerClaim(
-            verifier.get("id"), verifier.get("adapter"), verifier.get("adapter_version")
-        )
+        model = VerificationResult if subject.kind == "verification-result" else EvaluatorPlan
+        return SignerClaim(*model.stored(subject, value).verifier)
 
     def excluded_signers(self, reader: LedgerReader, subject: StoredObject) -> dict[str, str]:
         if subject.kind != "verification-result":
             return {}
         value = subject.json()
-        return _worker_ids(reader, value) if isinstance(value, dict) else {}
+        if not isinstance(value, dict):
+            return {}
+        return _worker_ids(reader, VerificationResult.stored(subject, value))
 
 
 def policy_parts() -> PolicyParts:
@@ -61,11 +62,10 @@ def policy_parts() -> PolicyParts:
     return PolicyParts(attestation=IDKMeshAttestationPolicy())
 
 
-def _worker_ids(reader: LedgerReader, result: dict[str, object]) -> dict[str, str]:
+def _worker_ids(reader: LedgerReader, result: VerificationResult) -> dict[str, str]:
     """Worker ids the VerificationResult's manifest names -> where each came from."""
     found: dict[str, str] = {}
-    provenance = result.get("provenance")
-    digest = provenance.get("result_manifest_digest") if isinstance(provenance, dict) else None
+    digest = result.result_manifest_digest
     manifests: list[StoredObject] = []
     if isinstance(digest, str) and is_digest(digest):
         direct = reader.get(digest)
@@ -75,16 +75,17 @@ def _worker_ids(reader: LedgerReader, result: dict[str, object]) -> dict[str, st
             manifests = [
                 m for m, _hints in by_legacy_digest(reader, digest) if m.kind == RESULT_MANIFEST
             ]
-    manifest_id = result.get("result_manifest_id")
+    manifest_id = result.result_manifest_id
     if not manifests and isinstance(manifest_id, str):
         manifests = reader.by_id(manifest_id, kind=RESULT_MANIFEST)
     for manifest in manifests:
         value = manifest.json()
-        worker = value.get("worker") if isinstance(value, dict) else None
-        if isinstance(worker, dict) and isinstance(worker.get("id"), str):
-            found.setdefault(worker["id"], f"ResultManifest {manifest.digest} worker.id")
-    independence = result.get("independence")
-    observed = independence.get("worker_id_observed") if isinstance(independence, dict) else None
+        worker_id = (
+            ResultManifest.stored(manifest, value).worker_id if isinstance(value, dict) else None
+        )
+        if worker_id is not None:
+            found.setdefault(worker_id, f"ResultManifest {manifest.digest} worker.id")
+    observed = result.at("independence", "worker_id_observed")
     if isinstance(observed, str):
         found.setdefault(observed, "independence.worker_id_observed")
     return found

@@ -83,10 +83,7 @@ def read_artifact(
     manifest: ResultManifest, artifact_id: str, root: Path, *, max_bytes: int
 ) -> ArtifactRead:
     """Select the single produced artifact with ``artifact_id`` and observe its bytes."""
-    produced = manifest.at("produced_artifacts")
-    entries = [
-        a for a in (produced if isinstance(produced, list) else []) if at(a, "id") == artifact_id
-    ]
+    entries = [a for a in manifest.produced_artifacts if a.get("id") == artifact_id]
     if len(entries) != 1:
         return ArtifactRead(
             artifact_id,

@@ -26,6 +26,7 @@ from collections.abc import Mapping, Sequence
 
 from ledger.errors import InputError
 from verifiers.errors import VerifierError
+from verifiers.model.documents import EvaluatorPlan
 from verifiers.model.json import as_list, as_map, as_str
 from verifiers.registry import spec_for
 
@@ -95,7 +96,7 @@ def upgraded_plan(
         schema_version=version,
         backend=backend,
         verifier={
-            **dict(as_map(plan.get("verifier"))),
+            **dict(EvaluatorPlan.of(plan).verifier_member),
             "id": spec.verifier_id,
             "adapter": spec.adapter,
             "adapter_version": spec.adapter_version,

@@ -42,7 +42,6 @@ from verifiers.behavioral import ProbePlan
 from verifiers.calibration import CalibrationRow, CalibrationTable
 from verifiers.errors import VerifierError
 from verifiers.model.documents import Document, VerificationResult
-from verifiers.model.json import as_map
 from verifiers.runner import VerificationOutcome
 
 CALIBRATION_KIND: Final = "calibration-record"
@@ -219,7 +218,7 @@ def calibration_record_value(
     """The ``calibration-record`` v0.1 object for one calibration row (pure)."""
     if outcome.result_digest != row.result_digest:
         raise _mismatch("calibration row", row.result_digest, [outcome.result_digest])
-    verifier = as_map(outcome.result.get("verifier"))
+    _, adapter, adapter_version = outcome.document.verifier
     candidates = [i.digest for i in outcome.inputs if i.role == "candidate"]
     return {
         "provledger_kind": CALIBRATION_KIND,
@@ -228,8 +227,8 @@ def calibration_record_value(
         "plan_id": row.plan_id,
         "plan_digest": row.plan_digest,
         "plan_schema_version": row.plan_version,
-        "adapter": verifier.get("adapter"),
-        "adapter_version": verifier.get("adapter_version"),
+        "adapter": adapter,
+        "adapter_version": adapter_version,
         "candidate": CANDIDATE_LABELS[row.truth],
         "candidate_name": row.candidate,
         "candidate_digest": candidates[0] if len(candidates) == 1 else None,

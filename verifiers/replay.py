@@ -161,20 +161,19 @@ def _verifier_text(result: VerificationResult) -> str:
 
 def needed(result: VerificationResult, inputs: Inputs) -> list[tuple[Needed, Input | None]]:
     """Every input the replay of ``result`` needs, and what ``inputs`` holds for it."""
-    provenance = at(result.value, "provenance")
     out: list[tuple[Needed, Input | None]] = []
     docs = (
-        ("work unit", "work-unit", as_str(at(provenance, "work_unit_digest")), result.work_unit_id),
+        ("work unit", "work-unit", as_str(result.work_unit_digest), result.work_unit_id),
         (
             "evaluator plan",
             "evaluator-plan",
-            as_str(at(provenance, "verifier_config_digest")),
+            as_str(result.verifier_config_digest),
             at(result.value, "extensions", "org.idkmesh.evaluator_plan.id"),
         ),
         (
             "result manifest",
             "result-manifest",
-            as_str(at(provenance, "result_manifest_digest")),
+            as_str(result.result_manifest_digest),
             result.result_manifest_id,
         ),
     )
@@ -277,7 +276,7 @@ def replay(result_bytes: bytes, inputs: Inputs, validate: Validate) -> Replay:
         )
     clock, uncompared = _clock(result)
     manifest_doc = ResultManifest.of(manifest.value)
-    recorded_manifest = as_str(at(result.value, "provenance", "result_manifest_digest"))
+    recorded_manifest = as_str(result.result_manifest_digest)
     with tempfile.TemporaryDirectory(prefix="provledger-replay-") as tmp:
         root = Path(tmp) / "candidate"
         root.mkdir()
@@ -305,7 +304,7 @@ def replay(result_bytes: bytes, inputs: Inputs, validate: Validate) -> Replay:
                 root,
                 None,
                 None,
-                plan_digest=str(at(result.value, "provenance", "verifier_config_digest")),
+                plan_digest=str(result.verifier_config_digest),
                 clock=clock,
                 validate=validate,
                 manifest_digest=None

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Literal
 from ledger.encoding.canonical import canonicalize
 from ledger.encoding.digest import sha256_digest
 from verifiers.errors import VerifierError
-from verifiers.model import EvaluatorPlan, ResultManifest, WorkUnit
+from verifiers.model import EvaluatorPlan, ResultManifest, VerificationResult, WorkUnit
 from verifiers.model.json import at
 
 if TYPE_CHECKING:
@@ -78,6 +78,11 @@ class VerificationOutcome:
         """A fresh parse of ``result_bytes`` (mutating it never changes the record)."""
         value: JSONObject = json.loads(self.result_bytes)  # built here: an object
         return value
+
+    @property
+    def document(self) -> VerificationResult:
+        """The result as the protocol model's typed document (parsed from its bytes)."""
+        return VerificationResult.parse(self.result_bytes)
 
     @property
     def passed(self) -> bool:
@@ -164,7 +169,7 @@ def build_result(
     passed_count = sum(1 for c in checks if c["status"] == "passed")
     passed = passed_count == len(checks)
     wall = max(0.0, (finished - started).total_seconds())
-    worker_id = manifest.at("worker", "id")
+    worker_id = manifest.recorded_worker_id
     metrics: dict[str, int] = {
         "required_checks_passed": passed_count,
         "required_checks_failed": len(checks) - passed_count,

@@ -602,9 +602,9 @@ Columns = Callable[[StoredObject, JsonObject], Mapping[str, object]]
 
 
 def _model(cls: type[D], obj: StoredObject, value: JsonObject) -> D:
-    """``obj`` as the protocol model's ``cls``, from the value its check parsed. The plain
-    constructor (no second parse): the check verified these bytes against the digest."""
-    return cls(value, obj.data, obj.digest, obj.legacy_digest or obj.digest)
+    """``obj`` as the protocol model's ``cls``, from the value its check parsed (no second
+    parse: the check verified these bytes against the digest)."""
+    return cls.stored(obj, value)
 
 
 def _work_unit(obj: StoredObject, value: JsonObject) -> Mapping[str, object]:
@@ -623,7 +623,7 @@ def _plan(obj: StoredObject, value: JsonObject) -> Mapping[str, object]:
     return {
         "plan_id": as_str(plan.id),
         "schema_version": plan.schema_version,
-        "backend": as_str(plan.backend),
+        "backend": as_str(plan.backend_type),
         "visibility": plan.visibility,
         "work_unit_id": as_str(bound.id),
         "work_unit_digest": as_str(bound.digest),

@@ -291,7 +291,7 @@ TABLES: tuple[Table, ...] = (
             SEQ,
             _c("plan_id", str, "Plan id."),
             _c("schema_version", str, "Plan schema version."),
-            _c("backend", str, "Verifier backend."),
+            _c("backend", str, "Verifier backend type (`backend.type`); none in v0.1 plans."),
             _c("visibility", str, "Plan visibility."),
             _c("work_unit_id", str, "WorkUnit the plan is bound to."),
             _c("work_unit_digest", str, "Digest of the WorkUnit the plan is bound to."),

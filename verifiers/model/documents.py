@@ -28,7 +28,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import ClassVar, Self
+from typing import ClassVar, Protocol, Self
 
 from ledger.encoding.canonical import Encoded, canonicalize, encode
 from ledger.encoding.digest import legacy_digest, sha256_digest
@@ -75,6 +75,17 @@ class EvaluatorRef:
         )
 
 
+class StoredBytes(Protocol):
+    """A stored row's bytes and digests (``ledger.store.base.StoredObject`` has them)."""
+
+    @property
+    def data(self) -> bytes: ...
+    @property
+    def digest(self) -> str: ...
+    @property
+    def legacy_digest(self) -> str | None: ...
+
+
 @dataclass(frozen=True)
 class Document:
     """A protocol document: its value, its canonical bytes and both digests.
@@ -113,6 +124,13 @@ class Document:
         obj = _require_object(cls.kind, value)
         data = canonicalize(obj)
         return cls(obj, data, sha256_digest(data), legacy or legacy_digest(obj))
+
+    @classmethod
+    def stored(cls, obj: StoredBytes, value: JsonObject) -> Self:
+        """The document of a stored row whose JSON ``value`` the caller already parsed
+        from ``obj.data``: the plain constructor, no second parse (the store checked the
+        bytes against the digest). A row without a legacy digest is named by its own."""
+        return cls(value, obj.data, obj.digest, obj.legacy_digest or obj.digest)
 
     def at(self, *keys: str | int) -> object:
         """The member at ``keys`` as recorded, None when a step is missing."""
@@ -236,6 +254,11 @@ class EvaluatorPlan(Document):
         return _verifier(self)
 
     @property
+    def verifier_member(self) -> JsonObject:
+        """The whole ``verifier`` member (empty when it is not an object)."""
+        return as_map(self.value.get("verifier"))
+
+    @property
     def binding(self) -> JsonObject:
         """What the plan is bound to (WorkUnit id, version, digest; source revision)."""
         return as_map(self.value.get("binding"))
@@ -261,6 +284,7 @@ class EvaluatorPlan(Document):
 
     @property
     def backend_type(self) -> object:
+        """``backend.type`` as recorded (``unified_diff``, ...): which verifier backend."""
         return self.at("backend", "type")
 
     @property
@@ -300,8 +324,13 @@ class ResultManifest(_BoundToWorkUnit):
         return str_set(self.at("verification_request", "expected_validator_ids"))
 
     @property
+    def recorded_worker_id(self) -> object:
+        """``worker.id`` as recorded (a result's ``worker_id_observed`` copies it)."""
+        return self.at("worker", "id")
+
+    @property
     def worker_id(self) -> str | None:
-        return as_str(self.at("worker", "id"))
+        return as_str(self.recorded_worker_id)
 
 
 @dataclass(frozen=True)
@@ -339,6 +368,11 @@ class VerificationResult(_BoundToWorkUnit):
     def verifier(self) -> tuple[object, object, object]:
         """(id, adapter, adapter_version) of the verifier that ran, as recorded."""
         return _verifier(self)
+
+    @property
+    def verifier_member(self) -> JsonObject:
+        """The whole ``verifier`` member (empty when it is not an object)."""
+        return as_map(self.value.get("verifier"))
 
     @property
     def check_ids(self) -> tuple[object, ...]:
