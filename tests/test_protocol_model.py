@@ -124,6 +124,7 @@ def test_schema_invalid_documents_parse_and_read_as_none() -> None:
     assert vr.recommendation is None
     assert vr.result_manifest_digest is None
     assert vr.verifier == (None, None, None)
+    assert vr.verifier_member == {}
     assert vr.finding_categories == ()
     assert vr.resources == {}
     cohort = Cohort.parse(b'{"tasks": [1, {"id": "t", "evidence": {"attempts": ["x", {}]}}]}')
@@ -143,6 +144,13 @@ def test_members_keep_recorded_values_for_drift_messages() -> None:
     assert rm.work_unit_digest == ["x"]
     assert rm.source_revision == "abc"
     assert rm.expected_validator_ids == frozenset()
+    worker = ResultManifest.parse(b'{"worker": {"id": 7}}')
+    assert (worker.recorded_worker_id, worker.worker_id) == (7, None)
+    plan = EvaluatorPlan.parse(
+        b'{"backend": {"type": "unified_diff"}, "verifier": {"id": "v", "adapter": 1}}'
+    )
+    assert plan.backend_type == "unified_diff"
+    assert plan.verifier == ("v", 1, None) and plan.verifier_member == {"id": "v", "adapter": 1}
 
 
 def test_total_readers() -> None:
@@ -242,3 +250,18 @@ def test_reading_any_member_of_any_object_never_raises(
         for attempt in task.attempts:
             _read_every_member(attempt)
             _read_every_member(attempt.result_manifest)
+
+
+def test_a_stored_row_becomes_its_document_without_a_second_parse() -> None:
+    """``Document.stored``: the row's bytes and digests, the value its caller parsed; a
+    row without a legacy digest is named by its own digest."""
+    from ledger.store.base import StoredObject
+
+    data = b'{"verifier":{"id":"v"}}'
+    digest = "sha256:" + hashlib.sha256(data).hexdigest()
+    row = StoredObject(digest, 1, "verification-result", None, None, None, None, None, data)
+    value = json.loads(data)
+    doc = VerificationResult.stored(row, value)
+    assert (doc.value, doc.canonical) == (value, data)
+    assert (doc.digest, doc.legacy_digest) == (digest, digest)
+    assert doc.verifier == ("v", None, None)

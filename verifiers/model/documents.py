@@ -28,12 +28,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import ClassVar, Protocol, Self
+from typing import TYPE_CHECKING, ClassVar, Self
 
 from ledger.encoding.canonical import Encoded, canonicalize, encode
 from ledger.encoding.digest import legacy_digest, sha256_digest
 from ledger.errors import KindError
 from verifiers.model.json import JsonObject, as_int, as_list, as_map, as_str, at, maps, str_set
+
+if TYPE_CHECKING:
+    from ledger.store.base import StoredObject
 
 
 @dataclass(frozen=True)
@@ -73,17 +76,6 @@ class EvaluatorRef:
             member.get("backend"),
             as_str(member.get("visibility")),
         )
-
-
-class StoredBytes(Protocol):
-    """A stored row's bytes and digests (``ledger.store.base.StoredObject`` has them)."""
-
-    @property
-    def data(self) -> bytes: ...
-    @property
-    def digest(self) -> str: ...
-    @property
-    def legacy_digest(self) -> str | None: ...
 
 
 @dataclass(frozen=True)
@@ -126,7 +118,7 @@ class Document:
         return cls(obj, data, sha256_digest(data), legacy or legacy_digest(obj))
 
     @classmethod
-    def stored(cls, obj: StoredBytes, value: JsonObject) -> Self:
+    def stored(cls, obj: StoredObject, value: JsonObject) -> Self:
         """The document of a stored row whose JSON ``value`` the caller already parsed
         from ``obj.data``: the plain constructor, no second parse (the store checked the
         bytes against the digest). A row without a legacy digest is named by its own."""
