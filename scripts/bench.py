@@ -446,6 +446,18 @@ def read_commands(db: Path, n: int, work: Path, repeats: int = 5) -> dict[str, A
         "nothing_new_wall_s": again["wall_s"],
     }
     browse.unlink()
+    # What the steps ``index`` cannot skip cost alone (scripts/bench_floor.py), and the
+    # rate they allow: the index row's ceiling.
+    from bench_floor import index_floor
+
+    floor = index_floor(db, min(n, FLOOR_SAMPLE))
+    out["index"].update(
+        floor_us=floor["floor_us"],
+        ceiling_per_s=floor["ceiling_per_s"],
+        bound=floor["bound"],
+        rate_over_ceiling=out["index"]["entries_per_s"] / floor["ceiling_per_s"],
+    )
+    out["index_floor"] = floor
     return out
 
 
@@ -548,6 +560,13 @@ def goals(res: dict[str, Any]) -> dict[str, Any]:
         out["import_rate_over_ceiling"] = {
             "what": "import rate / its floor's ceiling",
             "measured": res["import"]["objects_per_s"] / floor["import"]["ceiling_per_s"],
+            "goal": None,
+            "met": None,
+        }
+    if "index" in floor:
+        out["index_rate_over_ceiling"] = {
+            "what": "index rate / its floor's ceiling",
+            "measured": res["reads"]["index"]["rate_over_ceiling"],
             "goal": None,
             "met": None,
         }
@@ -697,7 +716,6 @@ def bench_size(n: int, args: argparse.Namespace, base: Path) -> dict[str, Any]:
         "verify": verify_floor(db, sample),
         "import": import_floor(jsonl, db, sample, store),
     }
-    res["goals"] = goals(res)
 
     # Incremental: from the checkpoint just verified (nothing appended since). Its cost
     # should not grow with the ledger.
@@ -715,6 +733,8 @@ def bench_size(n: int, args: argparse.Namespace, base: Path) -> dict[str, Any]:
     }
     if not args.no_reads:
         res["reads"] = read_commands(db, n, work, 3 if args.quick else 5)
+        res["floor"]["index"] = res["reads"].pop("index_floor")
+    res["goals"] = goals(res)
     proofs = _proofs(db, args.queries, args.seed)
     digest = proofs.pop("sample_digest")
     inc = run([PROVLEDGER, "proof", "inclusion", digest, "--db", str(db), "--json"])
@@ -879,6 +899,21 @@ def table(result: dict[str, Any]) -> str:
     add("log --json CPU us/entry", lambda r: f"{r['reads']['log_json']['cpu_us_per_entry']:.1f}")
     add("index (full) entries/s", lambda r: f"{r['reads']['index']['entries_per_s']:,.0f}")
     add("index (full) CPU us/entry", lambda r: f"{r['reads']['index']['cpu_us_per_entry']:.0f}")
+    add(
+        "index floor CPU us/entry (re-derivation + writes)",
+        lambda r: (
+            f"{r['floor']['index']['floor_us']:.0f}"
+            f" (writes {r['floor']['index']['write_us']:.0f}, serial)"
+        ),
+    )
+    add(
+        "index ceiling (bound) vs measured",
+        lambda r: (
+            f"{r['floor']['index']['ceiling_per_s']:,.0f} ({r['floor']['index']['bound']})"
+            f" vs {r['reads']['index']['entries_per_s']:,.0f}"
+        ),
+    )
+    add("index rate / its ceiling", lambda r: f"{r['reads']['index']['rate_over_ceiling']:.0%}")
     add("index, nothing new s", lambda r: f"{r['reads']['index']['nothing_new_wall_s']:.2f}")
     add("inclusion proof p50/p99 ms", lambda r: _p50_99(r["proofs"]["inclusion"]))
     add("consistency proof p50/p99 ms", lambda r: _p50_99(r["proofs"]["consistency"]))
