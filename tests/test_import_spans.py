@@ -17,6 +17,8 @@ import io
 import json
 import os
 import subprocess
+import zlib
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +29,7 @@ from hypothesis import strategies as st
 
 from ledger.encoding.canonical import DEFAULT_LIMITS, Limits
 from ledger.errors import InputError, LedgerError
-from ledger.store.bulk import Block, Span, _spannable, read_blocks
+from ledger.store.bulk import Block, Span, _spannable, read_blocks, read_regions
 from ledger.store.sqlite import open_store
 from ledger.trust.keys import Ed25519Signer
 from ledger.workers import PIPE_BYTES, Pool
@@ -56,9 +58,10 @@ def _spans_of(data: bytes, start: int, block_bytes: int, limits: Limits) -> list
             file = _spannable(source)
             assert file is not None and file[1] == start
             out = []
-            for block in read_blocks(source, limits, block_bytes):
+            for region in read_regions(source, limits, block_bytes):
+                block = region.block()
                 if block.lines and block.offset >= 0:
-                    back = Span.of(block, *file).read()
+                    back = Span.of(region, *file).read()
                     assert back == block
                     out.append(back)
                 else:
@@ -85,15 +88,95 @@ def test_a_span_reads_back_exactly_the_block(
     assert _spans_of(data, start, block_bytes, limits) == expected
 
 
+def _split_blocks(data: bytes, limits: Limits, block_bytes: int) -> list[Block]:
+    """The reader as it was before it counted newlines: each block's lines split from
+    the bytes read (the reference ``read_regions`` must agree with)."""
+    out: list[Block] = []
+    line_no, pending, unreported, position = 1, b"", 0, 0
+    skipping: tuple[int, int] | None = None
+    for at in range(0, len(data), block_bytes):
+        chunk = data[at : at + block_bytes]
+        position += len(chunk)
+        unreported += len(chunk)
+        oversize: list[tuple[int, int]] = []
+        if skipping is not None:
+            cut = chunk.find(b"\n")
+            if cut < 0:
+                skipping = (skipping[0], skipping[1] + len(chunk))
+                continue
+            oversize.append((skipping[0], skipping[1] + cut))
+            skipping, line_no, chunk = None, line_no + 1, chunk[cut + 1 :]
+        joined = pending + chunk
+        offset, end = position - len(joined), joined.rfind(b"\n")
+        lines: list[bytes] = []
+        if end < 0:
+            pending = joined
+        else:
+            lines, pending = joined[:end].split(b"\n"), joined[end + 1 :]
+        if lines or oversize:
+            out.append(Block(line_no, tuple(lines), unreported, tuple(oversize), offset))
+            unreported, line_no = 0, line_no + len(lines)
+        if len(pending) > limits.max_bytes + 2:
+            skipping, pending = (line_no, len(pending)), b""
+    if skipping is not None:
+        out.append(Block(line_no, (), unreported, (skipping,)))
+    elif pending or unreported:
+        out.append(
+            Block(line_no, (pending,) if pending else (), unreported, (), position - len(pending))
+        )
+    return out
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    pieces=_PIECES,
+    final_newline=st.booleans(),
+    block_bytes=st.sampled_from([1, 2, 7, 64, 1 << 20]),
+    max_bytes=st.sampled_from([0, 5, 100]),
+)
+def test_counted_regions_are_the_split_blocks(
+    pieces: list[bytes], final_newline: bool, block_bytes: int, max_bytes: int
+) -> None:
+    """The importer counts newlines instead of splitting lines: the same blocks (lines,
+    numbers, byte counts, oversize lines, offsets), and each span's line count and
+    checksum are those of the split lines joined again."""
+    data = b"\n".join(pieces) + (b"\n" if final_newline and pieces else b"")
+    limits = Limits(max_bytes=max_bytes, max_depth=DEFAULT_LIMITS.max_depth)
+    expected = _split_blocks(data, limits, block_bytes)
+    kept = list(read_regions(io.BytesIO(data), limits, block_bytes))
+    assert [r.block() for r in kept] == expected
+    assert list(read_blocks(io.BytesIO(data), limits, block_bytes)) == expected
+    counted = list(read_regions(io.BytesIO(data), limits, block_bytes, keep=False))
+    for region, bare, block in zip(kept, counted, expected, strict=True):
+        joined = b"\n".join(block.lines)
+        assert (region.data, region.count, region.length) == (joined, len(block.lines), len(joined))
+        # Without the bytes: the same region, its checksum in their place.
+        assert bare == replace(
+            region, data=None, check=zlib.adler32(joined) if block.lines else None
+        )
+        for span in (Span.of(region, 3, 0), Span.of(bare, 3, 0)):
+            assert (span.first, span.offset, span.nbytes, span.oversize) == (
+                block.first,
+                block.offset,
+                block.nbytes,
+                block.oversize,
+            )
+            assert (span.length, span.count, span.check) == (
+                len(joined),
+                len(block.lines),
+                zlib.adler32(joined),
+            )
+
+
 def test_a_changed_file_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "in.jsonl"
     path.write_bytes(b'{"a": 1}\n{"b": 2}\n')
     with path.open("rb") as source:
         file = _spannable(source)
         assert file is not None
-        (block,) = read_blocks(source)
-        span = Span.of(block, *file)
-        assert span.read() == block
+        (region,) = read_regions(source)
+        span = Span.of(region, *file)
+        assert span.read() == region.block()
         # Same length, same number of lines, other bytes.
         with path.open("r+b") as edit:
             edit.write(b'{"a": 2}')

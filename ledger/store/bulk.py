@@ -158,10 +158,54 @@ class Block:
     offset: int = -1  # where ``lines`` start in the source (-1: unknown)
 
 
+@dataclass(frozen=True)
+class Region:
+    """A block as the importer read it, its lines not split: lines ``first`` ...
+    ``first + count - 1``, ``length`` bytes of the source from ``offset`` holding them
+    joined by their newlines; ``nbytes``, ``oversize`` and ``offset`` as in ``Block``.
+
+    ``data`` holds those bytes when the reader kept them (``read_regions(keep=True)``);
+    otherwise ``check`` is their Adler-32, and a worker reads them itself (``Span``).
+    """
+
+    first: int
+    count: int
+    nbytes: int
+    oversize: tuple[tuple[int, int], ...] = ()
+    offset: int = -1
+    length: int = 0
+    data: bytes | None = None
+    check: int | None = None
+
+    def block(self) -> Block:
+        """The ``Block`` of these lines (their bytes must have been kept)."""
+        lines: tuple[bytes, ...] = ()
+        if self.count:
+            if self.data is None:
+                raise ValueError("region, got its lines not kept, expected their bytes")
+            lines = tuple(self.data.split(b"\n"))
+        return Block(self.first, lines, self.nbytes, self.oversize, self.offset)
+
+
 def read_blocks(
     source: BinaryIO, limits: Limits = DEFAULT_LIMITS, block_bytes: int = BLOCK_BYTES
 ) -> Iterator[Block]:
     """Split a byte stream into blocks of whole lines, in order, in bounded memory."""
+    for region in read_regions(source, limits, block_bytes):
+        yield region.block()
+
+
+def read_regions(
+    source: BinaryIO,
+    limits: Limits = DEFAULT_LIMITS,
+    block_bytes: int = BLOCK_BYTES,
+    *,
+    keep: bool = True,
+) -> Iterator[Region]:
+    """``read_blocks``'s blocks as ``Region`` values (the same lines, numbers, byte
+    counts, oversize lines and offsets), found by counting newlines: no line is split
+    here. ``keep``: each region holds its bytes; else only their Adler-32, and the
+    bytes read are not copied again (a worker reads them from the file)."""
     line_no = 1  # number of the line that ``pending`` starts
     pending = b""  # start of a line whose end has not been read yet
     unreported = 0  # bytes read but not yet counted in a yielded block
@@ -176,7 +220,8 @@ def read_blocks(
         position += len(chunk)
         unreported += len(chunk)
         oversize: list[tuple[int, int]] = []
-        if skipping is not None:
+        start = 0  # where the chunk's bytes after ``pending`` begin
+        if skipping is not None:  # then ``pending`` is empty
             cut = chunk.find(b"\n")
             if cut < 0:
                 skipping = (skipping[0], skipping[1] + len(chunk))
@@ -184,27 +229,44 @@ def read_blocks(
             oversize.append((skipping[0], skipping[1] + cut))
             skipping = None
             line_no += 1
-            chunk = chunk[cut + 1 :]
-        data = pending + chunk
-        offset = position - len(data)
-        end = data.rfind(b"\n")
-        lines: list[bytes] = []
+            start = cut + 1
+        # The lines are ``pending`` + ``chunk[start:end]`` (``pending`` holds no newline).
+        offset = position - (len(chunk) - start) - len(pending)
+        end = chunk.rfind(b"\n", start)
+        count = length = 0
+        data: bytes | None = b"" if keep else None
+        check: int | None = None
         if end < 0:
-            pending = data
+            pending += chunk[start:]
         else:
-            lines = data[:end].split(b"\n")
-            pending = data[end + 1 :]
-        if lines or oversize:
-            yield Block(line_no, tuple(lines), unreported, tuple(oversize), offset)
+            count = chunk.count(b"\n", start, end) + 1
+            length = len(pending) + end - start
+            lines = memoryview(chunk)[start:end]
+            if keep:
+                data = b"".join((pending, lines))
+            else:
+                check = zlib.adler32(lines, zlib.adler32(pending))
+            pending = chunk[end + 1 :]
+        if count or oversize:
+            yield Region(line_no, count, unreported, tuple(oversize), offset, length, data, check)
             unreported = 0
-            line_no += len(lines)
+            line_no += count
         if len(pending) > cap:
             skipping, pending = (line_no, len(pending)), b""
     if skipping is not None:
-        yield Block(line_no, (), unreported, (skipping,))
+        yield Region(line_no, 0, unreported, (skipping,), data=b"" if keep else None)
     elif pending or unreported:
-        last = (pending,) if pending else ()
-        yield Block(line_no, last, unreported, (), position - len(pending))
+        offset, length = position - len(pending), len(pending)
+        yield Region(
+            line_no,
+            1 if pending else 0,
+            unreported,
+            (),
+            offset,
+            length,
+            pending if keep else None,
+            None if keep else zlib.adler32(pending),
+        )
 
 
 # -- preparing (runs in workers) ---------------------------------------------------------
@@ -331,22 +393,24 @@ class Span:
     oversize: tuple[tuple[int, int], ...] = ()
 
     @classmethod
-    def of(cls, block: Block, fd: int, base: int) -> Span:
-        region = b"\n".join(block.lines)
+    def of(cls, region: Region, fd: int, base: int) -> Span:
+        check = region.check
+        if check is None:
+            check = zlib.adler32(region.data or b"")
         return cls(
-            block.first,
+            region.first,
             fd,
             base,
-            block.offset,
-            len(region),
-            len(block.lines),
-            zlib.adler32(region),
-            block.nbytes,
-            block.oversize,
+            region.offset,
+            region.length,
+            region.count,
+            check,
+            region.nbytes,
+            region.oversize,
         )
 
     def read(self) -> Block:
-        """The block as ``read_blocks`` yielded it; ``InputError`` if the bytes changed."""
+        """The block as ``read_blocks`` yields it; ``InputError`` if the bytes changed."""
         region = os.pread(self.fd, self.length, self.base + self.offset)
         lines = region.split(b"\n")
         if (
@@ -374,29 +438,30 @@ def _spannable(source: BinaryIO) -> tuple[int, int] | None:
     return (fd, base) if regular and hasattr(os, "pread") else None
 
 
-def _prepare_task(args: tuple[Block | Span, str | None, Limits]) -> BlockResult:
+def _prepare_task(args: tuple[Region | Span, str | None, Limits]) -> BlockResult:
     task, kind, limits = args
-    block = task.read() if isinstance(task, Span) else task
+    block = task.read() if isinstance(task, Span) else task.block()
     return prepare_block(block, kind, limits, _PRESIGNER[0] if _PRESIGNER else None)
 
 
 def _ordered_results(
-    blocks: Iterator[Block],
+    source: BinaryIO,
     kind: str | None,
     limits: Limits,
     workers: int,
     keys: dict[str, bytes] | None = None,
     file: tuple[int, int] | None = None,
 ) -> Generator[BlockResult, None, None]:
-    """Prepared blocks in input order; with workers > 1, a bounded window in flight.
+    """Prepared blocks of ``source`` in input order; with workers > 1, a bounded window
+    in flight.
 
     ``keys`` (workers only): key id -> raw key, for the workers' signature checks.
     ``file``: (descriptor, start position) of the input when it is a regular file the
     (forked) workers may read themselves (``Span``).
     """
     if workers <= 1:
-        for block in blocks:
-            yield prepare_block(block, kind, limits)
+        for region in read_regions(source, limits):
+            yield prepare_block(region.block(), kind, limits)
         return
     methods = multiprocessing.get_all_start_methods()
     # fork: workers inherit the imported modules and compiled schemas for free; they
@@ -406,14 +471,18 @@ def _ordered_results(
     spans = file if forked else None
     depth = (BLOCKS_PER_WORKER if spans is None else SPANS_PER_WORKER) * workers
     window: deque[Any] = deque()  # pool AsyncResults (multiprocessing types them Any)
-    first = next(blocks, None)
+    # With spans the importer keeps no line bytes: it counts the lines and checksums them.
+    regions = read_regions(source, limits, keep=spans is None)
+    first = next(regions, None)
     if first is not None and forked:
-        _warm(first, kind, limits)
+        sample = Span.of(first, *spans).read() if spans and first.count else first.block()
+        _warm(sample, kind, limits)
     with Pool(workers, _init_worker, (keys or {},), context=context) as pool:
-        for block in itertools.chain(() if first is None else (first,), blocks):
-            task: Block | Span = block
-            if spans is not None and block.offset >= 0 and block.lines:
-                task = Span.of(block, *spans)
+        for region in itertools.chain(() if first is None else (first,), regions):
+            # Without a span, the region's bytes travel (one object to pickle).
+            task: Region | Span = region
+            if spans is not None and region.offset >= 0 and region.count:
+                task = Span.of(region, *spans)
             window.append(pool.apply_async(_prepare_task, ((task, kind, limits),)))
             if len(window) > depth:
                 yield window.popleft().get()
@@ -504,7 +573,7 @@ def _import(
                 summary.present += 1
 
     file = _spannable(source) if workers > 1 else None
-    results = _ordered_results(read_blocks(source, limits), kind, limits, workers, keys, file)
+    results = _ordered_results(source, kind, limits, workers, keys, file)
     pending: list[Prepared] = []
     # Closed on any exit, so the workers are shut down at once, not when collected; the
     # writer is done with every batch handed to it before that.
