@@ -19,6 +19,7 @@ from ledger.log.merkle import (
     CompactRange,
     MemoryTree,
     ProofError,
+    ProofRequestError,
     consistency_proof,
     consistency_proof_length,
     inclusion_proof,
@@ -374,6 +375,34 @@ def test_compact_range_closes_the_same_nodes_and_has_every_root(size: int) -> No
     for (level, index), value in closed.items():
         assert TREE.node(level, index) == value
     assert len(closed) == sum(size >> level for level in range(size.bit_length()))
+
+
+@given(runs=st.lists(st.integers(0, 70), min_size=1, max_size=6))
+def test_compact_range_extend_closes_what_each_append_closes(runs: list[int]) -> None:
+    """``extend`` (the audit's run of leaves at once) is ``append`` leaf by leaf: the same
+    nodes, grouped by level, the same frontier and root after every run."""
+    one, many = CompactRange(), CompactRange()
+    at = 0
+    for count in runs:
+        count = min(count, len(LEAVES) - at)
+        leaves = [leaf_hash(LEAVES[i]) for i in range(at, at + count)]
+        by_level: dict[int, list[tuple[int, bytes]]] = {}
+        for leaf in leaves:
+            for level, index, value in one.append(leaf):
+                by_level.setdefault(level, []).append((index, value))
+        closed = many.extend(b"".join(leaves))
+        assert len(closed) == len(by_level)
+        for level, (first, joined) in enumerate(closed):
+            nodes = by_level[level]
+            assert [index for index, _ in nodes] == list(range(first, first + len(nodes)))
+            assert joined == b"".join(value for _, value in nodes)
+        assert (many.size, many._frontier, many.root()) == (one.size, one._frontier, one.root())
+        at += count
+
+
+def test_compact_range_extend_refuses_a_partial_hash() -> None:
+    with pytest.raises(ProofRequestError):
+        CompactRange().extend(bytes(33))
 
 
 @settings(max_examples=15, deadline=None)

@@ -465,6 +465,8 @@ class _AuditRun:
         """Every check of consecutive entries, given their ``check_chunk``."""
         leaves, checks, totals = checked
         self.totals.merge(totals)
+        grown = self._grown(rows, leaves)
+        size = self.frontier.size
         for at, row in enumerate(rows):
             packed = checks[at]
             if packed is None:  # not computed where the chunk was checked: here, then
@@ -473,15 +475,62 @@ class _AuditRun:
                 check = check_entry(row.seq, row.digest, row.kind, row.appended_at, obj)
             else:
                 check = unpack(packed)
-            self.entry(row, check, leaves[32 * at : 32 * at + 32])
+            if grown is None:
+                self.entry(row, check, leaves[32 * at : 32 * at + 32])
+            else:
+                self._judge(row, check, size + at)
+        if grown is not None:
+            self.frontier = grown
+            self._reached(grown.size)
+
+    def _grown(self, rows: list[RawLogRow], leaves: bytes) -> merkle.CompactRange | None:
+        """The frontier after ``rows`` (leaf hashes ``leaves``) when every node they close
+        is stored with its hash and nothing needs the tree part-way through them (a
+        stored checkpoint or the saved head inside the run, a checkpoint record): then
+        ``entry``'s tree and checkpoint steps would find nothing for any of them. Else
+        None, and each entry takes those steps itself. One read of the stored nodes per
+        level instead of one per node."""
+        start = self.frontier.size
+        end = start + len(rows)
+        saved = self.saved
+        if saved is not None and start < saved.size < end:
+            return None
+        if any(start < size < end for size in self.checkpoints):
+            return None
+        for row in rows:
+            raw = row.object
+            if row.kind == CHECKPOINT_KIND or (raw is not None and raw.kind == CHECKPOINT_KIND):
+                return None
+        grown = self.frontier.copy()
+        for level, (first, joined) in enumerate(grown.extend(leaves)):
+            count = len(joined) // 32
+            stored = self.nodes.hashes(level, first, first + count)
+            if len(stored) != count:
+                return None  # a node missing or repeated: ``_tree`` names it
+            hashes: list[bytes] = []
+            for idx, value in stored:
+                if type(idx) is not int or idx != first + len(hashes) or type(value) is not bytes:
+                    return None
+                hashes.append(value)
+            if b"".join(hashes) != joined:
+                return None
+        return grown
 
     def entry(self, row: RawLogRow, checked: EntryCheck, leaf: bytes) -> None:
         """Every check of one log entry (``checked``: those reading no other entry, its
         leaf hash ``leaf``), then its leaf into the tree."""
+        self._judge(row, checked, self.frontier.size)
+        digest: Column = row.digest
+        self._tree(leaf, row.seq, digest if isinstance(digest, str) else None)
+        self._reached(self.frontier.size)
+
+    def _judge(self, row: RawLogRow, checked: EntryCheck, size: int) -> None:
+        """The checks of one log entry before its leaf joins the tree, which then has
+        ``size`` leaves."""
         # Entry columns as stored: any SQL type in a tampered file.
         seq: Column = row.seq
         digest: Column = row.digest
-        findings, size = self.findings, self.frontier.size
+        findings = self.findings
         name = digest if isinstance(digest, str) else None
         if seq != size:
             findings.append(
@@ -499,8 +548,6 @@ class _AuditRun:
             raw = row.object
             assert raw is not None  # refs come only with a usable object row
             self._object(unchecked_object(raw), refs, sound, seq, row.kind, digest, name)
-        self._tree(leaf, seq, name)
-        self._reached(self.frontier.size)
 
     def _object(
         self,

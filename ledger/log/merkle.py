@@ -10,7 +10,9 @@ whatever the tree size.
 
 Appending is written once, :func:`new_nodes_for_append`: the SQLite store (through
 :class:`PendingNodes`, for a batch not yet committed), the audit's :class:`CompactRange`
-(which holds only the right frontier) and :class:`MemoryTree` all call it.
+(which holds only the right frontier) and :class:`MemoryTree` all call it. The audit
+appends a run of leaves at once with ``CompactRange.extend``, the same nodes level by level
+(tests/test_merkle_properties.py holds it to ``append``).
 
 The verifiers follow RFC 9162 s2.1.3.2 / s2.1.4.2 and add the strict policy documented in
 docs/LOG.md: every hash is 32 bytes, proof lengths must be exact, ``old_size == 0`` is
@@ -276,6 +278,48 @@ class CompactRange:
         level, position, value = closed[-1]
         self._frontier[level] = (position, value)
         self.size += 1
+        return closed
+
+    def copy(self) -> CompactRange:
+        """An independent frontier at the same size."""
+        other = CompactRange()
+        other.size, other._frontier = self.size, dict(self._frontier)
+        return other
+
+    def extend(self, leaves: bytes) -> list[tuple[int, bytes]]:
+        """Add the leaf hashes ``leaves`` (32 bytes each, in order) at once.
+
+        Returns, level by level from the leaves up, ``(index of the first node, the nodes'
+        hashes concatenated)`` of every complete subtree node they close: exactly the
+        nodes ``append`` of each leaf in turn would return, grouped by level (level ``i``
+        is the list's item ``i``). One pass per level, no tuple per node.
+        """
+        count, rest = divmod(len(leaves), HASH_SIZE)
+        if rest or self.size + count > MAX_TREE_SIZE:
+            raise ProofRequestError(
+                f"leaf hashes, got {len(leaves)} bytes at size {self.size},"
+                f" expected a multiple of {HASH_SIZE} within 2**64-1 leaves"
+            )
+        frontier, sha, prefix = self._frontier, hashlib.sha256, _NODE_PREFIX
+        nodes = [leaves[at : at + HASH_SIZE] for at in range(0, len(leaves), HASH_SIZE)]
+        level, first = 0, self.size  # ``first``: index of nodes[0] on its level
+        closed: list[tuple[int, bytes]] = []
+        while nodes:
+            closed.append((first, b"".join(nodes)))
+            if first & 1:  # its left sibling closed before: the frontier's node there
+                nodes.insert(0, self.node(level, first - 1))
+                first -= 1
+            # An odd count leaves the last node without its right sibling: the frontier's.
+            if len(nodes) & 1:
+                frontier[level] = (first + len(nodes) - 1, nodes[-1])
+            else:
+                frontier.pop(level, None)
+            nodes = [
+                sha(prefix + nodes[at] + nodes[at + 1]).digest()
+                for at in range(0, len(nodes) - 1, 2)
+            ]
+            level, first = level + 1, first >> 1
+        self.size += count
         return closed
 
     def root(self) -> bytes:

@@ -188,6 +188,11 @@ class NodeScan(Protocol):
         """``(hash,)`` as stored (any SQL type), or None when no such node is stored."""
         ...
 
+    def hashes(self, level: int, first: int, end: int) -> list[tuple[object, object]]:
+        """Every stored ``(idx, hash)`` of ``level`` with ``first <= idx < end``, by idx,
+        as stored (any SQL type; a tampered file may repeat an idx)."""
+        ...
+
 
 class RefScan(Protocol):
     """Stored reference rows, read in the order objects were appended."""

@@ -547,6 +547,16 @@ class _NodeReader:
         self._pages: dict[int, dict[int, bytes]] = {}
         self._next: dict[int, int] = {}
 
+    def hashes(self, level: int, first: int, end: int) -> list[tuple[object, object]]:
+        return [
+            (int(i), bytes(h))
+            for i, h in self._store._q(
+                "SELECT idx, hash FROM tree_nodes WHERE level = ? AND idx >= ? AND idx < ?"
+                " ORDER BY idx",
+                (level, first, end),
+            )
+        ]
+
     def get(self, level: int, idx: int) -> tuple[bytes] | None:
         page = self._pages.get(level)
         if page is None or (idx not in page and idx >= self._next.get(level, 0)):

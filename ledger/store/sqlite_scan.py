@@ -115,6 +115,14 @@ class SQLiteNodeScan:
         ).fetchone()
         return row
 
+    def hashes(self, level: int, first: int, end: int) -> list[tuple[object, object]]:
+        rows: list[tuple[object, object]] = self._conn.execute(
+            "SELECT idx, hash FROM tree_nodes WHERE level = ? AND idx >= ? AND idx < ?"
+            " ORDER BY idx",
+            (level, first, end),
+        ).fetchall()
+        return rows
+
     def get(self, level: int, index: int) -> tuple[object] | None:
         # The usual request: the next index of a level whose cursor already stands on it.
         # A match moves the level's cursor on: a later request of the same index is a
