@@ -19,6 +19,7 @@ import json
 import subprocess
 import time
 from collections.abc import Sequence
+from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
@@ -343,8 +344,11 @@ def test_plan_rows_equals_its_plain_form(picks: list[int], stored: list[int], se
     known = {_ITEMS[i].digest: Entry(i, _ITEMS[i].digest, _ITEMS[i].kind, "t") for i in stored}
     stamps = [f"2026-12-01T00:00:{i:02d}.000000Z" for i in range(len(items))]
     fast_known, plain_known = dict(known), dict(known)
-    fast = plan_rows(items, fast_known, seq, PendingNodes(_NoNodes()), stamps)
+    fast = plan_rows(items, fast_known, seq, _NoNodes(), stamps)
     plain = _reference_plan_rows(items, plain_known, seq, PendingNodes(_NoNodes()), stamps)
+    # The same tree nodes (the reference's leaf by leaf, the writer's level by level).
+    assert sorted(fast.nodes) == sorted(plain.nodes) and len(set(fast.nodes)) == len(fast.nodes)
+    fast.nodes = plain.nodes = []
     assert fast == plain and fast_known == plain_known
     assert fast.totals_rows() == plain.totals_rows()
 
@@ -367,6 +371,12 @@ def test_writer_values_made_without_init_equal_their_constructors(ledger_path: P
     fields, as long as the classes stay plain frozen dataclasses."""
     for cls in (Entry, AppendResult, StoredObject):
         assert not hasattr(cls, "__post_init__") and not hasattr(cls, "__slots__")
+    # A stored object's fields are a prepared one's, ``seq`` for ``refs`` (admitted_batch
+    # copies the field dict), and a prepared value holds its fields only.
+    prepared_fields = [f.name for f in fields(Prepared)]
+    assert [f.name for f in fields(StoredObject)] == list(OBJECT_COLUMNS)
+    assert {*prepared_fields} - {"refs"} | {"seq"} == {*OBJECT_COLUMNS}
+    assert all(list(vars(item)) == prepared_fields for item in _ITEMS)
     stamps = [f"2026-12-01T00:00:{i:02d}.000000Z" for i in range(len(_ITEMS))]
     rows = plan_rows(_ITEMS, {}, 11, PendingNodes(_NoNodes()), stamps)
     for i, result in enumerate(rows.results):

@@ -20,7 +20,7 @@ from ledger.errors import RuleViolation
 from ledger.log.batch_record import BATCH_KIND, batch_record
 from ledger.log.checkpoint_record import CHECKPOINT_KIND, checkpoint_record
 from ledger.log.leaf import entry_record, utc_now
-from ledger.log.merkle import PendingNodes, leaf_hash
+from ledger.log.merkle import HASH_SIZE, CompactRange, NodeReader, leaf_hash
 from ledger.store.aliases import ALIAS_KIND, aliases_for
 from ledger.store.base import (
     AppendResult,
@@ -93,21 +93,24 @@ def plan_rows(
     items: Sequence[Prepared],
     known: dict[str, Entry],
     seq: int,
-    tree: PendingNodes,
+    tree: NodeReader,
     stamps: Sequence[str] | None = None,
 ) -> BatchRows:
     """The rows that append ``items`` at ``seq`` (see the module invariant).
 
     ``known`` gains the new entries; ``stamps`` gives each item's ``appended_at`` (a copy
-    keeps the source's), else the current time is used.
+    keeps the source's), else the current time is used. ``tree`` holds the nodes of the
+    log's first ``seq`` leaves.
     """
     rows = BatchRows()
     # The writer is serial and runs this once per object: names bound once, no
     # generator per object, totals found with one lookup, and the entry and result
     # made as their frozen dataclasses' ``__init__`` would make them (``_new``).
     results, entries, objects = rows.results, rows.entries, rows.objects
-    refs, nodes, totals = rows.refs, rows.nodes, rows.totals
-    add_leaf = tree.append
+    refs, totals = rows.refs, rows.totals
+    first = seq
+    leaves: list[bytes] = []  # the new entries' leaf hashes, in log order
+    add_leaf = leaves.append
     for i, item in enumerate(items):
         digest = item.digest
         entry = known.get(digest)
@@ -140,12 +143,20 @@ def plan_rows(
         added[0] += 1  # the entry
         added[1] += 1  # its object row
         added[2] += len(data)
-        # The leaf, then every complete subtree it closes: O(log n) hashing.
-        nodes.extend(add_leaf(seq, leaf_hash(entry_record(seq, kind, digest, appended_at))))
+        add_leaf(leaf_hash(entry_record(seq, kind, digest, appended_at)))
         result = _new(AppendResult)
         result.__dict__.update(entry=entry, new=True)
         results.append(result)
         seq += 1
+    if leaves:
+        # Every complete subtree the new leaves close, level by level, hashed along the
+        # right frontier at ``first`` (read from ``tree``): O(log n) reads per batch.
+        closed = CompactRange.at(first, tree).extend(b"".join(leaves))
+        rows.nodes = [
+            (level, index + at // HASH_SIZE, hashes[at : at + HASH_SIZE])
+            for level, (index, hashes) in enumerate(closed)
+            for at in range(0, len(hashes), HASH_SIZE)
+        ]
     return rows
 
 
@@ -155,6 +166,7 @@ def plan_rows(
 # plain frozen dataclasses (no ``__post_init__``, no slots): tests/test_import_writer.py
 # holds the values equal to the constructors'.
 _new = object.__new__
+_set = object.__setattr__  # a whole field dict at once, past the frozen ``__setattr__``
 
 
 class BatchReader:
@@ -233,18 +245,14 @@ def admitted_batch(
     new: list[StoredObject] = []
     for p, r in zip(items, results, strict=True):
         if r.new:
+            # A ``StoredObject``'s fields are the ``Prepared``'s, ``seq`` for ``refs``:
+            # a copy of its field dict (both plain frozen dataclasses, see ``_new``).
+            fields = p.__dict__.copy()
+            del fields["refs"]
+            fields["digest"] = r.entry.digest
+            fields["seq"] = r.entry.seq
             obj = _new(StoredObject)
-            obj.__dict__.update(
-                digest=r.entry.digest,
-                seq=r.entry.seq,
-                kind=p.kind,
-                schema_version=p.schema_version,
-                object_id=p.object_id,
-                object_version=p.object_version,
-                legacy_digest=p.legacy_digest,
-                legacy_hints=p.legacy_hints,
-                data=p.data,
-            )
+            _set(obj, "__dict__", fields)
             new.append(obj)
     reader = BatchReader(store, new)
     if new:

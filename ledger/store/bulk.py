@@ -562,15 +562,14 @@ def _import(
     def write(items: list[Prepared]) -> None:
         results = store.append_many(items, signatures=memo)
         summary.batches += 1
-        for item, result in zip(items, results, strict=True):
-            if result.new:
-                summary.new += 1
-                summary.canonical_bytes += len(item.data)
-                if summary.first_seq is None:
-                    summary.first_seq = result.entry.seq
-                summary.last_seq = result.entry.seq
-            else:
-                summary.present += 1
+        added = [(item, result) for item, result in zip(items, results, strict=True) if result.new]
+        summary.new += len(added)
+        summary.present += len(items) - len(added)
+        if added:
+            summary.canonical_bytes += sum(len(item.data) for item, _ in added)
+            if summary.first_seq is None:
+                summary.first_seq = added[0][1].entry.seq
+            summary.last_seq = added[-1][1].entry.seq
 
     file = _spannable(source) if workers > 1 else None
     results = _ordered_results(source, kind, limits, workers, keys, file)

@@ -24,7 +24,6 @@ from typing import TYPE_CHECKING, ClassVar, Self
 
 from ledger.errors import AppendOnlyError, IntegrityError, NotFound, RuleViolation
 from ledger.log.leaf import utc_now
-from ledger.log.merkle import PendingNodes
 from ledger.store.base import (
     OBJECT_COLUMNS,
     AppendResult,
@@ -203,7 +202,7 @@ class SQLStore(ABC):
         seq: int,
         stamps: Sequence[str] | None = None,
     ) -> list[AppendResult]:
-        rows = plan_rows(items, known, seq, PendingNodes(self), stamps)
+        rows = plan_rows(items, known, seq, self, stamps)
         if rows.entries:
             # Same transaction as the rows: the totals never disagree with a committed
             # prefix, and a dry run's savepoint rolls them back with the rows.
