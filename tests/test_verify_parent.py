@@ -133,6 +133,86 @@ def test_bad_text_on_a_fetch_boundary_is_read_tolerantly() -> None:
         assert shown is not None and shown.object_id == "\udcffA\udcc3"
 
 
+class _ReferenceRefScan:
+    """The previous ``SQLiteRefScan``: one cursor row at a time, every column read with the
+    connection's text factory."""
+
+    def __init__(self, conn: sqlite3.Connection, *, resume: bool = False) -> None:
+        self._conn, self._resume = conn, resume
+        self._rows: Iterator[tuple[Any, ...]] = iter(())
+        self._head: tuple[Any, ...] | None = None
+        if not resume:
+            self._start(-1)
+
+    def _start(self, after: int) -> None:
+        self._rows = iter(
+            self._conn.execute(
+                "SELECT from_digest, rel, to_digest FROM refs WHERE rowid > ? ORDER BY rowid",
+                (after,),
+            )
+        )
+        self._head = next(self._rows, None)
+
+    def has(self, from_digest: str, rel: str, to_digest: str) -> bool:
+        head = self._head
+        if head is not None and head == (from_digest, rel, to_digest):
+            self._head = next(self._rows, None)
+            return True
+        row = self._conn.execute(
+            "SELECT rowid FROM refs WHERE substr(to_digest, 8, 16) = substr(?, 8, 16)"
+            " AND +to_digest = ? AND rel = ? AND from_digest = ? ORDER BY rowid LIMIT 1",
+            (to_digest, to_digest, rel, from_digest),
+        ).fetchone()
+        if row is not None and self._resume:
+            self._resume = False
+            self._start(int(row[0]))
+        return row is not None
+
+
+def _answer(scan: Any, ref: tuple[str, str, str]) -> object:
+    try:
+        return scan.has(*ref)
+    except UnicodeEncodeError:  # text that is not UTF-8 cannot be a query's argument
+        return "raised"
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    bad=st.sets(
+        st.tuples(st.integers(0, 599), st.sampled_from(["from_digest", "rel"])), max_size=3
+    ),
+    steps=st.lists(st.tuples(st.integers(-3, 3), st.booleans()), max_size=40),
+    resume=st.booleans(),
+)
+def test_ref_scan_reads_text_as_the_tolerant_reference_does(
+    bad: set[tuple[int, str]], steps: list[tuple[int, bool]], resume: bool
+) -> None:
+    """``SQLiteRefScan`` reads refs with the C decoder while the text is UTF-8
+    (``sqlite_scan._decoded``): every answer is its previous, tolerant, reading's, also
+    past text that is not UTF-8."""
+    conn = sqlite3.connect(":memory:")
+    conn.execute("CREATE TABLE refs (from_digest TEXT, rel TEXT, to_digest TEXT)")
+    conn.executemany(
+        "INSERT INTO refs VALUES (?, ?, ?)",
+        [(f"sha256:{n:064x}", "subject", f"sha256:{n + 1:064x}") for n in range(600)],
+    )
+    for rowid, column in sorted(bad):
+        conn.execute(
+            f"UPDATE refs SET {column} = CAST(X'ff41c3' AS TEXT) WHERE rowid = ?", (rowid + 1,)
+        )
+    conn.text_factory = _surrogate_text
+    rows = conn.execute("SELECT from_digest, rel, to_digest FROM refs ORDER BY rowid").fetchall()
+    scan = sqlite_scan.SQLiteRefScan(conn, resume=resume, tolerant=_surrogate_text)
+    reference = _ReferenceRefScan(conn, resume=resume)
+    at = 0
+    # Some steps back, repeats and references not stored, then every row in order.
+    for step, stored in [*steps, *[(1, True)] * 600]:
+        at = min(max(0, at + step), len(rows) - 1)
+        ref = rows[at] if stored else (rows[at][0], "other", rows[at][2])
+        assert _answer(scan, ref) == _answer(reference, ref), (at, ref)
+        assert conn.text_factory is _surrogate_text  # restored, also after a fallback
+
+
 # -- the row type check -----------------------------------------------------------------
 
 _VALUES = st.one_of(

@@ -600,7 +600,7 @@ class SQLiteStore(SQLStore):
         return SQLiteNodeScan(self._conn)
 
     def ref_scan(self, resume: bool = False) -> RefScan:
-        return SQLiteRefScan(self._conn, resume=resume)
+        return SQLiteRefScan(self._conn, resume=resume, tolerant=_surrogate_text)
 
     # -- the rest of ``AuditSource``: SQLite's own checks (``sqlite_audit``) -------------
     format_name = FORMAT

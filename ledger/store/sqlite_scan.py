@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from itertools import chain
 
 from ledger.store.base import RawLogRow, RawObjectRow, SQLValue
 
@@ -30,18 +31,35 @@ def log_rows(
     """Every entry from ``since`` on, in seq order, with its object row (untrusted).
 
     ``tolerant``: the connection's text factory for TEXT that is not valid UTF-8 (an
-    audit's ``tolerant_text``). Decoding every text column through it costs a Python
-    call each, so the rows are fetched with ``str`` (C) while it gives the same text,
-    that is while every TEXT value is valid UTF-8 (the two decodings agree on those).
-    At the first row ``str`` cannot decode, the scan goes on from that row with
-    ``tolerant``: the rows are exactly those ``tolerant`` alone would give. Only
-    ``entries.seq`` (the rowid, an integer) locates the restart.
+    audit's ``tolerant_text``); the rows are read as ``_decoded`` reads them.
     """
+    query = (_LOG_SELECT.format(">="), (since,))
+    for batch in _decoded(conn, query, _LOG_SELECT.format(">"), tolerant):
+        yield from _build(batch)
+
+
+def _decoded(
+    conn: sqlite3.Connection,
+    query: tuple[str, tuple[SQLValue, ...]],
+    after: str,
+    tolerant: Callable[[bytes], str] | None,
+) -> Iterator[list[Sequence[SQLValue]]]:
+    """The rows of ``query`` (SQL, arguments) in batches; each row's first column is an
+    integer key the rows are ordered by, and ``after`` selects the rows past a key.
+
+    ``tolerant``: the connection's text factory for TEXT that is not valid UTF-8.
+    Decoding every text column through it costs a Python call each, so the rows are
+    fetched with ``str`` (C) while it gives the same text, that is while every TEXT value
+    is valid UTF-8 (the two decodings agree on those). At the first batch ``str`` cannot
+    decode, the reading goes on after the last key read with ``tolerant``: the rows are
+    exactly those ``tolerant`` alone would give.
+    """
+    cursor = conn.execute(*query)
     if tolerant is None or conn.text_factory is not tolerant:
-        yield from _build(conn.execute(_LOG_SELECT.format(">="), (since,)))
+        while batch := cursor.fetchmany(_FETCH):
+            yield batch
         return
-    cursor = conn.execute(_LOG_SELECT.format(">="), (since,))
-    last: int | None = None
+    last: SQLValue = None
     while True:
         conn.text_factory = str
         try:
@@ -53,13 +71,10 @@ def log_rows(
         if not batch:
             return
         last = batch[-1][0]
-        yield from _build(batch)
-    cursor = (
-        conn.execute(_LOG_SELECT.format(">="), (since,))
-        if last is None
-        else conn.execute(_LOG_SELECT.format(">"), (last,))
-    )
-    yield from _build(cursor)
+        yield batch
+    cursor = conn.execute(*query) if last is None else conn.execute(after, (last,))
+    while batch := cursor.fetchmany(_FETCH):
+        yield batch
 
 
 def _build(rows: Iterable[Sequence[SQLValue]]) -> Iterator[RawLogRow]:
@@ -158,6 +173,11 @@ class SQLiteNodeScan:
         return None
 
 
+_REFS_AFTER = (
+    "SELECT rowid, from_digest, rel, to_digest FROM refs WHERE rowid > ? ORDER BY rowid"
+)
+
+
 class SQLiteRefScan:
     """``has(from_digest, rel, to_digest)``: does ``refs`` hold that row? Like a point query.
 
@@ -167,26 +187,29 @@ class SQLiteRefScan:
     after the row the first question finds by point query.
     """
 
-    def __init__(self, conn: sqlite3.Connection, *, resume: bool = False) -> None:
+    def __init__(
+        self,
+        conn: sqlite3.Connection,
+        *,
+        resume: bool = False,
+        tolerant: Callable[[bytes], str] | None = None,
+    ) -> None:
         self._conn = conn
-        self._rows: Iterator[tuple[SQLValue, ...]] = iter(())
-        self._head: tuple[SQLValue, ...] | None = None
+        self._tolerant = tolerant  # the audit's text factory (``_decoded``)
+        self._rows: Iterator[Sequence[SQLValue]] = iter(())
+        self._head: Sequence[SQLValue] | None = None
         self._resume = resume
         if not resume:
             self._start(-1)
 
     def _start(self, after: int) -> None:
-        self._rows = iter(
-            self._conn.execute(
-                "SELECT from_digest, rel, to_digest FROM refs WHERE rowid > ? ORDER BY rowid",
-                (after,),
-            )
-        )
+        query = (_REFS_AFTER, (after,))
+        self._rows = chain.from_iterable(_decoded(self._conn, query, _REFS_AFTER, self._tolerant))
         self._head = next(self._rows, None)
 
     def has(self, from_digest: str, rel: str, to_digest: str) -> bool:
         head = self._head
-        if head is not None and head[0] == from_digest and head[1] == rel and head[2] == to_digest:
+        if head is not None and head[1] == from_digest and head[2] == rel and head[3] == to_digest:
             self._head = next(self._rows, None)
             return True
         row = self._conn.execute(
