@@ -269,8 +269,10 @@ def test_row_type_check_reads_every_column() -> None:
 @given(_rows())
 def test_wire_rows_rebuild_the_unchecked_object(row: RawObjectRow) -> None:
     by_name = StoredObject(**{n: getattr(row, n) for n in OBJECT_COLUMNS})
-    assert unchecked_object(row) == by_name
-    assert parallel._unwire(parallel._wire(row)) == by_name
+    for rebuilt in (unchecked_object(row), parallel._unwire(parallel._wire(row))):
+        assert rebuilt == by_name
+        assert type(rebuilt) is StoredObject and vars(rebuilt) == vars(by_name)
+        assert [type(v) for v in vars(rebuilt).values()] == [type(v) for v in vars(row).values()]
 
 
 # -- tree nodes ---------------------------------------------------------------------------

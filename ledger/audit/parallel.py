@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from ledger.audit.entry_check import ChunkCheck, EntryRow, check_chunk
 from ledger.audit.object_check import CheckResult, check_object, check_parsed
-from ledger.store.base import RawLogRow, RawObjectRow, StoredObject
+from ledger.store.base import OBJECT_COLUMNS, RawLogRow, RawObjectRow, StoredObject
 from ledger.trust.presign import Presign, RecentSubjects, Verdict, presign_verdicts
 from ledger.workers import Pool, usable_cpus
 
@@ -88,30 +88,11 @@ def _wire(row: RawObjectRow) -> Wire:
 
 
 def _unwire(wire: Wire) -> StoredObject:
-    """The row as ``unchecked_object`` gives it (types unchecked), from ``_wire``'s tuple."""
-    values: Any = wire  # fields typed by the unpacking below, unchecked like the row
-    (
-        digest,
-        seq,
-        kind,
-        schema_version,
-        object_id,
-        object_version,
-        legacy_digest,
-        legacy_hints,
-        data,
-    ) = values
-    return StoredObject(
-        digest=digest,
-        seq=seq,
-        kind=kind,
-        schema_version=schema_version,
-        object_id=object_id,
-        object_version=object_version,
-        legacy_digest=legacy_digest,
-        legacy_hints=legacy_hints,
-        data=data,
-    )
+    """The row as ``unchecked_object`` gives it (types unchecked), from ``_wire``'s tuple
+    (its fields set in one step, as ``unchecked_object`` sets them)."""
+    obj = object.__new__(StoredObject)
+    obj.__dict__.update(zip(OBJECT_COLUMNS, wire, strict=True))
+    return obj
 
 
 def _check_rows(

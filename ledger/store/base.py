@@ -143,19 +143,19 @@ class RawObjectRow:
 
 
 def unchecked_object(raw: RawObjectRow) -> StoredObject:
-    """The row as a ``StoredObject``, field by field, WITHOUT checking the SQL types."""
-    row: SQLValue = raw  # untyped on purpose: a tampered row keeps its SQL types
-    return StoredObject(
-        digest=row.digest,
-        seq=row.seq,
-        kind=row.kind,
-        schema_version=row.schema_version,
-        object_id=row.object_id,
-        object_version=row.object_version,
-        legacy_digest=row.legacy_digest,
-        legacy_hints=row.legacy_hints,
-        data=row.data,
-    )
+    """The row as a ``StoredObject``, field by field, WITHOUT checking the SQL types.
+
+    Both are frozen dataclasses with the same fields (``OBJECT_COLUMNS``, checked below),
+    so the row's fields are copied in one step: a frozen class's ``__init__`` sets each
+    field through ``object.__setattr__`` (~1 us per row, paid per entry by ``verify``).
+    """
+    obj = object.__new__(StoredObject)
+    obj.__dict__.update(vars(raw))  # a tampered row keeps its SQL types
+    return obj
+
+
+if tuple(f.name for f in fields(RawObjectRow)) != OBJECT_COLUMNS:  # ``unchecked_object``
+    raise TypeError("RawObjectRow's fields must be StoredObject's, in the same order")
 
 
 @dataclass(frozen=True)
