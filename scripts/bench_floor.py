@@ -238,13 +238,12 @@ def _browse_writes(projections: list[Any]) -> tuple[float, float]:
 
     import sqlite_utils
 
-    from cohorts.browse.build import _Writer, ensure_schema, finish_bulk
+    from cohorts.browse.build import _Writer, ensure_schema, finish_bulk, scratch_settings
 
     with tempfile.TemporaryDirectory() as tmp:
         db = sqlite_utils.Database(Path(tmp) / "browse.db")
         try:
-            db.execute("PRAGMA journal_mode = OFF")
-            db.execute("PRAGMA synchronous = OFF")
+            scratch_settings(db)
             db.conn.execute("BEGIN")
             ensure_schema(db, bulk=True)
             writer = _Writer(db)

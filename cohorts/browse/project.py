@@ -168,7 +168,7 @@ class Projector:
         process that checked the object), else computed here."""
         out = Projection()
         self._recent.add(obj.digest, obj)
-        text, pure = prebuild(obj, None) if built is None else built
+        text, pure, attested = prebuild(obj, None) if built is None else built
         out.tuples.append(
             (
                 "objects",
@@ -188,6 +188,9 @@ class Projector:
         )
         if pure is not None:
             out.tuples.append(pure)
+            return out
+        if attested is not None:
+            self._attest(obj, attested, out)
             return out
         handler = _HANDLERS.get(obj.kind)
         if handler is not None:
@@ -454,11 +457,14 @@ class Projector:
 
 
     def _attestation(self, obj: StoredObject, value: Mapping[str, object], out: Projection) -> None:
-        subject_digest = as_str(at(value, "subject", "digest"))
-        subject_kind = as_str(at(value, "subject", "kind"))
-        sigs = maps(value.get("signatures"))
-        kid = as_str(sigs[0].get("keyid")) if len(sigs) == 1 else None
-        signer, valid = self._signer(kid, subject_digest, subject_kind, value, sigs, obj.seq)
+        self._attest(obj, attestation_fields(value), out)
+
+    def _attest(self, obj: StoredObject, fields: AttestationFields, out: Projection) -> None:
+        """The attestation's row from what its document says (``attestation_fields``)."""
+        subject_digest, subject_kind, kid, payload_type, sig_text = fields
+        signer, valid = self._signer(
+            kid, subject_digest, subject_kind, payload_type, sig_text, obj.seq
+        )
         out.add(
             "attestations",
             {
@@ -520,8 +526,8 @@ class Projector:
         kid: str | None,
         subject_digest: str | None,
         subject_kind: str | None,
-        value: Mapping[str, object],
-        sigs: list[Mapping[str, object]],
+        payload_type: str | None,
+        sig_text: str | None,
         seq: int,
     ) -> tuple[str | None, bool]:
         """Who holds ``kid`` (the authority, or a registered verifier) and whether the
@@ -541,7 +547,6 @@ class Projector:
         else:
             return None, False
         subject = self._get(subject_digest)
-        payload_type = as_str(value.get("payloadType"))
         if (
             subject is None
             or subject.seq >= seq
@@ -550,7 +555,7 @@ class Projector:
         ):
             return signer, False
         try:
-            sig = base64.b64decode(as_str(sigs[0].get("sig")) or "", validate=True)
+            sig = base64.b64decode(sig_text or "", validate=True)
         except (binascii.Error, ValueError):
             return signer, False
         message = pae(payload_type, subject.data)
@@ -565,6 +570,25 @@ class Projector:
             assert self._authority is not None
             self._authority_bytes = self._authority.public_bytes_raw()
         return self._authority_bytes
+
+
+#: What an attestation's row reads from its document: its subject's digest and kind,
+#: and the key id and signature text of its one signature (None unless exactly one),
+#: and its payload type.
+AttestationFields = tuple[str | None, str | None, str | None, str | None, str | None]
+
+
+def attestation_fields(value: Mapping[str, object]) -> AttestationFields:
+    """(subject digest, subject kind, key id, payload type, signature text)."""
+    sigs = maps(value.get("signatures"))
+    one = sigs[0] if len(sigs) == 1 else None
+    return (
+        as_str(at(value, "subject", "digest")),
+        as_str(at(value, "subject", "kind")),
+        None if one is None else as_str(one.get("keyid")),
+        as_str(value.get("payloadType")),
+        None if one is None else as_str(one.get("sig")),
+    )
 
 
 def _load(obj: StoredObject) -> Mapping[str, object] | None:
@@ -694,9 +718,12 @@ _PURE: dict[str, tuple[str, Columns]] = {
 
 #: Each table's columns in order: the order of ``Projection.tuples`` rows.
 COLUMNS = {t.name: tuple(c.name for c in t.columns) for t in TABLES}
-#: What ``prebuild`` makes of one object: its ``objects.text``, and its row of a kind
-#: projected from the object alone (``_PURE``) as ``(table, values in column order)``.
-Prebuilt = tuple[str | None, tuple[str, tuple[object, ...]] | None]
+#: What ``prebuild`` makes of one object: its ``objects.text``; its row of a kind
+#: projected from the object alone (``_PURE``) as ``(table, values in column order)``;
+#: for an attestation, what its row reads from its document (``attestation_fields``:
+#: the row itself needs the log before it).
+Prebuilt = tuple[str | None, tuple[str, tuple[object, ...]] | None, AttestationFields | None]
+ATTESTATION = "attestation"
 
 
 def prebuild(obj: StoredObject, value: JSONObject | None) -> Prebuilt:
@@ -705,13 +732,15 @@ def prebuild(obj: StoredObject, value: JSONObject | None) -> Prebuilt:
     in the checking workers), from the document the check parsed (``value``; None: parse
     it here), so the projecting process only adds what needs the log before it."""
     pure = _PURE.get(obj.kind)
-    if pure is None:
-        return pretty_text(obj), None
+    if pure is None and obj.kind != ATTESTATION:
+        return pretty_text(obj), None, None
     loaded = value if value is not None else _load(obj)
     if loaded is None:
-        return pretty_text(obj), None
+        return pretty_text(obj), None, None
+    if pure is None:
+        return pretty_text(obj), None, attestation_fields(loaded)
     table, columns = pure
     read = columns(obj, loaded)
     own = {"digest": obj.digest, "seq": obj.seq}
     row = tuple(own[name] if name in own else read[name] for name in COLUMNS[table])
-    return pretty_text(obj), (table, row)
+    return pretty_text(obj), (table, row), None
