@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -86,3 +87,65 @@ def test_a_memo_answers_only_what_it_was_computed_for() -> None:
     memo.add(raw, hashlib.sha256(b"message").digest(), sig, False)
     assert memo.verify(raw, b"message", sig) is False  # an exact match is used, once
     assert memo.verify(raw, b"message", sig) is True
+
+
+def _malformed(attestation: bytes, how: str) -> Any:
+    value = json.loads(attestation)
+    if how == "two signatures":
+        value["signatures"] = value["signatures"] * 2
+    elif how == "bad base64":
+        value["signatures"][0]["sig"] = "not base64!"
+    elif how == "unknown key":
+        value["signatures"][0]["keyid"] = "0" * 64
+    else:  # another subject kind: read fine, judged wrong
+        value["subject"]["kind"] = "work-unit"
+    return value
+
+
+def test_the_judgement_reads_no_attestation_a_worker_read(
+    ledger_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With workers, each attestation whose subject they saw is read there
+    (``presign_read``) and judged from what they read (``SignatureMemo.read``): the same
+    findings as one process reading every one itself, also for attestations that are
+    malformed, name an unknown key or another kind."""
+    authority = Ed25519Signer.from_file(ledger_path.with_name(ledger_path.name + ".authority.key"))
+    items = []
+    hows = ["two signatures", "bad base64", "unknown key", "wrong kind"]
+    unreadable: dict[int, bytes] = {}  # seq -> bytes written past the store (schema-invalid)
+    with open_store(ledger_path, readonly=True) as store:
+        for i in range(BLOBS):
+            blob = prepare_blob(b"blob %d" % i)
+            att = attest(store, blob.digest, authority, pending=[blob])
+            how = hows[(i // 9) % len(hows)]
+            if i % 9 == 4 and how in ("unknown key", "wrong kind"):
+                att = prepare_value(_malformed(att.data, how))
+            elif i % 9 == 4:
+                unreadable[2 * i + 1] = json.dumps(_malformed(att.data, how)).encode()
+            items += [blob, att]
+    append_unchecked(ledger_path, items)
+    conn = sqlite3.connect(ledger_path)
+    conn.execute("DROP TRIGGER objects_no_update")
+    for seq, data in unreadable.items():
+        conn.execute("UPDATE objects SET data = ? WHERE seq = ?", (data, seq))
+    conn.commit()
+    conn.close()
+    reads = 0
+    real = judgement.parse_attestation
+
+    def counted(data: bytes) -> Any:
+        nonlocal reads
+        reads += 1
+        return real(data)
+
+    monkeypatch.setattr(judgement, "parse_attestation", counted)
+    with open_store(ledger_path, readonly=True) as store:
+        alone = audit(store, workers=1)
+        in_process = reads
+        reads = 0
+        pooled = audit(store, workers=2)
+    assert in_process == BLOBS  # each read by the judgement without workers
+    assert reads == 2  # with workers only the unreadable ones (read again to report them)
+    assert alone.to_json() == pooled.to_json()
+    codes = {f.code for f in pooled.findings}
+    assert len(codes) >= 3, codes

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 from ledger.audit.entry_check import ChunkCheck, EntryRow, check_chunk
 from ledger.audit.object_check import CheckResult, check_object, check_parsed
 from ledger.store.base import OBJECT_COLUMNS, RawLogRow, RawObjectRow, StoredObject
-from ledger.trust.presign import Presign, RecentSubjects, Verdict, presign_verdicts
+from ledger.trust.presign import Presign, Presigned, RecentSubjects, presign_read
 from ledger.workers import Pool, usable_cpus
 
 if TYPE_CHECKING:
@@ -99,7 +99,7 @@ def _check_rows(
     rows: list[Wire],
     signs: list[tuple[bytes, bytes]] | None = None,
     keys: dict[str, bytes] | None = None,
-) -> tuple[list[CheckResult | None], list[Verdict]]:
+) -> tuple[list[CheckResult | None], Presigned]:
     """``check_object`` of each row, and the verdicts on ``signs`` with ``keys`` (in a
     worker: the keys it was started with)."""
     out: list[CheckResult | None] = []
@@ -108,7 +108,7 @@ def _check_rows(
             out.append(check_object(_unwire(row)))
         except Exception:
             out.append(None)  # the audit recomputes (and reports) this row itself
-    return out, presign_verdicts(signs or [], _KEYS if keys is None else keys)
+    return out, presign_read(signs or [], _KEYS if keys is None else keys)
 
 
 #: What a caller derives from an object that passed every check, and its parsed
@@ -125,7 +125,7 @@ def _derive_rows(
     keys: dict[str, bytes] | None = None,
     *,
     derive: Derive,
-) -> tuple[list[Checked | None], list[Verdict]]:
+) -> tuple[list[Checked | None], Presigned]:
     """``_check_rows`` with ``derive``'s result on each clean row, from the document
     the check parsed (``check_parsed``)."""
     out: list[Checked | None] = []
@@ -136,7 +136,7 @@ def _derive_rows(
             out.append((result, None if result[0] else derive(obj, doc)))
         except Exception:
             out.append(None)  # the caller recomputes (and reports) this row itself
-    return out, presign_verdicts(signs or [], _KEYS if keys is None else keys)
+    return out, presign_read(signs or [], _KEYS if keys is None else keys)
 
 
 # An entry row as sent to a worker: seq, digest, kind, appended_at, and its object row:
@@ -198,10 +198,10 @@ def _check_entries(
     rows: list[EntryWire],
     signs: list[tuple[bytes, bytes]] | None = None,
     keys: dict[str, bytes] | None = None,
-) -> tuple[ChunkCheck, list[Verdict]]:
+) -> tuple[ChunkCheck, Presigned]:
     """``check_chunk`` of the rows, and the verdicts on ``signs`` (as ``_check_rows``)."""
-    verdicts = presign_verdicts(signs or [], _KEYS if keys is None else keys)
-    return check_chunk(_entry_rows(rows)), verdicts
+    presigned = presign_read(signs or [], _KEYS if keys is None else keys)
+    return check_chunk(_entry_rows(rows)), presigned
 
 
 def default_workers(entries: int) -> int:
@@ -235,7 +235,7 @@ def _per_object(
     presign: Presign | None,
     check: Callable[
         [list[Wire], list[tuple[bytes, bytes]] | None, dict[str, bytes] | None],
-        tuple[list[R], list[Verdict]],
+        tuple[list[R], Presigned],
     ],
 ) -> Iterator[tuple[RawLogRow, R | None]]:
     """Each row with ``check``'s result on its object (None: the row has none)."""
@@ -280,7 +280,7 @@ def _chunked(
     pick: Callable[[list[RawLogRow]], list[W]],
     check: Callable[
         [list[W], list[tuple[bytes, bytes]] | None, dict[str, bytes] | None],
-        tuple[R, list[Verdict]],
+        tuple[R, Presigned],
     ],
 ) -> Iterator[tuple[list[RawLogRow], R]]:
     """``(chunk, check(pick(chunk)))`` for consecutive chunks of ``rows``, in order, run
@@ -311,21 +311,27 @@ def _chunked(
         if batch:
             yield batch
 
-    def merge(batch: list[RawLogRow], done: tuple[R, list[Verdict]]) -> tuple[list[RawLogRow], R]:
-        result, verdicts = done
+    def merge(
+        batch: list[RawLogRow], signs: list[tuple[bytes, bytes]] | None, done: tuple[R, Presigned]
+    ) -> tuple[list[RawLogRow], R]:
+        result, (verdicts, read) = done
         if presign is not None:
             for verdict in verdicts:
                 presign.memo.add(*verdict)
+            # Each attestation as the check read it, for the bytes it was given.
+            for (attestation, _subject), facts in zip(signs or [], read, strict=True):
+                if facts is not None:
+                    presign.memo.add_read(attestation, facts)
         return batch, result
 
     if workers <= 1:
         for batch in chunks():
-            yield merge(batch, check(pick(batch), None, None))
+            yield merge(batch, None, check(pick(batch), None, None))
         return
     methods = multiprocessing.get_all_start_methods()
     context = multiprocessing.get_context("fork" if "fork" in methods else None)
     # In row order: a pool task, or a chunk the parent checked itself (its result).
-    window: deque[tuple[list[RawLogRow], Pending]] = deque()
+    window: deque[tuple[list[RawLogRow], list[tuple[bytes, bytes]] | None, Pending]] = deque()
     keys = {} if presign is None else presign.keys
     pooled = workers - 1  # the parent is the other checking process
     batches = chunks()
@@ -335,38 +341,38 @@ def _chunked(
         # loaded on first use) are built once and inherited, not once in every worker
         # (~0.3 s of CPU per process).
         signs = subjects(first) if presign is not None else None
-        window.append((first, _Done(check(pick(first), signs, keys))))
+        window.append((first, signs, _Done(check(pick(first), signs, keys))))
     with Pool(pooled, _init_worker, (keys,), context=context) as pool:
         sent = 0  # pool tasks in the window
         for batch in batches:
             signs = subjects(batch) if presign is not None else None
-            if sent >= _AHEAD * pooled and not _ready(window[0][1]):
+            if sent >= _AHEAD * pooled and not _ready(window[0][2]):
                 # The workers are behind: rather than wait, the parent checks this chunk
                 # (and its signatures, with the same keys) itself; nothing is pickled.
-                window.append((batch, _Done(check(pick(batch), signs, keys))))
+                window.append((batch, signs, _Done(check(pick(batch), signs, keys))))
             else:
-                window.append((batch, pool.apply_async(check, (pick(batch), signs))))
+                window.append((batch, signs, pool.apply_async(check, (pick(batch), signs))))
                 sent += 1
             # Yield what is done, in row order; wait only when the window is full.
-            while window and (len(window) > 2 * _AHEAD * pooled or _ready(window[0][1])):
-                done, result = window.popleft()
+            while window and (len(window) > 2 * _AHEAD * pooled or _ready(window[0][2])):
+                done, given, result = window.popleft()
                 sent -= not isinstance(result, _Done)
-                yield merge(done, result.get())
+                yield merge(done, given, result.get())
         while window:
-            done, result = window.popleft()
-            yield merge(done, result.get())
+            done, given, result = window.popleft()
+            yield merge(done, given, result.get())
 
 
 class _Done(Generic[R]):
     """A chunk's result computed in the parent, read like a pool task's."""
 
-    def __init__(self, result: tuple[R, list[Verdict]]) -> None:
+    def __init__(self, result: tuple[R, Presigned]) -> None:
         self._result = result
 
     def ready(self) -> bool:
         return True
 
-    def get(self) -> tuple[R, list[Verdict]]:
+    def get(self) -> tuple[R, Presigned]:
         return self._result
 
 

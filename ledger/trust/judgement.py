@@ -48,8 +48,10 @@ from ledger.store.base import LedgerReader, SignatureVerdicts, StoredObject
 from ledger.store.prefix import Prefix
 from ledger.trust.attestation import (
     ATTESTATION_KIND,
+    AttestationFacts,
     DetachedAttestation,
     attestations_of,
+    from_facts,
     parse_attestation,
 )
 from ledger.trust.dsse import Envelope, Signature, kind_of_payload_type, pae, payload_type_for
@@ -192,6 +194,19 @@ class SignatureMemo:
 
     def __init__(self) -> None:
         self._known: dict[tuple[bytes, bytes, bytes], bool] = {}
+        self._read: dict[bytes, AttestationFacts] = {}
+
+    def add_read(self, data: bytes, facts: AttestationFacts) -> None:
+        """``parse_attestation(data)`` as a worker read it (``attestation_facts``)."""
+        if len(self._read) >= self.LIMIT:
+            self._read.clear()  # unused: dropping them only costs time
+        self._read[data] = facts
+
+    def read(self, data: bytes) -> DetachedAttestation | None:
+        """``parse_attestation(data)`` if a worker read exactly these bytes (used once),
+        else None: the judgement reads them itself."""
+        facts = self._read.pop(data, None)
+        return None if facts is None else from_facts(facts)
 
     def add(self, key: bytes, message_hash: bytes, sig: bytes, ok: bool) -> None:
         if len(self._known) >= self.LIMIT:
@@ -422,10 +437,13 @@ def check_attestation(
         raise InputError(
             f"object {attestation.digest}, got kind {attestation.kind}, expected attestation"
         )
-    try:
-        detached = parse_attestation(attestation.data)
-    except InputError as exc:
-        return _malformed(attestation, str(exc))
+    # Read ahead by a worker from exactly these bytes (``SignatureMemo.read``), or here.
+    detached = memo.read(attestation.data) if isinstance(memo, SignatureMemo) else None
+    if detached is None:
+        try:
+            detached = parse_attestation(attestation.data)
+        except InputError as exc:
+            return _malformed(attestation, str(exc))
     return _judge(
         reader,
         policy.attestation,

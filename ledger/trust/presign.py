@@ -20,7 +20,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from ledger.recent import FirstSeen
-from ledger.trust.attestation import ATTESTATION_KIND, parse_attestation
+from ledger.trust.attestation import (
+    ATTESTATION_KIND,
+    AttestationFacts,
+    attestation_facts,
+    parse_attestation,
+)
 from ledger.trust.dsse import pae
 from ledger.trust.identity import TrustIndex
 from ledger.trust.judgement import SignatureMemo, signing_key
@@ -53,19 +58,33 @@ def presign_verdicts(signs: Iterable[tuple[bytes, bytes]], keys: dict[str, bytes
 
     Unreadable attestations and unknown key ids give no verdict: the judgement decides.
     """
+    return presign_read(signs, keys)[0]
+
+
+#: What ``presign_read`` gives: the verdicts, and per attestation given (in order) what
+#: ``parse_attestation`` read from its bytes (None: unreadable, the judgement reports it).
+Presigned = tuple[list[Verdict], list[AttestationFacts | None]]
+
+
+def presign_read(signs: Iterable[tuple[bytes, bytes]], keys: dict[str, bytes]) -> Presigned:
+    """``presign_verdicts``, and each attestation as read (``attestation_facts``): the
+    judging process then reads none of them again (``SignatureMemo.add_read``)."""
     out: list[Verdict] = []
+    read: list[AttestationFacts | None] = []
     for attestation, subject in signs:
         try:
             detached = parse_attestation(attestation)
         except Exception:
+            read.append(None)
             continue  # the judgement reports it
+        read.append(attestation_facts(detached))
         key = keys.get(detached.signature.keyid)
         if key is None:
             continue
         message = pae(detached.payload_type, subject)
         sig = detached.signature.sig
         out.append((key, hashlib.sha256(message).digest(), sig, verify(key, message, sig)))
-    return out
+    return out, read
 
 
 class RecentSubjects:
