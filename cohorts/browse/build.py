@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import cast
@@ -237,6 +237,11 @@ class _Writer:
         if self.count >= BATCH:
             self.flush()
 
+    def extend(self, table: str, rows: Sequence[tuple[object, ...]]) -> None:
+        """Rows of ``table`` in column order, written with the next flush."""
+        self.pending[table].extend(rows)
+        self.count += len(rows)
+
     def apply(self, update: Update) -> None:
         sets = ", ".join(f"[{k}] = ?" for k in update.values)
         self.conn.execute(
@@ -263,6 +268,57 @@ def tree_node_rows(nodes: NodeScan, seq: int) -> list[tuple[int, int, str]]:
         level, idx = level + 1, idx >> 1
         rows.append(_node(nodes, level, idx))
     return rows
+
+
+def tree_node_range(nodes: NodeScan, first: int, end: int) -> list[tuple[int, int, str]]:
+    """``tree_node_rows`` of every leaf ``first .. end - 1``, read one level at a time
+    (``NodeScan.hashes``: the nodes those leaves close on level L are its indexes
+    ``first >> L .. (end >> L) - 1``). Any node missing, repeated or not bytes: the rows
+    (or the error) of ``tree_node_rows`` leaf by leaf."""
+    rows: list[tuple[int, int, str]] = []
+    level = 0
+    while (end >> level) > (first >> level):
+        expect, stop = first >> level, end >> level
+        for idx, value in nodes.hashes(level, expect, stop):
+            if idx != expect or type(value) is not bytes:
+                return [node for seq in range(first, end) for node in tree_node_rows(nodes, seq)]
+            rows.append((level, idx, value.hex()))
+            expect += 1
+        if expect != stop:
+            return [node for seq in range(first, end) for node in tree_node_rows(nodes, seq)]
+        level += 1
+    return rows
+
+
+class _TreeRuns:
+    """The ``tree_nodes`` rows of the entries projected, in runs of consecutive seqs (up
+    to ``RUN``) read at once (``tree_node_range``): the rows ``tree_node_rows`` gives
+    entry by entry, in another order."""
+
+    RUN = 4096
+
+    def __init__(self, nodes: NodeScan) -> None:
+        self.nodes = nodes
+        self.first = self.end = -1  # the run not read yet: seqs first .. end - 1
+
+    def add(self, seq: int) -> list[tuple[int, int, str]]:
+        """Take entry ``seq``; the rows of the run it closes, if any."""
+        if type(seq) is not int:  # a tampered row: read as before, entry by entry
+            return self.close() + tree_node_rows(self.nodes, seq)
+        if seq == self.end and self.first >= 0:
+            self.end += 1
+            return self.close() if self.end - self.first >= self.RUN else []
+        rows = self.close()
+        self.first, self.end = seq, seq + 1
+        return rows
+
+    def close(self) -> list[tuple[int, int, str]]:
+        """The rows of the run taken so far."""
+        if self.first < 0:
+            return []
+        rows = tree_node_range(self.nodes, self.first, self.end)
+        self.first = self.end = -1
+        return rows
 
 
 def _judge(db: sqlite_utils.Database, store: AuditSource, previous: int, size: int) -> None:
@@ -307,13 +363,13 @@ def _write(db: sqlite_utils.Database, store: AuditSource, out: Path, bulk: bool)
         if obj.seq < previous:
             projector.remember_identity(obj)
     writer = _Writer(db)
-    nodes = store.node_scan()
+    tree = _TreeRuns(store.node_scan())
     last_digest = info.get("last_digest")
     for stored, appended_at, built in checked_objects(store, previous, size, workers, presign):
-        projection = projector.rows(stored, appended_at, built)
-        projection.tuples += [("tree_nodes", node) for node in tree_node_rows(nodes, stored.seq)]
-        writer.add(projection)
+        writer.extend("tree_nodes", tree.add(stored.seq))
+        writer.add(projector.rows(stored, appended_at, built))
         last_digest = stored.digest
+    writer.extend("tree_nodes", tree.close())
     writer.flush()
     known = {int(r[0]) for r in db.execute("SELECT size FROM checkpoints")}
     checkpoints = [c for c in store.checkpoints() if c.size not in known and c.size <= size]
