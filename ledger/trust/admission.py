@@ -43,6 +43,11 @@ from typing import TYPE_CHECKING, Final, Protocol
 
 from ledger.errors import NotFound, RuleViolation
 from ledger.store.base import LedgerReader, SignatureVerdicts, StoredObject
+
+# Imported here, not in the function: it runs once per new object of every batch, and an
+# import statement there costs microseconds each time (prefix.py needs only what this
+# module loads already).
+from ledger.store.prefix import Prefix
 from ledger.trust.policy import GENERIC_POLICY, AttestationPolicy
 from ledger.trust.refusal import Governed, Refusal, attestation_refusal, governance_refusal
 
@@ -284,8 +289,6 @@ def _rule_refusals(
 ) -> list[Refusal]:
     """The state rules' refusals of ``obj`` judged before the first of ``positions``
     where any refuses (empty: admissible at all of them)."""
-    from ledger.store.prefix import Prefix
-
     for end in positions:
         before = Prefix(reader, end)
         found = [r for rule in rules if (r := rule.check(obj, before, standing)) is not None]
