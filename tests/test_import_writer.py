@@ -16,6 +16,7 @@ import gc
 import hashlib
 import io
 import json
+import os
 import subprocess
 import time
 from collections.abc import Sequence
@@ -150,6 +151,31 @@ def test_with_workers_the_writer_verifies_no_signature(
         summary = import_jsonl(store, io.BytesIO(lines), batch=10, workers=2)
     assert summary.ok and summary.new == 6 * GROUP
     assert counted.calls == 0
+
+
+def test_with_workers_the_writer_parses_no_attestation(
+    ledger_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The workers hand over each attestation as they parsed it (``SignatureMemo.read``):
+    the writer's judgement parses none itself, and without workers it parses each."""
+    lines = _jsonl(_docs(ledger_path, 6 * GROUP))  # one block: every subject paired
+    parsed: list[int] = []  # the process of each parse the judgement makes
+    reference = judgement.parse_attestation
+
+    def counted(data: bytes) -> Any:
+        parsed.append(os.getpid())
+        return reference(data)
+
+    monkeypatch.setattr(judgement, "parse_attestation", counted)
+    with open_store(ledger_path) as store:
+        summary = import_jsonl(store, io.BytesIO(lines), batch=10, workers=2)
+    assert summary.ok and summary.new == 6 * GROUP
+    assert parsed == []
+    with open_store(ledger_path) as store:
+        others = _jsonl(_docs(ledger_path, 7 * GROUP, seed=11))
+        summary = import_jsonl(store, io.BytesIO(others), batch=10, workers=1)
+    assert summary.ok and summary.new == 7 * GROUP
+    assert parsed == [os.getpid()] * 7
 
 
 def test_without_workers_the_writer_verifies_every_signature(

@@ -20,8 +20,10 @@ Guarantees (docs/PERFORMANCE.md states them for users):
   prepared shortly before (same block, or its last ``RECENT_SUBJECTS`` documents)
   checks the signature with the key its key id names among those known when the
   import starts, and the writer's admission takes that verdict from a
-  ``SignatureMemo`` only for exactly that key, message and signature. Everything
-  else is verified by admission as without workers: the refusals are the same.
+  ``SignatureMemo`` only for exactly that key, message and signature; it also takes
+  the attestation as the worker parsed it, only for exactly those bytes
+  (``SignatureMemo.read``). Everything else is verified by admission as without
+  workers: the refusals are the same.
 """
 
 from __future__ import annotations
@@ -45,7 +47,8 @@ from ledger.encoding.canonical import DEFAULT_LIMITS, Limits
 from ledger.errors import DocumentTooLargeError, InputError, LedgerError
 from ledger.store.base import Store
 from ledger.store.prepared import Prepared, prepare_json
-from ledger.trust.presign import Presign, RecentSubjects, Verdict, presign_verdicts, signing_keys
+from ledger.trust.attestation import AttestationFacts
+from ledger.trust.presign import Presign, RecentSubjects, Verdict, presign_read, signing_keys
 from ledger.workers import Pool, usable_cpus
 
 DEFAULT_BATCH = 12500  # valid lines per transaction (docs/PERFORMANCE.md: why)
@@ -280,7 +283,8 @@ _PREPARED_FIELDS = tuple(f.name for f in fields(Prepared))
 @dataclass(frozen=True)
 class BlockResult:
     """Prepared documents of one block, in order, plus its rejections and blank count,
-    and the signature verdicts computed ahead for its attestations (workers only)."""
+    and the signature verdicts computed ahead for its attestations, with each of those
+    attestations as the worker read it (workers only)."""
 
     prepared: list[PreparedFields]
     rejected: list[Rejection]  # the block's first MAX_REJECTIONS, in line order
@@ -289,6 +293,8 @@ class BlockResult:
     nbytes: int
     verdicts: list[Verdict] = field(default_factory=list)
     rejected_count: int = 0  # every rejected line of the block
+    # (attestation bytes, ``parse_attestation`` of them) for each attestation read ahead
+    reads: list[tuple[bytes, AttestationFacts]] = field(default_factory=list)
 
 
 _fields: Callable[[Prepared], PreparedFields] = operator.attrgetter(*_PREPARED_FIELDS)
@@ -327,7 +333,8 @@ def prepare_block(
 ) -> BlockResult:
     """Prepare every line of a block; ``LedgerError`` becomes a rejection, not a stop.
 
-    With a ``presigner``, also the verdicts on the attestations whose subjects it holds.
+    With a ``presigner``, also the verdicts on the attestations whose subjects it holds,
+    and those attestations as read (``presign_read``).
     """
     prepared: list[PreparedFields] = []
     rejected: list[Rejection] = []
@@ -359,8 +366,12 @@ def prepare_block(
             if pair is not None:
                 signs.append(pair)
     lines = len(block.lines) + len(block.oversize)
-    verdicts = presign_verdicts(signs, presigner.keys) if signs and presigner else []
-    return BlockResult(prepared, rejected, blank, lines, block.nbytes, verdicts, count)
+    verdicts: list[Verdict] = []
+    reads: list[tuple[bytes, AttestationFacts]] = []
+    if signs and presigner is not None:
+        verdicts, facts = presign_read(signs, presigner.keys)
+        reads = [(att, f) for (att, _), f in zip(signs, facts, strict=True) if f is not None]
+    return BlockResult(prepared, rejected, blank, lines, block.nbytes, verdicts, count, reads)
 
 
 def _warm(block: Block, kind: str | None, limits: Limits, lines: int = WARM_LINES) -> None:
@@ -586,6 +597,8 @@ def _import(
                 # Before the block's documents join a batch: admission finds them there.
                 for verdict in result.verdicts:
                     memo.add(*verdict)
+                for data, facts in result.reads:  # the writer then parses none of them
+                    memo.add_read(data, facts)
             summary.lines += result.lines
             summary.blank += result.blank
             summary.reject(result.rejected, result.rejected_count)
