@@ -845,6 +845,13 @@ def table(result: dict[str, Any]) -> str:
             ),
         )
     add(
+        "verify floor incl. stored side values (apart)",
+        lambda r: (
+            f"{r['floor']['verify']['floor_with_stored_side_us']:.0f}"
+            f" (ceiling {r['floor']['verify']['ceiling_with_stored_side_per_s']:,.0f}/s)"
+        ),
+    )
+    add(
         "import floor: checks + store CPU us/object",
         lambda r: (
             f"{r['floor']['import']['checks_us']:.0f} + {r['floor']['import']['store_cpu_us']:.0f}"

@@ -70,6 +70,14 @@ def test_bench_quick_run(tmp_path: Path) -> None:
     assert verify["hinted"] > 0  # the legacy digests step timed something
     # verify re-judges every entry by the admission policy: the floor counts that too.
     assert verify["us_per_object"]["admission replay (signatures: the Ed25519 step)"] > 0
+    # The comparisons with stored side values are timed and reported apart, never in the
+    # floor: a separate total and ceiling.
+    side = verify["stored_side_us"]
+    assert len(side) == 4 and all(us > 0 for us in side.values())
+    assert not set(side) & set(verify["us_per_object"])
+    assert verify["floor_with_stored_side_us"] == pytest.approx(
+        verify["floor_us"] + sum(side.values())
+    )
     # The import's floor: the checks plus SQLite's own writes of the rows, measured
     # store-only over as many objects; that part is serial, so the ceiling is the lower
     # of the CPU bound and one object per store wall time.
