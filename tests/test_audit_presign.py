@@ -52,24 +52,32 @@ def attested(ledger_path: Path) -> tuple[Path, int]:
     return ledger_path, forged_at
 
 
-def test_workers_verify_signatures_with_the_same_findings(
-    attested: tuple[Path, int], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    db, forged_at = attested
+def _counted_audits(
+    db: Path, monkeypatch: pytest.MonkeyPatch, name: str
+) -> tuple[tuple[Any, int], tuple[Any, int]]:
+    """The audit in one process and with workers, each with the number of calls the
+    judgement made in this process to its function ``name``."""
     calls = 0
-    real = judgement.verify
+    real = getattr(judgement, name)
 
-    def counted(*args: Any) -> bool:
+    def counted(*args: Any) -> Any:
         nonlocal calls
         calls += 1
         return real(*args)
 
-    monkeypatch.setattr(judgement, "verify", counted)
+    monkeypatch.setattr(judgement, name, counted)
     with open_store(db, readonly=True) as store:
         alone = audit(store, workers=1)
-        in_process = calls
-        calls = 0
+        in_process, calls = calls, 0
         pooled = audit(store, workers=2)
+    return (alone, in_process), (pooled, calls)
+
+
+def test_workers_verify_signatures_with_the_same_findings(
+    attested: tuple[Path, int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    db, forged_at = attested
+    (alone, in_process), (pooled, calls) = _counted_audits(db, monkeypatch, "verify")
     assert in_process == BLOBS  # every signature checked here without workers
     assert calls == 0  # with workers, every verdict came from them
     assert alone.to_json() == pooled.to_json()
@@ -130,20 +138,9 @@ def test_the_judgement_reads_no_attestation_a_worker_read(
         conn.execute("UPDATE objects SET data = ? WHERE seq = ?", (data, seq))
     conn.commit()
     conn.close()
-    reads = 0
-    real = judgement.parse_attestation
-
-    def counted(data: bytes) -> Any:
-        nonlocal reads
-        reads += 1
-        return real(data)
-
-    monkeypatch.setattr(judgement, "parse_attestation", counted)
-    with open_store(ledger_path, readonly=True) as store:
-        alone = audit(store, workers=1)
-        in_process = reads
-        reads = 0
-        pooled = audit(store, workers=2)
+    (alone, in_process), (pooled, reads) = _counted_audits(
+        ledger_path, monkeypatch, "parse_attestation"
+    )
     assert in_process == BLOBS  # each read by the judgement without workers
     assert reads == 2  # with workers only the unreadable ones (read again to report them)
     assert alone.to_json() == pooled.to_json()
