@@ -384,6 +384,12 @@ def test_prepared_built_from_fields_equals_its_constructor() -> None:
     as ``Prepared`` stays a plain frozen dataclass (no ``__post_init__``, no slots)."""
     assert not hasattr(Prepared, "__post_init__") and not hasattr(Prepared, "__slots__")
     for item in _ITEMS:
+        # prepare_json builds its value the same way: equal to the constructor's.
+        made = Prepared(**{f.name: getattr(item, f.name) for f in fields(Prepared)})
+        assert item == made and hash(item) == hash(made) and vars(item) == vars(made)
+        assert type(item) is Prepared and list(vars(item)) == list(vars(made))
+        with pytest.raises(AttributeError):
+            item.kind = "x"  # type: ignore[misc]
         built = _prepared(_fields(item))
         assert built == item and hash(built) == hash(item) and vars(built) == vars(item)
         assert type(built) is Prepared

@@ -581,7 +581,7 @@ def _import(
         summary.new += len(added)
         summary.present += len(items) - len(added)
         if added:
-            summary.canonical_bytes += sum(len(item.data) for item, _ in added)
+            summary.canonical_bytes += sum([len(item.data) for item, _ in added])
             if summary.first_seq is None:
                 summary.first_seq = added[0][1].entry.seq
             summary.last_seq = added[-1][1].entry.seq
