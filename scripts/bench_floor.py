@@ -115,6 +115,22 @@ def _signatures(rows: list[Row], keys: dict[str, bytes]) -> list[Any]:
     return out
 
 
+def _read_cpu(store: Any, sample: int) -> float:
+    """CPU seconds of reading the first ``sample`` log rows, as the commands read them."""
+
+    def read() -> None:
+        for _row in itertools.islice(store.log_rows(since=0), sample):
+            pass
+
+    return _cpu(read)
+
+
+def _legacy(item: tuple[bytes, tuple[bool, Any], str]) -> None:
+    """The legacy digest of a hinted object: (bytes, their ``canonical_value``, hints)."""
+    data, (shown, value), text = item
+    hinted_legacy_digest(data, value if shown else encode(data).value, shown, text)
+
+
 def _checked(value: Any) -> bool:
     spec = detect_kind(value)
     return schema.is_valid(spec.name, value.get("schema_version"), value)
@@ -162,12 +178,7 @@ def verify_floor(db: Path, sample: int) -> dict[str, Any]:
     ``sample`` entries of ``db``."""
     with open_store(db, readonly=True) as store, store.audit_session():
         keys = signing_keys(trust_index(store))
-
-        def read() -> None:
-            for _row in itertools.islice(store.log_rows(since=0), sample):
-                pass
-
-        read_s = _cpu(read)
+        read_s = _read_cpu(store, sample)
         # SQLite's own check of the whole file (pages, and every index against its
         # table): verify runs it beside the pass; per entry here.
         integrity_s = _cpu_once(lambda: store.storage_findings(whole=True))
@@ -194,17 +205,13 @@ def verify_floor(db: Path, sample: int) -> dict[str, Any]:
         (data, canonical_value(data), hints[seq]) for seq, _k, _d, _a, data in rows if seq in hints
     ]
 
-    def legacy(item: tuple[bytes, tuple[bool, Any], str]) -> None:
-        data, (shown, value), text = item
-        hinted_legacy_digest(data, value if shown else encode(data).value, shown, text)
-
     steps = {
         "read the row": read_s,
         "SHA-256 of the stored bytes": _cpu(_each(lambda d: hashlib.sha256(d).hexdigest(), docs)),
         "parse, and show the bytes canonical": _cpu(_each(_canonical, docs)),
         "kind and schema": _cpu(_each(_checked, values)),
         "Ed25519 signatures": _cpu(_each(lambda s: verify(*s), signs)),
-        "legacy digests from the float hints": _cpu(_each(legacy, hinted)),
+        "legacy digests from the float hints": _cpu(_each(_legacy, hinted)),
         "admission replay (signatures: the Ed25519 step)": replay_s,
         "leaf hash and tree": _cpu(_tree(rows)),
     }
@@ -343,12 +350,7 @@ def index_floor(db: Path, sample: int) -> dict[str, Any]:
 
     with open_store(db, readonly=True) as store, store.audit_session():
         keys = signing_keys(trust_index(store))
-
-        def read() -> None:
-            for _row in itertools.islice(store.log_rows(since=0), sample):
-                pass
-
-        read_s = _cpu(read)
+        read_s = _read_cpu(store, sample)
         objects = [
             unchecked_object(r.object)
             for r in itertools.islice(store.log_rows(since=0), sample)
@@ -360,10 +362,6 @@ def index_floor(db: Path, sample: int) -> dict[str, Any]:
     docs = [o for o in objects if o.kind != BLOB]
     parsed = [(o, _canonical(o.data)) for o in docs]
     hinted = [(o.data, canonical_value(o.data), o.legacy_hints) for o in docs if o.legacy_hints]
-
-    def legacy(item: tuple[bytes, tuple[bool, Any], str]) -> None:
-        data, (shown, value), text = item
-        hinted_legacy_digest(data, value if shown else encode(data).value, shown, text)
 
     def columns(item: tuple[Any, Any]) -> None:
         spec = kind_of(item[1])
@@ -381,7 +379,7 @@ def index_floor(db: Path, sample: int) -> dict[str, Any]:
         ),
         "parse, and show the bytes canonical": _cpu(_each(lambda o: _canonical(o.data), docs)),
         "kind and index columns": _cpu(_each(columns, parsed)),
-        "legacy digests from the float hints": _cpu(_each(legacy, hinted)),
+        "legacy digests from the float hints": _cpu(_each(_legacy, hinted)),
         "Ed25519 signatures": _cpu(_each(lambda s: verify(*s), signs)),
         "pretty text and rows from the document (prebuild)": _cpu(
             _each(lambda item: prebuild(*item), parsed)

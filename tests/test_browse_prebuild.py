@@ -42,12 +42,12 @@ _ATTESTATION = st.fixed_dictionaries(
 )
 
 
-def _stored(value: dict[str, Any]) -> StoredObject:
+def _stored(value: dict[str, Any], kind: str = "attestation") -> StoredObject:
     data = encode(json.dumps(value).encode()).canonical
     return StoredObject(
         digest="sha256:" + hashlib.sha256(data).hexdigest(),
         seq=3,
-        kind="attestation",
+        kind=kind,
         schema_version=None,
         object_id=None,
         object_version=None,
@@ -92,16 +92,5 @@ def test_attestation_read_in_a_worker_equals_read_here(value: dict[str, Any]) ->
 
 
 def test_other_kinds_carry_no_attestation_fields() -> None:
-    obj = _stored({"subject": {"digest": "sha256:" + "0" * 64}})
-    blob = StoredObject(
-        digest=obj.digest,
-        seq=0,
-        kind="blob",
-        schema_version=None,
-        object_id=None,
-        object_version=None,
-        legacy_digest=None,
-        legacy_hints=None,
-        data=obj.data,
-    )
+    blob = _stored({"subject": {"digest": "sha256:" + "0" * 64}}, kind="blob")
     assert prebuild(blob, None)[1:] == (None, None)
