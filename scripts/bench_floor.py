@@ -59,7 +59,7 @@ from ledger.log import merkle
 from ledger.log.leaf import entry_record
 from ledger.schema import validation as schema
 from ledger.schema.kinds import BLOB, detect_kind
-from ledger.store.base import unchecked_object
+from ledger.store.base import stored_run, unchecked_object
 from ledger.store.sqlite import open_store
 from ledger.trust.attestation import parse_attestation
 from ledger.trust.dsse import pae
@@ -259,8 +259,8 @@ def _stored_side(store: Any, objects: list[Any], rows: list[Row]) -> dict[str, f
         scan = store.node_scan()
         for run in closed:
             for level, (first, joined) in enumerate(run):
-                got = scan.hashes(level, first, first + len(joined) // 32)
-                _same = b"".join(h for _i, h in got) == joined
+                got = stored_run(scan, level, first, first + len(joined) // 32)
+                _same = got is not None and b"".join(got) == joined
 
     entry_rows = [
         (seq, d, k, at, o) for (seq, k, d, at, _data), o in zip(rows, objects, strict=True)

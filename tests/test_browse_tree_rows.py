@@ -102,3 +102,13 @@ def test_a_missing_node_is_refused_as_before() -> None:
     rows = [r for r in _tree(8) if (r[0], r[1]) != (1, 2)]
     with pytest.raises(InputError, match="tree node level 1 index 2, got None"):
         tree_node_range(_Nodes(rows), 0, 8)
+
+
+def test_a_drop_and_a_repeat_in_one_level_are_not_copied_by_position() -> None:
+    """The count of a level's rows stays right when one node is repeated and another
+    dropped: the run must still notice the indexes and read entry by entry."""
+    rows = _tree(8)
+    rows = [r for r in rows if (r[0], r[1]) != (0, 5)]
+    rows.append((0, 2, b"\x00" * 32))
+    with pytest.raises(InputError, match="tree node level 0 index 5, got None"):
+        tree_node_range(_Nodes(rows), 0, 8)

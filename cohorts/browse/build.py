@@ -44,7 +44,14 @@ from cohorts.browse.tables import TABLES, VIEWS, Table
 from ledger.audit.object_check import check_object
 from ledger.audit.parallel import Presign, default_workers, with_derived_checks
 from ledger.errors import InputError, IntegrityError
-from ledger.store.base import AuditSource, NodeScan, RawLogRow, StoredObject, unchecked_object
+from ledger.store.base import (
+    AuditSource,
+    NodeScan,
+    RawLogRow,
+    StoredObject,
+    stored_run,
+    unchecked_object,
+)
 from ledger.store.location import DbLocation
 from ledger.trust.identity import trust_index
 from ledger.trust.judgement import SignatureMemo
@@ -278,14 +285,11 @@ def tree_node_range(nodes: NodeScan, first: int, end: int) -> list[tuple[int, in
     rows: list[tuple[int, int, str]] = []
     level = 0
     while (end >> level) > (first >> level):
-        expect, stop = first >> level, end >> level
-        for idx, value in nodes.hashes(level, expect, stop):
-            if idx != expect or type(value) is not bytes:
-                return [node for seq in range(first, end) for node in tree_node_rows(nodes, seq)]
-            rows.append((level, idx, value.hex()))
-            expect += 1
-        if expect != stop:
+        start = first >> level
+        hashes = stored_run(nodes, level, start, end >> level)
+        if hashes is None:
             return [node for seq in range(first, end) for node in tree_node_rows(nodes, seq)]
+        rows += [(level, start + at, value.hex()) for at, value in enumerate(hashes)]
         level += 1
     return rows
 

@@ -51,6 +51,7 @@ from ledger.store.base import (
     RefScan,
     StorageFinding,
     StoredObject,
+    stored_run,
     unchecked_object,
 )
 from ledger.trust.keys import key_id as raw_key_id
@@ -503,17 +504,9 @@ class _AuditRun:
                 return None
         grown = self.frontier.copy()
         for level, (first, joined) in enumerate(grown.extend(leaves)):
-            count = len(joined) // 32
-            stored = self.nodes.hashes(level, first, first + count)
-            if len(stored) != count:
-                return None  # a node missing or repeated: ``_tree`` names it
-            hashes: list[bytes] = []
-            for idx, value in stored:
-                if type(idx) is not int or idx != first + len(hashes) or type(value) is not bytes:
-                    return None
-                hashes.append(value)
-            if b"".join(hashes) != joined:
-                return None
+            hashes = stored_run(self.nodes, level, first, first + len(joined) // 32)
+            if hashes is None or b"".join(hashes) != joined:
+                return None  # a node missing, repeated or changed: ``_tree`` names it
         return grown
 
     def entry(self, row: RawLogRow, checked: EntryCheck, leaf: bytes) -> None:

@@ -194,6 +194,19 @@ class NodeScan(Protocol):
         ...
 
 
+def stored_run(nodes: NodeScan, level: int, first: int, end: int) -> list[bytes] | None:
+    """The stored hashes of ``level``'s nodes ``first .. end - 1``, in index order, when
+    each is stored exactly once and as bytes; else None, and the caller reads node by node
+    (``NodeScan.get``), which names what is missing or wrong. One read per level: the
+    audit and the browse build compare or copy a run of entries' nodes with it."""
+    hashes: list[bytes] = []
+    for idx, value in nodes.hashes(level, first, end):
+        if type(idx) is not int or idx != first + len(hashes) or type(value) is not bytes:
+            return None
+        hashes.append(value)
+    return hashes if len(hashes) == end - first else None
+
+
 class RefScan(Protocol):
     """Stored reference rows, read in the order objects were appended."""
 
