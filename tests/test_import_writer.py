@@ -62,7 +62,7 @@ from ledger.trust.admission import AdmissionPolicy, default_policy
 from ledger.trust.dsse import pae
 from ledger.trust.identity import trust_index
 from ledger.trust.keys import Ed25519Signer, verify
-from ledger.trust.presign import RecentSubjects, presign_verdicts, signing_keys
+from ledger.trust.presign import RecentSubjects, presign_read, signing_keys
 
 ROOT = Path(__file__).resolve().parents[1]
 PROVLEDGER = ROOT / ".venv" / "bin" / "provledger"
@@ -229,7 +229,7 @@ def test_worker_verdicts_are_the_reference_verdicts(ledger_path: Path) -> None:
     assert [ok for *_, ok in verdicts] == [False, True, True]
     prepared = [prepare_json(line) for line in lines]
     pairs = [(prepared[i].data, prepared[i - GROUP + 1].data) for i in (8, 17, 26)]
-    assert verdicts == presign_verdicts(pairs, keys)
+    assert verdicts == presign_read(pairs, keys)[0]
     for (key, _, sig, ok), (att, subject) in zip(verdicts, pairs, strict=True):
         detached = json.loads(att)
         message = pae(detached["payloadType"], subject)

@@ -53,22 +53,18 @@ def signing_keys(index: TrustIndex) -> dict[str, bytes]:
     return {kid: key for kid, key in keys.items() if key is not None}
 
 
-def presign_verdicts(signs: Iterable[tuple[bytes, bytes]], keys: dict[str, bytes]) -> list[Verdict]:
-    """The verdict on each (attestation bytes, subject bytes) whose key id has a key.
-
-    Unreadable attestations and unknown key ids give no verdict: the judgement decides.
-    """
-    return presign_read(signs, keys)[0]
-
-
 #: What ``presign_read`` gives: the verdicts, and per attestation given (in order) what
 #: ``parse_attestation`` read from its bytes (None: unreadable, the judgement reports it).
 Presigned = tuple[list[Verdict], list[AttestationFacts | None]]
 
 
 def presign_read(signs: Iterable[tuple[bytes, bytes]], keys: dict[str, bytes]) -> Presigned:
-    """``presign_verdicts``, and each attestation as read (``attestation_facts``): the
-    judging process then reads none of them again (``SignatureMemo.add_read``)."""
+    """The verdict on each (attestation bytes, subject bytes) whose key id has a key, and
+    each attestation as read (``attestation_facts``): the judging process then reads none
+    of them again (``SignatureMemo.add_read``).
+
+    Unreadable attestations and unknown key ids give no verdict: the judgement decides.
+    """
     out: list[Verdict] = []
     read: list[AttestationFacts | None] = []
     for attestation, subject in signs:
