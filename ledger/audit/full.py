@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ledger.audit.aside import Aside
-from ledger.audit.entry_check import ChunkCheck, EntryCheck, check_entry, unpack
+from ledger.audit.entry_check import ChunkCheck, EntryCheck, Packed, check_entry, unpack
 from ledger.audit.findings import LedgerFinding
 from ledger.audit.parallel import Presign, default_workers, with_entry_checks
 from ledger.audit.replay import AdmissionReplay
@@ -467,22 +467,64 @@ class _AuditRun:
         leaves, checks, totals = checked
         self.totals.merge(totals)
         grown = self._grown(rows, leaves)
-        size = self.frontier.size
+        if grown is None:
+            for at, row in enumerate(rows):
+                self.entry(row, self._check(row, checks[at]), leaves[32 * at : 32 * at + 32])
+            return
+        self._judge_run(rows, checks, self.frontier.size)
+        self.frontier = grown
+        self._reached(grown.size)
+
+    @staticmethod
+    def _check(row: RawLogRow, packed: Packed) -> EntryCheck:
+        """The entry's ``check_entry``: as the chunk carries it, else computed here."""
+        if packed is None:  # not computed where the chunk was checked: here, then
+            raw = row.object
+            obj = None if raw is None else unchecked_object(raw)
+            return check_entry(row.seq, row.digest, row.kind, row.appended_at, obj)
+        return unpack(packed)
+
+    def _judge_run(self, rows: list[RawLogRow], checks: list[Packed], size: int) -> None:
+        """``_judge`` of each of ``rows`` (entry ``size + at``), whose tree steps find
+        nothing (``_grown``). The usual entry (its check found nothing: ``Packed`` is
+        its references) is judged inline, in the steps and order ``_judge`` and
+        ``_object`` take for it: sequence, memory of recent objects, references, object
+        checks (a checkpoint record takes ``_judge``). ~3 us less per entry than the
+        calls and the ``EntryCheck`` it would build."""
+        findings = self.findings
+        reader = self.reader
+        keep = reader.keep
+        has = self.ref_rows.has
+        object_checks = self.object_checks
         for at, row in enumerate(rows):
             packed = checks[at]
-            if packed is None:  # not computed where the chunk was checked: here, then
-                raw = row.object
-                obj = None if raw is None else unchecked_object(raw)
-                check = check_entry(row.seq, row.digest, row.kind, row.appended_at, obj)
-            else:
-                check = unpack(packed)
-            if grown is None:
-                self.entry(row, check, leaves[32 * at : 32 * at + 32])
-            else:
-                self._judge(row, check, size + at)
-        if grown is not None:
-            self.frontier = grown
-            self._reached(grown.size)
+            kind: Column = row.kind
+            if type(packed) is not list or kind == CHECKPOINT_KIND:
+                self._judge(row, self._check(row, packed), size + at)
+                continue
+            seq: Column = row.seq
+            digest: Column = row.digest
+            if seq != size + at:
+                findings.append(_gap(seq, digest, size + at))
+            raw = row.object
+            assert raw is not None  # refs come only with a usable object row
+            obj = unchecked_object(raw)
+            if obj.digest == digest and obj.kind == kind:  # and check_object found nothing
+                keep(obj)
+            if packed:
+                pairs = iter(packed)
+                for rel, target in zip(pairs, pairs, strict=True):
+                    self.ref_count += 1
+                    if not has(obj.digest, rel, target):
+                        self.ref_trouble = True
+                        findings.append(_ref_missing(rel, target, seq, digest))
+            for check in object_checks:
+                try:
+                    findings.extend(check(obj, reader))
+                except LedgerError as exc:
+                    findings.append(
+                        LedgerFinding("object-check-error", str(exc), seq, _name(digest))
+                    )
 
     def _grown(self, rows: list[RawLogRow], leaves: bytes) -> merkle.CompactRange | None:
         """The frontier after ``rows`` (leaf hashes ``leaves``) when every node they close
@@ -524,16 +566,9 @@ class _AuditRun:
         seq: Column = row.seq
         digest: Column = row.digest
         findings = self.findings
-        name = digest if isinstance(digest, str) else None
+        name = _name(digest)
         if seq != size:
-            findings.append(
-                LedgerFinding(
-                    "sequence-gap",
-                    f"entry seq {seq} follows {size - 1}, expected {size}",
-                    seq=seq,
-                    digest=name,
-                )
-            )
+            findings.append(_gap(seq, digest, size))
         found, refs, sound = checked
         if found:
             findings.extend(found)
@@ -559,9 +594,7 @@ class _AuditRun:
             self.ref_count += 1
             if not self.ref_rows.has(obj.digest, rel, target):
                 self.ref_trouble = True
-                findings.append(
-                    LedgerFinding("ref-missing", f"reference {rel} -> {target} missing", seq, name)
-                )
+                findings.append(_ref_missing(rel, target, seq, name))
         for check in self.object_checks:
             try:
                 findings.extend(check(obj, self.reader))
@@ -678,6 +711,25 @@ class _AuditRun:
                 )
             )
         return found
+
+
+def _name(digest: Column) -> str | None:
+    """An entry's digest as findings name it (None: not text in a tampered file)."""
+    return digest if isinstance(digest, str) else None
+
+
+def _gap(seq: Column, digest: Column, size: int) -> LedgerFinding:
+    """Entry ``seq`` stands where entry ``size`` should."""
+    return LedgerFinding(
+        "sequence-gap",
+        f"entry seq {seq} follows {size - 1}, expected {size}",
+        seq=seq,
+        digest=_name(digest),
+    )
+
+
+def _ref_missing(rel: str, target: str, seq: Column, digest: Column) -> LedgerFinding:
+    return LedgerFinding("ref-missing", f"reference {rel} -> {target} missing", seq, _name(digest))
 
 
 class _Totals:
