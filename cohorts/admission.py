@@ -68,8 +68,10 @@ def governed_what(kind: str, value: Mapping[str, object] | None) -> Governed | N
 class CohortGovernance:
     """``Governance``: cohort stage changes, burn notices and bindings."""
 
+    kinds = frozenset((BENCHMARK_COHORT, BURN_NOTICE, COHORT_BINDING))
+
     def governed(self, obj: StoredObject, reader: LedgerReader) -> Governed | None:
-        if obj.kind not in (BENCHMARK_COHORT, BURN_NOTICE, COHORT_BINDING):
+        if obj.kind not in self.kinds:
             return None
         value = obj.json()
         return governed_what(obj.kind, value if isinstance(value, dict) else None)
@@ -79,6 +81,8 @@ class CohortGovernance:
 class CohortLifecycle:
     """``StateRule``: a new cohort document is a legal successor of the documents of its
     id that count (see the module docstring)."""
+
+    kinds = frozenset((BENCHMARK_COHORT,))
 
     def check(
         self, obj: StoredObject, reader: LedgerReader, standing: StandingView

@@ -41,6 +41,7 @@ from ledger.log.batch_record import BATCH_KIND, BatchBoundary, boundary_of
 from ledger.store.aliases import ALIAS_KIND, alias_target
 from ledger.store.base import LedgerReader, StoredObject
 from ledger.store.prefix import Prefix
+from ledger.trust.admission import kinds_of
 from ledger.trust.attestation import ATTESTATION_KIND
 from ledger.trust.identity import IDENTITY_KIND, TrustIndex, trust_index
 from ledger.trust.judgement import SignatureMemo, check_attestation
@@ -48,7 +49,7 @@ from ledger.trust.presign import signing_keys
 from ledger.trust.standing import Standing
 
 if TYPE_CHECKING:
-    from ledger.trust.admission import AdmissionPolicy
+    from ledger.trust.admission import AdmissionPolicy, Governance, StateRule
     from ledger.trust.refusal import Governed, Refusal
 
 
@@ -78,6 +79,8 @@ class AdmissionReplay:
         self._pending: dict[str, _Pending] = {}
         self._seen_batch = False  # a batch record lies before the current entry
         self._last_batch: BatchBoundary | None = None
+        # Per kind, the governances and state rules that may judge it (``_of_kind``).
+        self._kinds: dict[str, tuple[tuple[Governance, ...], tuple[StateRule, ...]]] = {}
 
     # -- set-up --------------------------------------------------------------------------
     def begin(self, reader: LedgerReader, start: int) -> None:
@@ -99,6 +102,23 @@ class AdmissionReplay:
         if self._standing is None or self._standing.reader is not reader:
             self._standing = Standing(reader, self.policy)
         return self._standing
+
+    def _of_kind(self, kind: str) -> tuple[tuple[Governance, ...], tuple[StateRule, ...]]:
+        """The policy's governances and state rules that may judge ``kind`` (in policy
+        order): the others name other kinds (``kinds_of``), so they would give None."""
+        found = self._kinds.get(kind)
+        if found is None:
+
+            def judges(part: Governance | StateRule) -> bool:
+                kinds = kinds_of(part)
+                return kinds is None or kind in kinds
+
+            policy = self.policy
+            found = self._kinds[kind] = (
+                tuple(filter(judges, policy.governance)),
+                tuple(filter(judges, policy.state_rules)),
+            )
+        return found
 
     # -- one entry -----------------------------------------------------------------------
     def __call__(self, obj: StoredObject, reader: LedgerReader) -> list[LedgerFinding]:
@@ -125,13 +145,16 @@ class AdmissionReplay:
             return []
         if kind == IDENTITY_KIND:
             found += self._identity_key(obj, reader)
-        need = self.policy.governed(obj, reader)
-        if need is not None:
-            self._pending[obj.digest] = _Pending(obj, need)
-        if self.policy.state_rules:
+        governance, rules = self._of_kind(kind)
+        for gov in governance:  # the first that says governed, as ``policy.governed``
+            need = gov.governed(obj, reader)
+            if need is not None:
+                self._pending[obj.digest] = _Pending(obj, need)
+                break
+        if rules:
             standing = self._standing_of(reader)
             before = Prefix(reader, obj.seq)
-            for rule in self.policy.state_rules:
+            for rule in rules:
                 refusal = rule.check(obj, before, standing)
                 if refusal is not None:
                     found.append(_finding(obj, refusal))

@@ -65,7 +65,11 @@ class AdmissionRefused(RuleViolation):
 
 
 class Governance(Protocol):
-    """Says whether an object is authority-governed (None: it is not)."""
+    """Says whether an object is authority-governed (None: it is not).
+
+    It may also have ``kinds`` (a frozenset of kinds, ``kinds_of``): the only kinds it
+    can say governed; ``verify``'s replay then asks it about those kinds alone.
+    """
 
     def governed(self, obj: StoredObject, reader: LedgerReader) -> Governed | None: ...
 
@@ -82,7 +86,8 @@ class StandingView(Protocol):
 
 
 class StateRule(Protocol):
-    """Checks a new object against the state before it (None: admissible).
+    """Checks a new object against the state before it (None: admissible). Like a
+    ``Governance``, it may name the only kinds it refuses (``kinds``, ``kinds_of``).
 
     ``reader`` holds only the entries before the position judged
     (``ledger.store.prefix.Prefix``; ``reader.size()`` is that position): ``obj``'s own,
@@ -94,6 +99,13 @@ class StateRule(Protocol):
     def check(
         self, obj: StoredObject, reader: LedgerReader, standing: StandingView
     ) -> Refusal | None: ...
+
+
+def kinds_of(part: Governance | StateRule) -> frozenset[str] | None:
+    """The kinds a governance or state rule judges (``kinds``: any other kind gets None
+    from it, whatever the object), or None: any kind."""
+    kinds = getattr(part, "kinds", None)
+    return kinds if isinstance(kinds, frozenset) else None
 
 
 @dataclass(frozen=True)
@@ -116,8 +128,10 @@ _REVOCATION_KIND = "revocation"
 class CoreGovernance:
     """The core's own governed kinds: verifier identities and key revocations."""
 
+    kinds = frozenset((_IDENTITY_KIND, _REVOCATION_KIND))
+
     def governed(self, obj: StoredObject, reader: LedgerReader) -> Governed | None:
-        if obj.kind not in (_IDENTITY_KIND, _REVOCATION_KIND):
+        if obj.kind not in self.kinds:
             return None  # the common case, decided without parsing
         value = obj.json()
         if obj.kind == _IDENTITY_KIND:
