@@ -25,8 +25,8 @@ from generated_ledger import generated_ledger
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ledger.audit import full, parallel
-from ledger.audit.entry_check import pack, run_totals, unpack
+from ledger.audit import entry_check, full, parallel
+from ledger.audit.entry_check import check_chunk, pack, run_totals, unpack
 from ledger.audit.findings import LedgerFinding
 from ledger.audit.full import LedgerAuditReport, audit
 from ledger.store import sqlite_scan
@@ -278,3 +278,208 @@ def test_entry_checks_come_back_as_computed(
     packed = pack(check)
     assert unpack(pickle.loads(pickle.dumps(packed))) == check
     assert isinstance(packed, list) == (not found and sound and refs is not None)
+
+
+# -- the usual rows cross column by column and take the fast path --------------------------
+
+
+def _is_usual(row: RawLogRow) -> bool:
+    """The definition of a row ``_entry_columns`` may send column by column."""
+    obj = row.object
+    if obj is None:
+        return False
+    optional_text = (obj.schema_version, obj.object_id, obj.legacy_digest, obj.legacy_hints)
+    return (
+        all(type(v) is int for v in (row.seq, obj.seq))
+        and all(type(v) is str for v in (row.digest, row.kind, row.appended_at))
+        and all(type(v) is str for v in (obj.digest, obj.kind))
+        and all(v is None or type(v) is str for v in optional_text)
+        and (obj.object_version is None or type(obj.object_version) is int)
+        and type(obj.data) is bytes
+        and (obj.seq, obj.digest, obj.kind) == (row.seq, row.digest, row.kind)
+    )
+
+
+def _reference_chunk(rows: list[RawLogRow]) -> Any:
+    """``check_chunk`` of the rows as the auditing process holds them (the definition)."""
+    return check_chunk(
+        [
+            (
+                r.seq,
+                r.digest,
+                r.kind,
+                r.appended_at,
+                None if r.object is None else unchecked_object(r.object),
+            )
+            for r in rows
+        ]
+    )
+
+
+def _sent_and_checked(rows: list[RawLogRow]) -> tuple[Any, Any]:
+    """What ``with_entry_checks`` sends a worker for ``rows``, and the worker's check."""
+    sent = pickle.loads(pickle.dumps(parallel._entry_columns(rows)))
+    return sent, parallel._check_entries(sent)[0]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_log_rows(), max_size=6))
+def test_rows_cross_column_by_column_exactly_when_all_are_usual(rows: list[RawLogRow]) -> None:
+    sent, checked = _sent_and_checked(rows)
+    assert (type(sent) is tuple) == (bool(rows) and all(map(_is_usual, rows)))
+    assert repr(checked) == repr(_reference_chunk(rows))
+
+
+@pytest.fixture(scope="module")
+def corpus_rows(tmp_path_factory: pytest.TempPathFactory) -> list[RawLogRow]:
+    """The rows of 27 entries of the benchmark corpus (every kind, float hints)."""
+    db = Path(generated_ledger(tmp_path_factory.mktemp("corpus"), 27, 5))
+    with open_store(db, readonly=True) as store:
+        return list(store.log_rows())
+
+
+def _replace(row: RawLogRow, entry: dict[str, Any], obj: dict[str, Any]) -> RawLogRow:
+    """``row`` with some entry and object columns replaced (seq, digest and kind in both
+    when given for the entry, so that the row stays the usual one)."""
+    assert row.object is not None
+    both = {k: v for k, v in entry.items() if k in ("seq", "digest", "kind")}
+    columns = {name: getattr(row.object, name) for name in OBJECT_COLUMNS} | both | obj
+    fields = {"seq": row.seq, "digest": row.digest, "kind": row.kind} | entry
+    return RawLogRow(
+        fields["seq"],
+        fields["digest"],
+        fields["kind"],
+        entry.get("appended_at", row.appended_at),
+        RawObjectRow(**columns),
+    )
+
+
+_STAMPS = ["", "2026-12-05T08:44:10.364684", "2026-12-05T08:44:10.364684Z\n", "x", "é"]
+
+
+@st.composite
+def _tampered(draw: st.DrawFn, rows: list[RawLogRow]) -> RawLogRow:
+    """One of ``rows`` as a hostile writer may leave it, mostly still of the usual types."""
+    row = draw(st.sampled_from(rows))
+    other = draw(st.sampled_from(rows))
+    assert row.object is not None and other.object is not None
+    data = row.object.data
+    assert isinstance(data, bytes)
+    at = draw(st.integers(0, max(len(data) - 1, 0)))
+    how = draw(
+        st.sampled_from(
+            [
+                ("appended_at", st.sampled_from(_STAMPS)),
+                (
+                    "data",
+                    st.sampled_from(
+                        [
+                            data + b" ",
+                            data[:at] + b"\xff" + data[at + 1 :],
+                            data.replace(b"1", b"2", 1),
+                            other.object.data,
+                            b"",
+                        ]
+                    ),
+                ),
+                ("digest", st.sampled_from([other.digest, "sha256:00", "", "é"])),
+                ("kind", st.sampled_from([other.kind, "blob", "unknown", ""])),
+                ("seq", st.sampled_from([0, -1, 2**53, 2**70])),
+                ("schema_version", st.sampled_from([None, "9.9", "", other.object.schema_version])),
+                ("object_id", st.sampled_from([None, "x", other.object.object_id])),
+                (
+                    "object_version",
+                    st.sampled_from([None, 0, -1, 2**70, other.object.object_version]),
+                ),
+                ("legacy_digest", st.sampled_from([None, "sha256:00", other.object.legacy_digest])),
+                (
+                    "legacy_hints",
+                    st.sampled_from(
+                        [None, "", "[]", "x", '[["a","b","1.0"]]', other.object.legacy_hints]
+                    ),
+                ),
+                ("object_version", st.just(True)),  # not the usual types: sent row by row
+                ("seq", st.just(1.0)),
+            ]
+        )
+    )
+    name, values = how
+    value = draw(values)
+    if name in ("appended_at", "digest", "kind", "seq"):
+        return _replace(row, {name: value}, {})
+    return _replace(row, {}, {name: value})
+
+
+@settings(max_examples=300, deadline=None)
+@given(data=st.data())
+def test_the_fast_chunk_check_reports_what_the_reference_does(
+    corpus_rows: list[RawLogRow], data: st.DataObject
+) -> None:
+    """Chunks of real rows, some tampered: column by column whenever every row keeps the
+    usual types, and checked exactly as ``check_chunk`` checks the rows as read."""
+    picked = data.draw(st.lists(st.sampled_from(corpus_rows), min_size=1, max_size=8))
+    tampered = data.draw(st.lists(_tampered(corpus_rows), max_size=3))
+    rows = data.draw(st.permutations(picked + tampered))
+    sent, checked = _sent_and_checked(rows)
+    assert (type(sent) is tuple) == all(map(_is_usual, rows))
+    assert repr(checked) == repr(_reference_chunk(rows))
+
+
+def test_clean_rows_take_the_fast_path(
+    corpus_rows: list[RawLogRow], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The untampered corpus never reaches ``check_entry`` when sent column by column."""
+    sent = parallel._entry_columns(corpus_rows)
+    assert type(sent) is tuple
+    expected = _reference_chunk(corpus_rows)
+    monkeypatch.setattr(entry_check, "check_entry", None)  # would raise if called
+    leaves, checks, totals = parallel._check_entries(sent)[0]
+    assert (leaves, checks, totals) == expected
+    assert all(type(c) is list for c in checks)
+
+
+class _Text(str):
+    """Text of a type SQLite never gives: equal to its ``str``, not the usual type."""
+
+
+_USUAL = RawLogRow(1, "d", "k", "t", RawObjectRow("d", 1, "k", "1", "i", 2, None, None, b"x"))
+# Each column given a value equal to the usual one (or standing for it) of another type.
+_UNUSUAL = [
+    *[({"seq": v}, {}) for v in (True, 1.0, _Text("1"))],
+    ({"digest": _Text("d")}, {}),
+    ({"kind": _Text("k")}, {}),
+    ({"appended_at": _Text("t")}, {}),
+    ({"appended_at": None}, {}),
+    *[({}, {"seq": v}) for v in (True, 1.0)],
+    ({}, {"digest": _Text("d")}),
+    ({}, {"kind": _Text("k")}),
+    ({}, {"schema_version": _Text("1")}),
+    ({}, {"object_id": b"i"}),
+    *[({}, {"object_version": v}) for v in (True, 2.0, "2")],
+    ({}, {"legacy_digest": 0}),
+    ({}, {"legacy_hints": b""}),
+    *[({}, {"data": v}) for v in (bytearray(b"x"), "x", None)],
+]
+
+
+@pytest.mark.parametrize(("entry", "obj"), _UNUSUAL)
+def test_a_row_of_other_types_is_sent_row_by_row(
+    entry: dict[str, Any], obj: dict[str, Any]
+) -> None:
+    """Equal values of other types (1, True and 1.0; a ``str`` subclass; bytearray) never
+    pass for the usual row: the chunk crosses row by row and is checked as read."""
+    usual = RawLogRow(
+        0, "e", "k", "t", RawObjectRow("e", 0, "k", None, None, None, None, None, b"")
+    )
+    assert type(parallel._entry_columns([usual, _USUAL])) is tuple
+    row = RawLogRow(
+        entry.get("seq", 1),
+        entry.get("digest", "d"),
+        entry.get("kind", "k"),
+        entry.get("appended_at", "t"),
+        RawObjectRow(**({name: getattr(_USUAL.object, name) for name in OBJECT_COLUMNS} | obj)),
+    )
+    rows = [usual, row]
+    assert isinstance(parallel._entry_columns(rows), list)
+    _sent, checked = _sent_and_checked(rows)
+    assert repr(checked) == repr(_reference_chunk(rows))

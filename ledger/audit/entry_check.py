@@ -18,7 +18,7 @@ import re
 from typing import Any
 
 from ledger.audit.findings import LedgerFinding
-from ledger.audit.object_check import check_object
+from ledger.audit.object_check import check_object, clean_columns
 from ledger.errors import LedgerError
 from ledger.log import merkle
 from ledger.log.leaf import entry_record
@@ -26,16 +26,19 @@ from ledger.store.base import OBJECT_COLUMNS, RawObjectRow, StoredObject
 
 __all__ = [
     "ChunkCheck",
+    "Columns",
     "EntryCheck",
     "EntryRow",
     "Packed",
     "check_chunk",
+    "check_columns",
     "check_entry",
     "leaf_hash_of",
     "object_row_problem",
     "object_row_problem_by_name",
     "pack",
     "run_totals",
+    "unchecked_row",
     "unpack",
 ]
 
@@ -173,6 +176,76 @@ def check_chunk(rows: list[EntryRow]) -> ChunkCheck:
         except Exception:
             checks.append(None)  # the audit runs it again (and so raises) itself
     return bytes(leaves), checks, run_totals(rows)
+
+
+#: Consecutive entries column by column, each entry's object row the usual one: seq
+#: (int), digest, kind, appended_at (str) of the entries, then the object rows'
+#: schema_version, object_id (str or None), object_version (int or None),
+#: legacy_digest, legacy_hints (str or None), data (bytes); the object rows' own seq,
+#: digest and kind are the entries'. Exactly these types (never bool or a subclass):
+#: whoever builds one checks them (``ledger.audit.parallel``).
+Columns = tuple[
+    tuple[int, ...],
+    tuple[str, ...],
+    tuple[str, ...],
+    tuple[str, ...],
+    tuple[str | None, ...],
+    tuple[str | None, ...],
+    tuple[int | None, ...],
+    tuple[str | None, ...],
+    tuple[str | None, ...],
+    tuple[bytes, ...],
+]
+
+
+def unchecked_row(columns: tuple[object, ...]) -> StoredObject:
+    """The object row with these columns in ``OBJECT_COLUMNS`` order, as
+    ``unchecked_object`` gives it (types unchecked, fields set in one step)."""
+    obj = object.__new__(StoredObject)
+    obj.__dict__.update(zip(OBJECT_COLUMNS, columns, strict=True))
+    return obj
+
+
+def check_columns(columns: Columns) -> ChunkCheck:
+    """``check_chunk`` of the entries ``columns`` holds (see ``Columns``).
+
+    Such an entry passes ``check_entry``'s column, object-row and match checks by its
+    types alone, so an entry with the usual ``appended_at`` whose object passes the
+    fast check (``clean_columns``) needs nothing else: no object row is built for it.
+    Any other entry takes ``check_entry`` itself, which decides and words each finding.
+    """
+    leaves = bytearray()
+    checks: list[Packed] = []
+    totals: dict[object, list[int]] = {}
+    stamp = _APPENDED_AT.fullmatch
+    for seq, digest, kind, at, version, oid, over, legacy, hints, data in zip(
+        *columns, strict=True
+    ):
+        leaves += leaf_hash_of(seq, kind, digest, at)
+        clean = None
+        if stamp(at) is not None:
+            try:
+                clean = clean_columns(digest, kind, data, version, oid, over, legacy, hints)
+            except Exception:  # the reference decides below (and reports)
+                clean = None
+        packed: Packed
+        if clean is not None:
+            packed = [part for ref in clean[0] for part in ref]  # ``pack`` of a clean check
+        else:
+            row = (digest, seq, kind, version, oid, over, legacy, hints, data)
+            try:
+                packed = pack(check_entry(seq, digest, kind, at, unchecked_row(row)))
+            except Exception:
+                packed = None  # the audit runs it again (and so raises) itself
+        checks.append(packed)
+        # ``run_totals``: the entry and its object row are of the same kind.
+        figures = totals.get(kind)
+        if figures is None:
+            figures = totals[kind] = [0, 0, 0]
+        figures[0] += 1
+        figures[1] += 1
+        figures[2] += len(data)
+    return bytes(leaves), checks, totals
 
 
 def pack(check: EntryCheck) -> Packed:

@@ -62,7 +62,8 @@ class KindSpec:
         for ref in self.ref_paths:
             value: object = obj
             for part in ref.path:
-                if not isinstance(value, Mapping) or part not in value:
+                # (a dict, the usual document, without the slower abstract-class test)
+                if not (type(value) is dict or isinstance(value, Mapping)) or part not in value:
                     value = None
                     break
                 value = value[part]
