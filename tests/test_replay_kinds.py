@@ -85,14 +85,20 @@ def test_other_kinds_get_none(burned: Led, kind: str, value: Any, named: Any) ->
             assert named.check(obj, store, Standing(store, _POLICY)) is None
 
 
+def walk_back(led: Led) -> None:
+    """Written past admission into ``led`` (burned): the cohort walked back to
+    collecting, then a second burn notice and an edited burned definition, unsigned."""
+    notice = json.loads((TOY / "burn-notice.json").read_text())
+    notice["reason"] = "a different story"
+    sqlite_insert(led.db, [prepare_value(_v1("collecting"))])
+    sqlite_insert(led.db, [prepare_value(notice), prepare_value(_v1("burned", title="x"))])
+
+
 def test_the_report_is_the_one_asking_every_rule(
     burned: Led,  # noqa: F811  (the fixture imported above)
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    notice = json.loads((TOY / "burn-notice.json").read_text())
-    notice["reason"] = "a different story"
-    sqlite_insert(burned.db, [prepare_value(_v1("collecting"))])
-    sqlite_insert(burned.db, [prepare_value(notice), prepare_value(_v1("burned", title="x"))])
+    walk_back(burned)
     with open_store(burned.db, readonly=True) as store:
         named = audit(store, workers=1).to_json()
     asked: list[str] = []

@@ -17,8 +17,8 @@ from typing import Any
 
 import bench_corpus
 import pytest
-from hostile_writer import sqlite_insert
-from test_hostile_writer import TOY, Led, _v1, burned  # noqa: F401  (a fixture)
+from test_hostile_writer import Led, burned  # noqa: F401  (a fixture)
+from test_replay_kinds import walk_back
 from test_tamper import rebuild_tree
 
 from ledger.audit import full, parallel
@@ -26,7 +26,6 @@ from ledger.audit.entry_check import Packed
 from ledger.audit.full import audit
 from ledger.store.base import RawLogRow
 from ledger.store.bulk import import_jsonl
-from ledger.store.prepared import prepare_value
 from ledger.store.sqlite import open_store
 
 
@@ -151,10 +150,7 @@ def test_walk_back_and_governed_records_give_the_reference_report(
     burned: Led,  # noqa: F811  (the fixture imported above)
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    notice = json.loads((TOY / "burn-notice.json").read_text())
-    notice["reason"] = "a different story"
-    sqlite_insert(burned.db, [prepare_value(_v1("collecting"))])
-    sqlite_insert(burned.db, [prepare_value(notice)])
+    walk_back(burned)
     fast, slow, inline = _reports(burned.db, monkeypatch, 1)
     assert fast == slow
     assert inline > 5
