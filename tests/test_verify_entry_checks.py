@@ -26,7 +26,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ledger.audit import entry_check, full, parallel
-from ledger.audit.entry_check import check_chunk, pack, run_totals, unpack
+from ledger.audit.entry_check import EntryRow, check_chunk, pack, run_totals, unpack
 from ledger.audit.findings import LedgerFinding
 from ledger.audit.full import LedgerAuditReport, audit
 from ledger.store import sqlite_scan
@@ -229,6 +229,20 @@ def _log_rows(draw: st.DrawFn) -> RawLogRow:
     return RawLogRow(seq, digest, kind, draw(st.one_of(st.text(max_size=2), _ODD)), obj)
 
 
+def _as_held(rows: list[RawLogRow]) -> list[EntryRow]:
+    """The rows as the auditing process holds them when it checks them itself."""
+    return [
+        (
+            r.seq,
+            r.digest,
+            r.kind,
+            r.appended_at,
+            None if r.object is None else unchecked_object(r.object),
+        )
+        for r in rows
+    ]
+
+
 def _typed(value: Any) -> Any:
     """A value with its type, so that 1 == True == 1.0 are told apart."""
     if isinstance(value, StoredObject):
@@ -243,17 +257,7 @@ def _typed(value: Any) -> Any:
 def test_entry_rows_cross_to_the_workers_as_read(rows: list[RawLogRow]) -> None:
     sent = pickle.loads(pickle.dumps(parallel._entry_wires(rows)))
     got = parallel._entry_rows(sent)
-    expected = [
-        (
-            r.seq,
-            r.digest,
-            r.kind,
-            r.appended_at,
-            None if r.object is None else unchecked_object(r.object),
-        )
-        for r in rows
-    ]
-    assert _typed(tuple(got)) == _typed(tuple(expected))
+    assert _typed(tuple(got)) == _typed(tuple(_as_held(rows)))
 
 
 def test_the_usual_row_crosses_without_its_repeated_columns() -> None:
@@ -302,18 +306,7 @@ def _is_usual(row: RawLogRow) -> bool:
 
 def _reference_chunk(rows: list[RawLogRow]) -> Any:
     """``check_chunk`` of the rows as the auditing process holds them (the definition)."""
-    return check_chunk(
-        [
-            (
-                r.seq,
-                r.digest,
-                r.kind,
-                r.appended_at,
-                None if r.object is None else unchecked_object(r.object),
-            )
-            for r in rows
-        ]
-    )
+    return check_chunk(_as_held(rows))
 
 
 def _sent_and_checked(rows: list[RawLogRow]) -> tuple[Any, Any]:
