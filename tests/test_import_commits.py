@@ -218,3 +218,55 @@ def test_without_workers_batches_are_written_by_the_importer(
         summary = import_jsonl(store, io.BytesIO(data), batch=GROUP, workers=1)
     assert summary.new == len(digests)
     assert threads == [threading.get_ident()] * 2
+
+
+def test_with_workers_the_importer_holds_at_most_two_batches(
+    ledger_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The import's memory bound: documents taken from the workers but not yet written
+    never exceed two batches (one being written, one being gathered), however slow the
+    writer. The first write is held until the importer has taken a second full batch,
+    then a little longer: an importer that queued batches would take more meanwhile."""
+    data, digests = _lines(ledger_path, 6)
+    lock = threading.Lock()
+    taken = [0]  # documents the importer has turned into ``Prepared``
+    written = [0]  # documents of batches whose write has ended
+    most = [0]  # the largest ``taken - written`` seen
+    full = threading.Event()
+    batch = GROUP
+    made = bulk._prepared
+
+    def prepared(values: Any) -> Any:
+        with lock:
+            taken[0] += 1
+            most[0] = max(most[0], taken[0] - written[0])
+            if taken[0] >= 2 * batch:
+                full.set()
+        return made(values)
+
+    append_many = SQLiteStore.append_many
+
+    def write(self: SQLiteStore, items: Any, *args: Any, **kwargs: Any) -> Any:
+        if not written[0]:
+            assert full.wait(timeout=60)
+            full.clear()
+            assert not full.wait(timeout=0.2)  # nothing past the second batch is taken
+        try:
+            return append_many(self, items, *args, **kwargs)
+        finally:
+            with lock:
+                written[0] += len(items)
+
+    monkeypatch.setattr(bulk, "_prepared", prepared)
+    monkeypatch.setattr(SQLiteStore, "append_many", write)
+    with open_store(ledger_path) as store:
+        summary = import_jsonl(store, io.BytesIO(data), batch=batch, workers=2)
+    assert (summary.new, summary.batches) == (len(digests), 6)
+    assert most[0] == 2 * batch
+
+
+def test_the_cli_default_batch_is_the_library_default() -> None:
+    """``import jsonl --batch``'s default is kept apart (``--help`` stays light)."""
+    from ledger.cli import importcmds
+
+    assert importcmds._DEFAULT_BATCH == bulk.DEFAULT_BATCH

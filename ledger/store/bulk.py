@@ -51,18 +51,23 @@ from ledger.trust.attestation import AttestationFacts
 from ledger.trust.presign import Presign, RecentSubjects, Verdict, presign_read, signing_keys
 from ledger.workers import Pool, usable_cpus
 
-DEFAULT_BATCH = 12500  # valid lines per transaction (docs/PERFORMANCE.md: why)
+# Valid lines per transaction. The threaded writer holds two batches at once (one being
+# written, one being gathered), ~5 KB per document of the benchmark's corpus: at 12,500 an
+# import's process tree peaked at ~300 MB at 1M objects; 8,000 is sized for the 256 MB
+# budget (docs/PERFORMANCE.md), at a few us per object of extra index writes.
+DEFAULT_BATCH = 8000
 BLOCK_BYTES = 1 << 20  # lines are shipped to workers in blocks of about this size
 GC_THRESHOLD = 200_000  # allocations between collections while importing (``_fewer_collections``)
 WARM_LINES = 32  # lines prepared before the workers fork (see ``_warm``)
 RECENT_SUBJECTS = 1024  # documents a worker keeps to pair an attestation with its subject
 # Tasks in flight per worker (``_ordered_results``). A task that carries its block's
 # bytes holds them in the importer until a worker takes it; a ``Span`` holds nothing,
-# so more can be queued: enough to keep the workers busy while the importer writes
-# a batch (about a second at the default batch size), at ~1.5 MB of memory per
-# result waiting to be used.
+# so more can be queued. Each finished one waits in the importer, unpickled (~1.3 MB),
+# until it is used, and they pile up exactly when the importer waits for the writer,
+# holding a full batch already: the next batch is then ready when the writer is, so
+# a few per worker keep the workers busy.
 BLOCKS_PER_WORKER = 2
-SPANS_PER_WORKER = 10
+SPANS_PER_WORKER = 4
 _BLANK = b" \t\r"
 MAX_REJECTIONS = 1000  # rejections kept with their reasons (the rest are only counted)
 
