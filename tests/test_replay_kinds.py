@@ -1,5 +1,6 @@
-"""``verify``'s admission replay asks a governance or state rule only about the kinds it
-names (``kinds``, ``ledger.trust.admission.kinds_of``). Exact when the names are true:
+"""Admission and ``verify``'s admission replay ask a governance or state rule only about
+the kinds it names (``kinds``, ``ledger.trust.admission.kinds_of``), through one dispatch
+(``AdmissionPolicy.parts_for``), so the two never disagree. Exact when the names are true:
 
 - every governance and state rule of the package's policy that names kinds gives None
   for an object of any other kind, whatever its bytes (the bytes of real governed
@@ -11,6 +12,8 @@ names (``kinds``, ``ledger.trust.admission.kinds_of``). Exact when the names are
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -22,9 +25,10 @@ from test_hostile_writer import TOY, Led, _v1, burned  # noqa: F401  (a fixture)
 from ledger.audit.full import audit
 from ledger.audit.replay import AdmissionReplay
 from ledger.store.base import StoredObject
-from ledger.store.prepared import prepare_value
-from ledger.store.sqlite import open_store
-from ledger.trust.admission import default_policy, kinds_of
+from ledger.store.prepared import prepare_blob, prepare_value
+from ledger.store.sqlite import create_store, open_store
+from ledger.trust.admission import AdmissionPolicy, AdmissionRefused, default_policy, kinds_of
+from ledger.trust.refusal import Refusal
 from ledger.trust.standing import Standing
 
 _POLICY = default_policy()
@@ -125,3 +129,41 @@ def test_a_part_without_kinds_judges_every_kind() -> None:
         kinds = ("not", "a", "frozenset")
 
     assert kinds_of(Anything()) is None and kinds_of(Wrong()) is None  # type: ignore[arg-type]
+
+
+@dataclass(frozen=True)
+class _RefuseBlobs:
+    """A state rule refusing every blob, naming ``kinds`` (truly or not)."""
+
+    kinds: frozenset[str]
+
+    def check(self, obj: StoredObject, reader: object, standing: object) -> Refusal | None:
+        if obj.kind != "blob":
+            return None
+        return Refusal(obj.digest, obj.kind, "no blobs here", "none", rule="no-blobs")
+
+
+@pytest.mark.parametrize(
+    ("named", "refused"), [(frozenset({"blob"}), True), (frozenset({"work-unit"}), False)]
+)
+def test_admission_and_the_replay_ask_the_same_parts(
+    tmp_path: Path, named: frozenset[str], refused: bool
+) -> None:
+    """One dispatch (``AdmissionPolicy.parts_for``): a rule naming its kinds truly is
+    applied by both the append and ``verify``'s replay of a blob written past admission;
+    one naming them wrongly by neither, so they never disagree about a ledger."""
+    policy = AdmissionPolicy(state_rules=(_RefuseBlobs(named),))
+    db = tmp_path / "l.db"
+    create_store(db).close()
+    with open_store(db, policy=policy) as store:
+        store.append_many([prepare_value(_v1("collecting"))])
+        try:
+            store.append_many([prepare_blob(b"appended")])
+            appended = True
+        except AdmissionRefused:
+            appended = False
+    assert appended is not refused
+    sqlite_insert(db, [prepare_blob(b"written past admission")])
+    with open_store(db, readonly=True, policy=policy) as store:
+        codes = [f["code"] for f in audit(store, workers=1).to_json()["findings"]]
+    assert codes.count("no-blobs") == (2 if appended else 1) * refused

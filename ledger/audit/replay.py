@@ -41,7 +41,6 @@ from ledger.log.batch_record import BATCH_KIND, BatchBoundary, boundary_of
 from ledger.store.aliases import ALIAS_KIND, alias_target
 from ledger.store.base import LedgerReader, StoredObject
 from ledger.store.prefix import Prefix
-from ledger.trust.admission import kinds_of
 from ledger.trust.attestation import ATTESTATION_KIND
 from ledger.trust.identity import IDENTITY_KIND, TrustIndex, trust_index
 from ledger.trust.judgement import SignatureMemo, check_attestation
@@ -79,8 +78,6 @@ class AdmissionReplay:
         self._pending: dict[str, _Pending] = {}
         self._seen_batch = False  # a batch record lies before the current entry
         self._last_batch: BatchBoundary | None = None
-        # Per kind, the governances and state rules that may judge it (``_of_kind``).
-        self._kinds: dict[str, tuple[tuple[Governance, ...], tuple[StateRule, ...]]] = {}
 
     # -- set-up --------------------------------------------------------------------------
     def begin(self, reader: LedgerReader, start: int) -> None:
@@ -104,21 +101,9 @@ class AdmissionReplay:
         return self._standing
 
     def _of_kind(self, kind: str) -> tuple[tuple[Governance, ...], tuple[StateRule, ...]]:
-        """The policy's governances and state rules that may judge ``kind`` (in policy
-        order): the others name other kinds (``kinds_of``), so they would give None."""
-        found = self._kinds.get(kind)
-        if found is None:
-
-            def judges(part: Governance | StateRule) -> bool:
-                kinds = kinds_of(part)
-                return kinds is None or kind in kinds
-
-            policy = self.policy
-            found = self._kinds[kind] = (
-                tuple(filter(judges, policy.governance)),
-                tuple(filter(judges, policy.state_rules)),
-            )
-        return found
+        """The policy's governances and state rules that judge ``kind``, as admission
+        asks them (``AdmissionPolicy.parts_for``)."""
+        return self.policy.parts_for(kind)
 
     # -- one entry -----------------------------------------------------------------------
     def __call__(self, obj: StoredObject, reader: LedgerReader) -> list[LedgerFinding]:
@@ -194,7 +179,7 @@ class AdmissionReplay:
             return []
         before = Prefix(reader, att.seq)
         found = []
-        for rule in self.policy.state_rules:
+        for rule in self.policy.parts_for(subject.kind)[1]:
             refusal = rule.check(subject, before, standing)
             if refusal is not None:
                 found.append(

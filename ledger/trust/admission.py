@@ -38,7 +38,7 @@ IDKMesh's rules). ``CORE_ONLY`` is the generic core alone, for a caller who says
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Final, Protocol
 
 from ledger.errors import NotFound, RuleViolation
@@ -68,7 +68,9 @@ class Governance(Protocol):
     """Says whether an object is authority-governed (None: it is not).
 
     It may also have ``kinds`` (a frozenset of kinds, ``kinds_of``): the only kinds it
-    can say governed; ``verify``'s replay then asks it about those kinds alone.
+    can say governed. The policy then asks it about those kinds alone, when an object is
+    written and when ``verify`` replays it (``AdmissionPolicy.parts_for``): one dispatch,
+    so a part that names its kinds wrongly is wrong in both, never in one only.
     """
 
     def governed(self, obj: StoredObject, reader: LedgerReader) -> Governed | None: ...
@@ -154,6 +156,9 @@ class CoreGovernance:
         return None
 
 
+_KINDS_KEPT = 1024  # kinds whose parts ``AdmissionPolicy.parts_for`` keeps
+
+
 @dataclass(frozen=True)
 class AdmissionPolicy:
     """The composed rule set, one immutable value; ``admit`` raises ``AdmissionRefused``
@@ -163,6 +168,32 @@ class AdmissionPolicy:
     governance: tuple[Governance, ...] = (CoreGovernance(),)
     state_rules: tuple[StateRule, ...] = ()
     attestation: AttestationPolicy = GENERIC_POLICY
+    # ``parts_for``'s answers by kind: derived from the fields above, never compared.
+    _by_kind: dict[object, tuple[tuple[Governance, ...], tuple[StateRule, ...]]] = field(
+        default_factory=dict, init=False, repr=False, compare=False, hash=False
+    )
+
+    def parts_for(self, kind: object) -> tuple[tuple[Governance, ...], tuple[StateRule, ...]]:
+        """The governances and state rules that judge an object of ``kind``, in policy
+        order: those naming no kinds and those naming ``kind`` (``kinds_of``). The
+        others give None for it by their contract. Admission and ``verify``'s replay
+        both ask only these."""
+        found = self._by_kind.get(kind)
+        if found is None:
+
+            def judges(part: Governance | StateRule) -> bool:
+                kinds = kinds_of(part)
+                return kinds is None or kind in kinds
+
+            found = (
+                tuple(filter(judges, self.governance)),
+                tuple(filter(judges, self.state_rules)),
+            )
+            # Bounded: a ledger a hostile writer filled with made-up kinds must not
+            # grow it without end (past the bound each answer is derived again).
+            if len(self._by_kind) < _KINDS_KEPT:
+                self._by_kind[kind] = found
+        return found
 
     def extended(self, parts: Iterable[PolicyParts]) -> AdmissionPolicy:
         """This policy plus ``parts``: rules appended in order; one attestation policy."""
@@ -182,7 +213,7 @@ class AdmissionPolicy:
     def governed(self, obj: StoredObject, reader: LedgerReader) -> Governed | None:
         """Why ``obj`` needs the authority's attestation (the first governance that says
         so), or None."""
-        for gov in self.governance:
+        for gov in self.parts_for(obj.kind)[0]:
             need = gov.governed(obj, reader)
             if need is not None:
                 return need
@@ -276,7 +307,8 @@ class AdmissionPolicy:
                 positions = [obj.seq]
                 if obj.digest in authority_signed and self.governed(obj, reader) is not None:
                     positions.append(authority_signed[obj.digest])
-                refusals += _rule_refusals(self.state_rules, obj, reader, positions, standing)
+                rules = self.parts_for(obj.kind)[1]
+                refusals += _rule_refusals(rules, obj, reader, positions, standing)
         if self.state_rules and authority_signed:
             # Records stored before this batch that an attestation here establishes.
             standing = standing or Standing(reader, self)
@@ -290,7 +322,8 @@ class AdmissionPolicy:
                     or standing.attested_at(subject) != seq
                 ):
                     continue
-                refusals += _rule_refusals(self.state_rules, subject, reader, [seq], standing)
+                rules = self.parts_for(subject.kind)[1]
+                refusals += _rule_refusals(rules, subject, reader, [seq], standing)
         return refusals
 
 
