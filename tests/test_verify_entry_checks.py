@@ -15,6 +15,7 @@ in the audit's workers), and gives exactly the one-process report.
 
 from __future__ import annotations
 
+import gc
 import pickle
 import sqlite3
 from pathlib import Path
@@ -476,3 +477,22 @@ def test_a_row_of_other_types_is_sent_row_by_row(
     assert isinstance(parallel._entry_columns(rows), list)
     _sent, checked = _sent_and_checked(rows)
     assert repr(checked) == repr(_reference_chunk(rows))
+
+
+def test_fewer_collections_during_a_pooled_pass_and_settings_restored(
+    corpus_rows: list[RawLogRow], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """While a pooled pass runs (the judgement included: it runs between the chunks), the
+    objects from before are frozen and the youngest generation is collected rarely; after
+    it, or when the judgement raises, the settings are the caller's again."""
+    monkeypatch.setattr(parallel, "_CHUNK", 4)
+    before = (gc.get_threshold(), gc.get_freeze_count())
+    seen = []
+    for _rows, _checked in parallel.with_entry_checks(corpus_rows, workers=2):
+        seen.append((gc.get_threshold()[0], gc.get_freeze_count()))
+    assert (gc.get_threshold(), gc.get_freeze_count()) == before
+    assert len(seen) > 1 and all(t >= parallel._COLLECT_EVERY and n > 0 for t, n in seen)
+    with pytest.raises(KeyError):
+        for _rows, _checked in parallel.with_entry_checks(corpus_rows, workers=2):
+            raise KeyError("the judgement failed")
+    assert (gc.get_threshold(), gc.get_freeze_count()) == before

@@ -29,7 +29,6 @@ Guarantees (docs/PERFORMANCE.md states them for users):
 from __future__ import annotations
 
 import contextlib
-import gc
 import itertools
 import multiprocessing
 import multiprocessing.pool
@@ -43,6 +42,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, fields
 from typing import Any, BinaryIO
 
+from ledger.collection import fewer_collections
 from ledger.encoding.canonical import DEFAULT_LIMITS, Limits
 from ledger.errors import DocumentTooLargeError, InputError, LedgerError
 from ledger.store.base import Store
@@ -536,33 +536,16 @@ def import_jsonl(
     return summary.summary()
 
 
-@contextlib.contextmanager
-def _fewer_collections(threshold: int = GC_THRESHOLD) -> Iterator[None]:
-    """Fewer passes of the cyclic garbage collector while importing.
+def _fewer_collections(threshold: int = GC_THRESHOLD) -> contextlib.AbstractContextManager[None]:
+    """Fewer passes of the cyclic garbage collector while importing (``fewer_collections``).
 
     The writer holds a batch of documents and the rows planned for it until the batch
-    commits; with the default thresholds (a pass every 700 allocations) the collector
-    re-examines them, and everything loaded before the import, many times per batch.
-    Here the objects from before the import are frozen (never examined; forked
-    workers then share their pages untouched) and the youngest generation is
-    collected every ``threshold`` allocations (net of those freed). That is more than
-    the containers a batch holds (~12 per document), so most objects of a batch are
-    written and freed before any pass examines them; at 50,000 each pass found a
-    batch alive and promoted it, ~3 us of the importer's CPU per document. Reference
-    counting frees everything as before; only cycles wait longer. The settings are
-    restored afterwards.
+    commits; ``threshold`` is more than the containers a batch holds (~12 per document),
+    so most objects of a batch are written and freed before any pass examines them; at
+    50,000 each pass found a batch alive and promoted it, ~3 us of the importer's CPU per
+    document.
     """
-    before = gc.get_threshold()
-    freeze = gc.get_freeze_count() == 0  # never unfreeze what a caller froze
-    if freeze:
-        gc.freeze()
-    gc.set_threshold(max(before[0], threshold), *before[1:])
-    try:
-        yield
-    finally:
-        gc.set_threshold(*before)
-        if freeze:
-            gc.unfreeze()
+    return fewer_collections(threshold)
 
 
 def _import(
