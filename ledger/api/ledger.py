@@ -617,7 +617,7 @@ class Ledger:
     ) -> ImportSummary:
         """Import a JSON Lines stream (``import jsonl``): every line checked as ``append``
         checks a document, the valid ones appended in input order in transactions of
-        ``batch`` lines (default 8,000), prepared by ``workers`` processes (default one
+        ``batch`` lines (default 6,000), prepared by ``workers`` processes (default one
         per CPU, at most 2). Bad lines are rejected, never written, and listed in the
         summary (``ok`` is False); ``progress(n)`` is told the input bytes consumed."""
         from ledger.store.bulk import DEFAULT_BATCH, default_workers

@@ -20,7 +20,7 @@ from ledger.cli.common import (
 from ledger.errors import RejectionsReported
 
 # Kept equal to ledger.store.bulk.DEFAULT_BATCH; not imported so `--help` stays light.
-_DEFAULT_BATCH = 8000
+_DEFAULT_BATCH = 6000
 
 
 def jsonl(

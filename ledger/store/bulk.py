@@ -52,10 +52,10 @@ from ledger.trust.presign import Presign, RecentSubjects, Verdict, presign_read,
 from ledger.workers import Pool, usable_cpus
 
 # Valid lines per transaction. The threaded writer holds two batches at once (one being
-# written, one being gathered), ~5 KB per document of the benchmark's corpus: at 12,500 an
-# import's process tree peaked at ~300 MB at 1M objects; 8,000 is sized for the 256 MB
-# budget (docs/PERFORMANCE.md), at a few us per object of extra index writes.
-DEFAULT_BATCH = 8000
+# written, one being gathered): at 12,500 an import's process tree peaked at ~300 MB at 1M
+# objects; 6,000 is sized for the 256 MB budget (docs/PERFORMANCE.md), at a few us per
+# object of extra index writes.
+DEFAULT_BATCH = 6000
 BLOCK_BYTES = 1 << 20  # lines are shipped to workers in blocks of about this size
 GC_THRESHOLD = 200_000  # allocations between collections while importing (``_fewer_collections``)
 WARM_LINES = 32  # lines prepared before the workers fork (see ``_warm``)
