@@ -23,7 +23,6 @@ from hypothesis import strategies as st
 from test_hostile_writer import TOY, Led, _v1, burned  # noqa: F401  (a fixture)
 
 from ledger.audit.full import audit
-from ledger.audit.replay import AdmissionReplay
 from ledger.store.base import StoredObject
 from ledger.store.prepared import prepare_blob, prepare_value
 from ledger.store.sqlite import create_store, open_store
@@ -107,11 +106,11 @@ def test_the_report_is_the_one_asking_every_rule(
         named = audit(store, workers=1).to_json()
     asked: list[str] = []
 
-    def every(self: AdmissionReplay, kind: str) -> tuple[Any, Any]:
-        asked.append(kind)
-        return self.policy.governance, self.policy.state_rules
+    def every(self: AdmissionPolicy, kind: object) -> tuple[Any, Any]:
+        asked.append(str(kind))
+        return self.governance, self.state_rules
 
-    monkeypatch.setattr(AdmissionReplay, "_of_kind", every)
+    monkeypatch.setattr(AdmissionPolicy, "parts_for", every)
     with open_store(burned.db, readonly=True) as store:
         each = audit(store, workers=1).to_json()
     assert asked  # the replay went through it

@@ -48,7 +48,7 @@ from ledger.trust.presign import signing_keys
 from ledger.trust.standing import Standing
 
 if TYPE_CHECKING:
-    from ledger.trust.admission import AdmissionPolicy, Governance, StateRule
+    from ledger.trust.admission import AdmissionPolicy
     from ledger.trust.refusal import Governed, Refusal
 
 
@@ -100,11 +100,6 @@ class AdmissionReplay:
             self._standing = Standing(reader, self.policy)
         return self._standing
 
-    def _of_kind(self, kind: str) -> tuple[tuple[Governance, ...], tuple[StateRule, ...]]:
-        """The policy's governances and state rules that judge ``kind``, as admission
-        asks them (``AdmissionPolicy.parts_for``)."""
-        return self.policy.parts_for(kind)
-
     # -- one entry -----------------------------------------------------------------------
     def __call__(self, obj: StoredObject, reader: LedgerReader) -> list[LedgerFinding]:
         try:
@@ -130,12 +125,10 @@ class AdmissionReplay:
             return []
         if kind == IDENTITY_KIND:
             found += self._identity_key(obj, reader)
-        governance, rules = self._of_kind(kind)
-        for gov in governance:  # the first that says governed, as ``policy.governed``
-            need = gov.governed(obj, reader)
-            if need is not None:
-                self._pending[obj.digest] = _Pending(obj, need)
-                break
+        need = self.policy.governed(obj, reader)
+        if need is not None:
+            self._pending[obj.digest] = _Pending(obj, need)
+        rules = self.policy.parts_for(kind)[1]  # as admission asks them
         if rules:
             standing = self._standing_of(reader)
             before = Prefix(reader, obj.seq)

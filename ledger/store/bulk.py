@@ -57,7 +57,7 @@ from ledger.workers import Pool, usable_cpus
 # object of extra index writes.
 DEFAULT_BATCH = 6000
 BLOCK_BYTES = 1 << 20  # lines are shipped to workers in blocks of about this size
-GC_THRESHOLD = 200_000  # allocations between collections while importing (``_fewer_collections``)
+GC_THRESHOLD = 200_000  # allocations between collections while importing (``fewer_collections``)
 WARM_LINES = 32  # lines prepared before the workers fork (see ``_warm``)
 RECENT_SUBJECTS = 1024  # documents a worker keeps to pair an attestation with its subject
 # Tasks in flight per worker (``_ordered_results``). A task that carries its block's
@@ -529,23 +529,15 @@ def import_jsonl(
     if kind == "blob":
         raise InputError("kind, got 'blob', expected a JSON kind (JSON Lines hold JSON)")
     summary = ImportTally()
-    with store.bulk_session(), _fewer_collections():
+    # The writer holds a batch and the rows planned for it until it commits: GC_THRESHOLD
+    # is more than the containers a batch holds (~12 per document), so most are freed
+    # before a pass examines them (at 50,000 each pass promoted a live batch: ~3 us per
+    # document of the importer's CPU).
+    with store.bulk_session(), fewer_collections(GC_THRESHOLD):
         presign = _presign(store) if workers > 1 else None
         _import(store, source, kind, batch, workers, limits, advance, summary, presign)
     summary.size = store.size()
     return summary.summary()
-
-
-def _fewer_collections(threshold: int = GC_THRESHOLD) -> contextlib.AbstractContextManager[None]:
-    """Fewer passes of the cyclic garbage collector while importing (``fewer_collections``).
-
-    The writer holds a batch of documents and the rows planned for it until the batch
-    commits; ``threshold`` is more than the containers a batch holds (~12 per document),
-    so most objects of a batch are written and freed before any pass examines them; at
-    50,000 each pass found a batch alive and promoted it, ~3 us of the importer's CPU per
-    document.
-    """
-    return fewer_collections(threshold)
 
 
 def _import(
